@@ -1,0 +1,66 @@
+"""The JSON codec budgetware uses: orjson when it can, the standard library otherwise."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+_orjson: Any
+try:  # pragma: no cover - depends on the platform
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+HAS_ORJSON = _orjson is not None
+
+__all__ = ["HAS_ORJSON", "dumps_bytes", "dumps_str_bytes", "loads"]
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON exactly as the standard library would, fast when orjson agrees.
+
+    orjson refuses lone surrogate escapes and turns integers beyond 64 bits into errors;
+    the standard library keeps both, so it is the fallback that never changes a value.
+    """
+    if _orjson is not None:
+        try:
+            return _orjson.loads(data)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(data)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """Serialize compactly as UTF-8; lone surrogates are escaped, never emitted raw."""
+    if _orjson is not None:
+        try:
+            out: bytes = _orjson.dumps(value)
+            return out
+        except TypeError:
+            pass
+    # ensure_ascii=False keeps non-ASCII text as UTF-8, but would write a lone surrogate
+    # raw; those are escaped first so that the output is always valid UTF-8.
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return text.encode("utf-8", "backslashreplace_json")
+
+
+def dumps_str_bytes(s: str) -> bytes | None:
+    """orjson's serialization of one string, or None when orjson is missing or refuses it."""
+    if _orjson is None:
+        return None
+    try:
+        out: bytes = _orjson.dumps(s)
+    except TypeError:
+        return None
+    return out
+
+
+def _backslashreplace_json(err: UnicodeError) -> tuple[str, int]:
+    # Only surrogates can fail to encode as UTF-8; write them as JSON \uXXXX escapes.
+    assert isinstance(err, UnicodeEncodeError)
+    chunk = err.object[err.start : err.end]
+    return "".join(f"\\u{ord(c):04x}" for c in chunk), err.end
+
+
+codecs.register_error("backslashreplace_json", _backslashreplace_json)

@@ -1,0 +1,261 @@
+"""Where full outputs go: the ArtifactStore protocol and the local content-addressed store."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from budgetware._json import dumps_bytes, loads
+
+__all__ = [
+    "ArtifactStore",
+    "ArtifactStoreError",
+    "LocalArtifactStore",
+    "store_for",
+    "text_key",
+]
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+class ArtifactStoreError(OSError):
+    """An artifact could not be written or read; the caller bounds without a reference."""
+
+
+def text_key(text: str) -> str:
+    """The content address of a text: hex SHA-256 of its UTF-8 bytes (surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """Persists full tool outputs and remembers producer decisions.
+
+    ``put`` returns the reference a preview names (for the local store, the absolute path
+    of the file). Decisions let a producer boundary (an MCP client) tell the finalizer
+    downstream what it already did with a text it bounded, keyed by ``text_key`` of that
+    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable".
+    Any method may raise; callers treat a failure as "no reference".
+    """
+
+    def put(self, text: str, *, key: str | None = None) -> str: ...
+
+    def record_decision(self, key: str, refs: tuple[str, ...]) -> None: ...
+
+    def lookup_decision(self, key: str) -> tuple[str, ...] | None: ...
+
+
+class LocalArtifactStore:
+    """Content-addressed files in one directory: ``<sha256>.txt``, written once, atomically.
+
+    The directory is created 0700 and files 0600; no path component chosen by a tool (call
+    id, tool name) ever reaches the file system, and the last component is never followed
+    as a symlink. Sizes are reserved before writing so concurrent writers cannot overshoot
+    ``max_store_bytes`` (counted per store object, that is per process session).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_artifact_bytes: int = 50 * 1024 * 1024,
+        max_store_bytes: int = 500 * 1024 * 1024,
+    ) -> None:
+        self.directory = Path(os.path.abspath(os.fspath(directory)))
+        self.max_artifact_bytes = max_artifact_bytes
+        self.max_store_bytes = max_store_bytes
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._reserved = 0
+        self._known: set[str] = set()
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes this store has written or reserved so far."""
+        return self._reserved
+
+    def path_for(self, key: str) -> Path:
+        """The file a key lives in (whether or not it exists yet)."""
+        if not _KEY.fullmatch(key):
+            raise ValueError("artifact keys are lower-case hex SHA-256 digests")
+        return self.directory / f"{key}.txt"
+
+    def put(self, text: str, *, key: str | None = None) -> str:
+        """Store ``text`` (once) and return its reference: the artifact's absolute path."""
+        data = text.encode("utf-8", "surrogatepass")
+        if key is None:
+            key = hashlib.sha256(data).hexdigest()
+        name = self.path_for(key).name
+        with self._key_lock(key):
+            if key in self._known:
+                return str(self.directory / name)
+            dir_fd = self._open_dir()
+            try:
+                if self._existing_size(dir_fd, name) == len(data):
+                    self._known.add(key)
+                    return str(self.directory / name)
+                self._write_new(dir_fd, name, data)
+            finally:
+                os.close(dir_fd)
+            self._known.add(key)
+        return str(self.directory / name)
+
+    def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
+        """Remember what a producer decided for the text with this key."""
+        name = self.path_for(key).stem + ".decision.json"
+        data = dumps_bytes({"refs": list(refs)})
+        with self._key_lock("d" + key):
+            dir_fd = self._open_dir()
+            try:
+                if self._existing_size(dir_fd, name) is None:
+                    self._write_new(dir_fd, name, data, count=False)
+            finally:
+                os.close(dir_fd)
+
+    def lookup_decision(self, key: str) -> tuple[str, ...] | None:
+        """What a producer decided for the text with this key, or None if nothing."""
+        name = self.path_for(key).stem + ".decision.json"
+        try:
+            dir_fd = self._open_dir(create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return None
+            with os.fdopen(fd, "rb") as f:
+                record = loads(f.read(1024 * 1024))
+        finally:
+            os.close(dir_fd)
+        refs = record.get("refs") if isinstance(record, dict) else None
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            raise ArtifactStoreError(errno.EINVAL, "malformed decision record")
+        return tuple(refs)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _key_lock(self, key: str) -> threading.Lock:
+        with self._lock:
+            lock = self._key_locks.get(key)
+            if lock is None:
+                lock = self._key_locks[key] = threading.Lock()
+            return lock
+
+    def _open_dir(self, *, create: bool = True) -> int:
+        if create:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISDIR(info.st_mode):
+                raise ArtifactStoreError(errno.ENOTDIR, "artifact path is not a directory")
+            # Our own directory: keep it private even if something loosened it.
+            mine = hasattr(os, "getuid") and info.st_uid == os.getuid()
+            if create and mine and stat.S_IMODE(info.st_mode) & 0o077:
+                os.fchmod(fd, 0o700)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _existing_size(dir_fd: int, name: str) -> int | None:
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise ArtifactStoreError(errno.EEXIST, "artifact name is taken by a non-file")
+        return info.st_size
+
+    def _reserve(self, size: int) -> None:
+        if size > self.max_artifact_bytes:
+            raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
+        with self._lock:
+            if self._reserved + size > self.max_store_bytes:
+                raise ArtifactStoreError(errno.ENOSPC, "store exceeds max_store_bytes")
+            self._reserved += size
+
+    def _release(self, size: int) -> None:
+        with self._lock:
+            self._reserved -= size
+
+    def _write_new(self, dir_fd: int, name: str, data: bytes, *, count: bool = True) -> None:
+        if count:
+            self._reserve(len(data))
+        tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY,
+                0o600,
+                dir_fd=dir_fd,
+            )
+            try:
+                with os.fdopen(fd, "wb", closefd=False) as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            finally:
+                os.close(fd)
+            try:
+                # link() refuses to replace: a concurrent writer (another process) that got
+                # there first wins, and its identical bytes are reused.
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                if self._existing_size(dir_fd, name) != len(data):
+                    raise ArtifactStoreError(
+                        errno.EEXIST, "artifact exists with other size"
+                    ) from None
+                if count:
+                    self._release(len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
+                    raise
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            # Keep the reservation only for bytes that stayed on disk.
+            if count and self._existing_size_quiet(dir_fd, name) != len(data):
+                self._release(len(data))
+            raise
+        finally:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+
+    def _existing_size_quiet(self, dir_fd: int, name: str) -> int | None:
+        try:
+            return self._existing_size(dir_fd, name)
+        except OSError:
+            return None
+
+
+_STORES: dict[tuple[str, int, int], LocalArtifactStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def store_for(
+    directory: str | os.PathLike[str], max_artifact_bytes: int, max_store_bytes: int
+) -> LocalArtifactStore:
+    """The process-wide store for a directory and limits, so reservations are shared."""
+    key = (os.path.abspath(os.fspath(directory)), max_artifact_bytes, max_store_bytes)
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = _STORES[key] = LocalArtifactStore(
+                key[0], max_artifact_bytes=max_artifact_bytes, max_store_bytes=max_store_bytes
+            )
+        return store

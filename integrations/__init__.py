@@ -1,0 +1,1 @@
+"""Per-SDK integrations of budgetware, each importing its client library lazily."""
