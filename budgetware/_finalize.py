@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from budgetware import _diagnostics
 from budgetware._allocate import allocate
 from budgetware._config import BudgetConfig
 from budgetware._fit import fit_text
@@ -46,7 +47,10 @@ def finalize_batch(
         refs = _persist(entry, persist, config)
         return refs, refs
 
-    return _bound(entries, config, decide)
+    result = _bound(entries, config, decide)
+    if _diagnostics.active():  # off: this one check is the whole cost
+        _diagnostics.tool_results("finalizer", entries, result)
+    return result
 
 
 def guard_batch(
@@ -65,6 +69,8 @@ def guard_batch(
         return entry.persisted_output_files or (), entry.persisted_output_files
 
     result = _bound(entries, config, decide)
+    if _diagnostics.active():
+        _diagnostics.tool_results("guard", entries, result)
     changed = sum(1 for old, new in zip(entries, result) if old is not new)
     if changed:
         logger.warning(
