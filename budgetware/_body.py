@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
+from typing import Any, cast
+from urllib.parse import urlsplit
 
-from budgetware._config import BudgetConfig
+from budgetware._config import BudgetConfig, resolve_config
+from budgetware._finalize import finalize_batch, guard_batch
+from budgetware._formats import PASS_THROUGH_PATHS, Batch, JsonPath, format_for_path, sniff_format
+from budgetware._formats._splice import replace_values
+from budgetware._json import loads
+from budgetware._measure import measure
+from budgetware._models import ToolResult
+from budgetware._store import ArtifactStore, store_for
 
-__all__ = ["finalize_body"]
+__all__ = ["finalize_body", "is_untouchable"]
+
+logger = logging.getLogger("budgetware")
+
+_SIGNED_HEADERS = frozenset({"x-amz-date", "x-amz-content-sha256", "x-amz-security-token"})
+_warned_signed = False
 
 
 def finalize_body(
@@ -18,6 +34,153 @@ def finalize_body(
 ) -> bytes:
     """Return ``body`` itself when nothing changes, else the body with bounded tool results.
 
-    Placeholder until the wire formats land: passes every body through unchanged.
+    ``config`` None means the configuration in effect (environment and ``budget(...)``
+    blocks). Every batch of the body is finalized, then guarded. An internal error returns
+    ``body`` unchanged and is logged, unless ``config.raise_errors`` is set.
     """
-    return body
+    if config is None:
+        config = resolve_config()
+    budget = config.batch_budget
+    # Every string inside a JSON text takes at least as many bytes there as it measures
+    # (one char is >= 1 byte; an escape is longer than the UTF-8 it stands for), so a body
+    # no longer than the budget cannot hold an over-budget batch: skip the parse.
+    if budget <= 0 or len(body) <= budget:
+        return body
+    try:
+        return _finalize(url, body, headers, config)
+    except Exception as exc:
+        if config.raise_errors:
+            raise
+        logger.error(
+            "budgetware could not bound a request body (%s); it is sent unchanged",
+            type(exc).__name__,
+        )
+        return body
+
+
+def is_untouchable(headers: Mapping[str, str]) -> str | None:
+    """Why a request with these headers must keep its body ("signed", "encoded"), or None."""
+    for key, value in headers.items():
+        name = key.lower()
+        if name in _SIGNED_HEADERS:
+            return "signed"
+        if name == "authorization" and value.lstrip()[:16].upper() == "AWS4-HMAC-SHA256":
+            return "signed"
+        if name == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            return "encoded"
+    return None
+
+
+def _finalize(
+    url: str, body: bytes, headers: Mapping[str, str] | None, config: BudgetConfig
+) -> bytes:
+    if not isinstance(cast(object, body), bytes):
+        return body  # bytearray, memoryview or str: not ours to rewrite
+    if headers is not None:
+        reason = is_untouchable(headers)
+        if reason is not None:
+            if reason == "signed":
+                _warn_signed()
+            return body
+    path = urlsplit(str(url)).path.rstrip("/")
+    if path.endswith(PASS_THROUGH_PATHS):
+        return body
+    fmt = format_for_path(path)
+    decoded = _decode(body)
+    if not isinstance(decoded, dict):
+        return body
+    if fmt is None:
+        fmt = sniff_format(decoded)
+        if fmt is None:
+            return body
+    batches = [batch for batch in fmt.batches(decoded) if _over_budget(batch, config)]
+    if not batches:
+        return body
+    changes = _bound(batches, config)
+    if not changes:
+        return body
+    spliced = replace_values(body, decoded, changes)
+    if spliced is not None:
+        return spliced
+    return _reserialize(body, decoded, changes)
+
+
+def _decode(body: bytes) -> object:
+    """The decoded body, or None when it is not JSON this layer can safely rewrite."""
+    # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
+    # library would decode, but whose byte offsets the splicer cannot use.
+    if b"\x00" in body:
+        return None
+    try:
+        return loads(body)
+    except (ValueError, RecursionError):
+        # Not JSON, not UTF-8, too deep to decode, or integers too long to convert:
+        # robust input, not an internal error.
+        return None
+
+
+def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
+    unit = config.unit
+    total = 0
+    for found in batch:
+        for slot in found.slots:
+            total += measure(slot, unit)
+    return total > config.batch_budget
+
+
+def _bound(batches: list[Batch], config: BudgetConfig) -> dict[JsonPath, tuple[str, str]]:
+    """Finalize every batch, then guard every result; the slots that changed, by path."""
+    store: ArtifactStore | None = None
+    if config.persist:
+        store = store_for(
+            config.resolved_artifact_dir(), config.max_artifact_bytes, config.max_store_bytes
+        )
+    finalized = [
+        finalize_batch(
+            [
+                ToolResult(
+                    call_id=found.call_id,
+                    tool_name=found.tool_name,
+                    slots=tuple(found.slots),
+                    parts=tuple(found.parts),
+                )
+                for found in batch
+            ],
+            config=config,
+            store=store,
+        )
+        for batch in batches
+    ]
+    guarded = [guard_batch(entries, config=config) for entries in finalized]
+    changes: dict[JsonPath, tuple[str, str]] = {}
+    for batch, entries in zip(batches, guarded):
+        for found, entry in zip(batch, entries):
+            for path, old, new in zip(found.paths, found.slots, entry.slots):
+                if new is not old and new != old:
+                    changes[path] = (old, new)
+    return changes
+
+
+def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
+    """Last resort when a changed value has no token to splice: write the whole body again.
+
+    Key order and every value are kept (the standard library writes big integers and NaN
+    back as they were read); only whitespace may differ from the original.
+    """
+    for path, (_old, new) in changes.items():
+        container: Any = decoded
+        for key in path[:-1]:
+            container = container[key]
+        container[path[-1]] = new
+    text = json.dumps(decoded, ensure_ascii=body.isascii(), separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace_json")
+
+
+def _warn_signed() -> None:
+    global _warned_signed
+    if not _warned_signed:
+        _warned_signed = True
+        logger.warning(
+            "budgetware does not rewrite signed request bodies (AWS SigV4); bound those "
+            "requests above the HTTP layer (for example anthropic middleware)"
+        )
