@@ -295,8 +295,6 @@ def project_headless_message(
     Each block is bounded on its own; ``is_error`` and everything else are kept. Returns the
     same object when nothing changed, otherwise copies along the path to the changed blocks.
     """
-    if not isinstance(message, dict):
-        return message
     inner = message.get("message")
     if not isinstance(inner, dict):
         return message
