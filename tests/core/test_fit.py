@@ -1,0 +1,115 @@
+"""Fitting a slot: truthful notice, 20% head, marker, 80% tail, never over the allocation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from budgetware import fit_text, measure
+
+REF = "/cache/budgetware/artifacts/" + "a" * 64 + ".txt"
+
+
+def test_text_that_fits_is_returned_itself() -> None:
+    text = "x" * 100
+    assert fit_text(text, 100) is text
+
+
+def test_preview_is_exactly_the_allocation_for_ascii() -> None:
+    text = "x" * 10_000
+    assert len(fit_text(text, 1_000, refs=[REF])) == 1_000
+
+
+def test_notice_is_one_truthful_line() -> None:
+    text = "HEAD" + "x" * 20_000 + "TAIL"
+    preview = fit_text(text, 1_000, refs=[REF])
+    notice = preview.split("\n", 1)[0]
+    numbers = [int(n.replace(",", "")) for n in re.findall(r"[\d,]{2,}", notice)]
+    kept = preview.split("\n\n", 1)[1]
+    marker = re.search(r"\n\[\.\.\. ([\d,]+) chars omitted \.\.\.\]\n", kept)
+    assert marker is not None
+    head, tail = kept[: marker.start()], kept[marker.end() :]
+    omitted = len(text) - len(head) - len(tail)
+    assert numbers[:2] == [len(text), omitted]
+    assert int(marker.group(1).replace(",", "")) == omitted
+    assert REF in notice
+    assert text.startswith(head)
+    assert text.endswith(tail)
+
+
+def test_tail_gets_four_times_the_head() -> None:
+    text = "".join(f"{i:08d}\n" for i in range(100_000))
+    preview = fit_text(text, 10_000)
+    kept = preview.split("\n\n", 1)[1]
+    head, _, tail = re.split(r"(\n\[\.\.\. [\d,]+ chars omitted \.\.\.\]\n)", kept)
+    assert 3.9 < len(tail) / len(head) < 4.1
+
+
+def test_reference_is_dropped_whole_when_it_does_not_fit() -> None:
+    text = "y" * 5_000
+    long_ref = "/" + "r" * 300
+    preview = fit_text(text, 200, refs=[long_ref])
+    assert len(preview) <= 200
+    assert "/r" not in preview
+    assert preview.startswith("[Tool output truncated")
+
+
+def test_notice_itself_is_cut_when_nothing_else_fits() -> None:
+    preview = fit_text("z" * 5_000, 12)
+    assert preview == "[Tool output"
+
+
+def test_zero_allocation_gives_empty_text() -> None:
+    assert fit_text("abc", 0) == ""
+
+
+def test_all_references_of_an_entry_are_listed() -> None:
+    preview = fit_text("q" * 10_000, 2_000, refs=["/a/1.txt", "/a/2.txt"])
+    assert "/a/1.txt, /a/2.txt" in preview.split("\n", 1)[0]
+
+
+def test_emoji_are_never_split() -> None:
+    preview = fit_text("😀" * 1000, 201)
+    assert len(preview) <= 201
+    assert "\ufffd" not in preview
+    assert not any(0xD800 <= ord(c) <= 0xDFFF for c in preview)
+
+
+def test_utf8_unit_bounds_bytes() -> None:
+    preview = fit_text("汉" * 10_000, 3_001, unit="utf8_bytes")
+    assert measure(preview, "utf8_bytes") <= 3_001
+    assert "bytes" in preview.split("\n", 1)[0]
+    preview.encode("utf-8")  # whole characters only
+
+
+def test_negative_allocation_is_refused() -> None:
+    with pytest.raises(ValueError, match="allocation"):
+        fit_text("abc", -1)
+
+
+texts = st.text(alphabet=st.sampled_from("ab\n汉😀\ud800é"), max_size=3_000)
+
+
+@given(texts, st.integers(0, 3_000), st.sampled_from(["chars", "utf8_bytes"]), st.booleans())
+def test_fit_never_exceeds_and_is_idempotent(
+    text: str, allocation: int, unit: str, with_ref: bool
+) -> None:
+    refs = [REF] if with_ref else []
+    once = fit_text(text, allocation, refs=refs, unit=unit)  # type: ignore[arg-type]
+    assert measure(once, unit) <= allocation  # type: ignore[arg-type]
+    assert fit_text(once, allocation, refs=refs, unit=unit) is once  # type: ignore[arg-type]
+
+
+@given(texts, st.integers(0, 3_000))
+def test_fit_is_deterministic(text: str, allocation: int) -> None:
+    assert fit_text(text, allocation, refs=[REF]) == fit_text(text, allocation, refs=[REF])
+
+
+@given(texts, st.integers(0, 3_000))
+def test_a_reference_is_whole_or_absent(text: str, allocation: int) -> None:
+    preview = fit_text(text, allocation, refs=[REF])
+    if preview is not text and "/cache" in preview:
+        assert REF in preview
