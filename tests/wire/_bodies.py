@@ -15,7 +15,7 @@ from typing import Any
 JsonPath = tuple[str | int, ...]
 Built = tuple[dict[str, Any], list[list[JsonPath]]]
 
-IMAGE_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+IMAGE_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6"
 
 
 def _cid(turn: int, i: int) -> str:
