@@ -62,11 +62,15 @@ __all__ = [
     "REPRESENTATIONS",
     "STAGES",
     "ArtifactInfo",
+    "acp_values",
     "active",
     "artifact_kind",
     "boundary",
     "boundary_pair",
     "configure",
+    "display_pair",
+    "display_wire",
+    "headless_values",
     "keyed_hash",
     "refresh",
     "reset",
@@ -225,9 +229,10 @@ def configure(
     """Override the HMAC key, the rate-limit clock/limit/window, or the output sink.
 
     A ``sink`` receives each encoded line (newline included) and turns diagnostics on
-    regardless of the environment, until ``reset()``. Also resets the rate-limit window.
+    regardless of the environment, until ``reset()``. The current window and the
+    suppressed count carry over.
     """
-    global _clock, _limit, _window, _override_sink, _window_start, _window_count, _suppressed
+    global _clock, _limit, _window, _override_sink
     with _lock:
         if key is not None:
             if len(key) < 16:
@@ -241,7 +246,6 @@ def configure(
             _window = float(window)
         if sink is not None:
             _override_sink = sink
-        _window_start, _window_count, _suppressed = None, 0, 0
     refresh()
 
 
@@ -480,6 +484,106 @@ def tool_results_wire(
         )
     except Exception:
         _failed()
+
+
+def display_pair(kind: str, before: Any, after: Any) -> None:
+    """``<kind>_projection_input``/``_output`` around a display projection (acp or headless).
+
+    ``before`` and ``after`` are the ACP frame(s) or headless message(s) before and after
+    projecting; mutated when the projection returned a different object.
+    """
+    if not active():
+        return
+    try:
+        extract = _display_extractor(kind)
+        boundary_pair(
+            f"{kind}_projection_input",
+            f"{kind}_projection_output",
+            before=lambda: extract(before)[0],
+            after=lambda: extract(after)[0],
+            ids=lambda: extract(after)[1],
+            mutated=before is not after,
+        )
+    except Exception:
+        _failed()
+
+
+def display_wire(kind: str, payload: Any, written: bytes | int) -> None:
+    """``<kind>_wire`` for a frame (or a list of frames) and the exact bytes written."""
+    if not active():
+        return
+    try:
+        extract = _display_extractor(kind)
+        size = written if isinstance(written, int) else len(written)
+        boundary(
+            f"{kind}_wire",
+            values=lambda: extract(payload)[0],
+            ids=lambda: extract(payload)[1],
+            wire_bytes=size,
+        )
+    except Exception:
+        _failed()
+
+
+def _display_extractor(kind: str) -> Callable[[Any], tuple[list[Value], dict[str, Any]]]:
+    if kind == "acp":
+        return acp_values
+    if kind == "headless":
+        return headless_values
+    raise ValueError(f"unknown display kind {kind!r}")
+
+
+def acp_values(frames: Any) -> tuple[list[Value], dict[str, Any]]:
+    """The tool output values and ids of ACP ``tool_call_update`` frames, in wire order.
+
+    ``frames`` is one JSON-RPC message or a list of them (a batch). Values are the text of
+    each ``content`` text block and a string ``rawOutput``, tagged with their update's index.
+    """
+    values: list[Value] = []
+    calls: list[Any] = []
+    names: list[Any] = []
+    session: Any = None
+    for frame in frames if isinstance(frames, list) else [frames]:
+        params = frame.get("params") if isinstance(frame, dict) else None
+        update = params.get("update") if isinstance(params, dict) else None
+        if not isinstance(update, dict) or update.get("sessionUpdate") != "tool_call_update":
+            continue
+        session = session or params.get("sessionId")  # type: ignore[union-attr]
+        index = len(calls)
+        calls.append(update.get("toolCallId"))
+        meta = update.get("_meta")
+        names.append(meta.get("toolName") if isinstance(meta, dict) else None)
+        content = update.get("content")
+        for block in content if isinstance(content, list) else ():
+            inner = block.get("content") if isinstance(block, dict) else None
+            text = inner.get("text") if isinstance(inner, dict) else None
+            if isinstance(text, str):
+                values.append(("acp_content", text, index))
+        raw = update.get("rawOutput")
+        if isinstance(raw, str):
+            values.append(("acp_raw_output", raw, index))
+    return values, {"session": session, "tool_call": calls, "tool_name": names}
+
+
+def headless_values(messages: Any) -> tuple[list[Value], dict[str, Any]]:
+    """The string ``content`` of each headless ``tool_result`` block, in wire order."""
+    values: list[Value] = []
+    calls: list[Any] = []
+    session: Any = None
+    for message in messages if isinstance(messages, list) else [messages]:
+        if not isinstance(message, dict):
+            continue
+        session = session or message.get("session_id")
+        inner = message.get("message")
+        blocks = inner.get("content") if isinstance(inner, dict) else None
+        for block in blocks if isinstance(blocks, list) else ():
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            text = block.get("content")
+            if isinstance(text, str):
+                values.append(("headless_content", text, len(calls)))
+                calls.append(block.get("tool_use_id"))
+    return values, {"session": session, "tool_call": calls}
 
 
 def _batch_values(entries: Sequence[ToolResult]) -> list[Value]:
