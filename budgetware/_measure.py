@@ -47,12 +47,13 @@ def json_string_bytes(s: str, limit: int | None = None) -> int:
 
 
 def _json_string_bytes_slow(s: str) -> int:
-    encoded = s.encode("utf-8", "surrogatepass")
-    # A lone surrogate encodes to 3 bytes under surrogatepass and is dropped by "ignore";
-    # in JSON it is a 6-byte escape, 3 more than its surrogatepass size.
-    if s.isascii():
+    try:
+        encoded = s.encode("utf-8")
         surrogate_bytes = 0
-    else:
+    except UnicodeEncodeError:  # fails at the first lone surrogate, so this costs little
+        encoded = s.encode("utf-8", "surrogatepass")
+        # A lone surrogate encodes to 3 bytes under surrogatepass and to none under
+        # "ignore"; in JSON it is a 6-byte escape: 3 more than its surrogatepass size.
         surrogate_bytes = len(encoded) - len(s.encode("utf-8", "ignore"))
     specials = encoded.translate(None, _PLAIN)
     long_escapes = len(specials.translate(None, _SHORT_ESCAPES))
