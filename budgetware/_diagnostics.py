@@ -71,6 +71,7 @@ __all__ = [
     "display_pair",
     "display_wire",
     "headless_values",
+    "key_id",
     "keyed_hash",
     "refresh",
     "reset",
@@ -293,6 +294,11 @@ def keyed_hash(value: str) -> str:
 
 
 _set_key(_key)
+
+
+def key_id() -> str:
+    """A fingerprint of this process's key: equal ``key_id`` means comparable hashes."""
+    return _key_id
 
 
 def artifact_kind(ref: str) -> str:
