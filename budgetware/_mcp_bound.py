@@ -116,6 +116,10 @@ class McpBudget(BaseModel):
         except ValidationError as exc:
             raise ConfigError(f"invalid budgetware MCP setting: {exc}") from None
 
+    def names_server(self, name: str) -> bool:
+        """Whether ``servers`` has overrides for this server name or URL."""
+        return _match(self.servers, name) is not None
+
     def budget_for(self, server: str | None = None, tool: str | None = None) -> int:
         """The result budget for one tool of one server (most specific override wins)."""
         overrides = _match(self.servers, server) if server else None

@@ -1,0 +1,317 @@
+"""The mcp client side of the producer boundary: an httpx2 transport and stream wrappers.
+
+Nothing here imports ``mcp`` or ``httpx2`` until it is used; ``budgetware.integrations.mcp``
+is the public face.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from types import ModuleType, TracebackType
+from typing import Any
+
+from budgetware._config import resolve_config
+from budgetware._mcp_bound import McpBudget, bound_tool_result, default_store
+from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
+from budgetware._store import ArtifactStore
+
+__all__ = [
+    "BoundedTransport",
+    "McpBoundTransport",
+    "bound_streams",
+    "budget_http_client",
+    "require",
+]
+
+_HINT = 'budgetware\'s MCP integration needs the mcp package: pip install "budgetware[mcp]"'
+
+
+def require(name: str) -> ModuleType:
+    """Import ``name`` (``mcp...`` or ``httpx2``), or raise an ImportError with the hint."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(f"{_HINT} ({exc})", name=exc.name) from exc
+
+
+# The mcp SDK's own client defaults (create_mcp_http_client): a stream may idle for minutes.
+_TIMEOUT = 30.0
+_SSE_READ_TIMEOUT = 300.0
+_CLASS_LOCK = threading.Lock()
+_CLASS: dict[str, type] = {}
+
+
+class McpBoundTransport:
+    """Wraps an async httpx2 (or httpx) transport; bounds the ``tools/call`` results it returns.
+
+    ``McpBoundTransport(inner)`` is an instance of a subclass that also derives from the
+    inner transport's library ``AsyncBaseTransport``, so clients accept it.
+    """
+
+    def __new__(cls, inner: Any = None, **kwargs: Any) -> Any:
+        if cls is not McpBoundTransport:
+            return super().__new__(cls)
+        if inner is None:
+            library = require("httpx2")
+        else:
+            library = sys.modules[type(inner).__module__.partition(".")[0]]
+        with _CLASS_LOCK:
+            concrete = _CLASS.get(library.__name__)
+            if concrete is None:
+                concrete = _CLASS[library.__name__] = type(
+                    "McpBoundTransport",
+                    (McpBoundTransport, library.AsyncBaseTransport),
+                    {"__module__": __name__},
+                )
+        return super().__new__(concrete)
+
+    def __init__(
+        self,
+        inner: Any = None,
+        *,
+        budget: McpBudget | None = None,
+        server: str | None = None,
+        store: ArtifactStore | None = None,
+    ) -> None:
+        if inner is None:
+            inner = require("httpx2").AsyncHTTPTransport()
+        self.inner = inner
+        self.budget = budget
+        self.server = server
+        self.store = store
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Send through the inner transport; bound the result of a ``tools/call``."""
+        response = await self.inner.handle_async_request(request)
+        return rewrite_mcp_response(
+            request, response, budget=self.budget, server=self.server, store=self.store
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __repr__(self) -> str:
+        return f"McpBoundTransport({self.inner!r})"
+
+
+def budget_http_client(
+    *,
+    budget: McpBudget | None = None,
+    server: str | None = None,
+    store: ArtifactStore | None = None,
+    transport: Any = None,
+    **client_kwargs: Any,
+) -> Any:
+    """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)``.
+
+    Its ``tools/call`` results arrive bounded to ``budget`` (default: the process-wide MCP
+    budget, ``BUDGETWARE_MCP_*``), with their full output persisted once. ``server`` names
+    the server for per-server overrides (default: matched by URL). ``transport`` is the
+    transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
+    to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
+    """
+    httpx2 = require("httpx2")
+    if "timeout" not in client_kwargs:
+        client_kwargs["timeout"] = httpx2.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
+    bounded = McpBoundTransport(transport, budget=budget, server=server, store=store)
+    return httpx2.AsyncClient(transport=bounded, **client_kwargs)
+
+
+class _State:
+    """What the two directions share: pending ``tools/call`` ids and the server's name."""
+
+    def __init__(
+        self, budget: McpBudget | None, server: str | None, store: ArtifactStore | None
+    ) -> None:
+        self.budget = budget
+        self.server = server
+        self.named = server is not None
+        self.store = store
+        self.calls: dict[tuple[type, Any], str | None] = {}
+        self.initialize: set[tuple[type, Any]] = set()
+
+
+class _ObservedWrite:
+    """The write stream, noting each outgoing ``tools/call`` (and ``initialize``) by id."""
+
+    def __init__(self, inner: Any, state: _State) -> None:
+        self._inner = inner
+        self._state = state
+
+    async def send(self, item: Any, /) -> None:
+        message: Any = getattr(item, "message", None)
+        method = getattr(message, "method", None)
+        if method == "tools/call" and hasattr(message, "id"):
+            params = getattr(message, "params", None)
+            name = params.get("name") if isinstance(params, dict) else None
+            self._state.calls[(type(message.id), message.id)] = (
+                name if isinstance(name, str) else None
+            )
+        elif method == "initialize" and hasattr(message, "id"):
+            self._state.initialize.add((type(message.id), message.id))
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _ObservedWrite:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
+
+
+class _BoundingRead:
+    """The read stream, bounding the response to each noted ``tools/call``."""
+
+    def __init__(self, inner: Any, state: _State) -> None:
+        self._inner = inner
+        self._state = state
+
+    @property
+    def last_context(self) -> Any:
+        # Consumers read the sender's context from the stream they receive from.
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        return await self._process(await self._inner.receive())
+
+    def __aiter__(self) -> _BoundingRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self._process(await self._inner.__anext__())
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _BoundingRead:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
+
+    async def _process(self, item: Any) -> Any:
+        message: Any = getattr(item, "message", None)
+        result = getattr(message, "result", None)
+        if not isinstance(result, dict):
+            if message is not None and hasattr(message, "error") and hasattr(message, "id"):
+                self._state.calls.pop((type(message.id), message.id), None)
+            return item
+        key = (type(message.id), message.id)
+        state = self._state
+        if key in state.initialize:
+            state.initialize.discard(key)
+            info = result.get("serverInfo")
+            if not state.named and isinstance(info, dict) and isinstance(info.get("name"), str):
+                state.server = info["name"]
+            return item
+        if key not in state.calls:
+            return item
+        tool = state.calls.pop(key)
+        budget = state.budget or current_mcp_budget()
+        limit = budget.budget_for(state.server, tool)
+        if limit <= 0 and budget.max_message_bytes <= 0:
+            return item
+        import anyio.to_thread
+
+        # Bounding may write an artifact: off the event loop.
+        bounded = await anyio.to_thread.run_sync(self._bound, result, budget, limit)
+        if bounded is result:
+            return item
+        types = require("mcp_types")
+        new_message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=bounded)
+        return type(item)(message=new_message, metadata=getattr(item, "metadata", None))
+
+    def _bound(self, result: dict[str, Any], budget: McpBudget, limit: int) -> Any:
+        store = self._state.store
+        if store is None:
+            store, persist = default_store()
+        else:
+            persist = resolve_config().persist
+        outcome = bound_tool_result(
+            result,
+            budget=limit,
+            max_bytes=budget.max_message_bytes,
+            store=store,
+            persist=persist,
+            unit=budget.unit,
+        )
+        return outcome.result
+
+
+def bound_streams(
+    read_stream: Any,
+    write_stream: Any,
+    *,
+    budget: McpBudget | None = None,
+    server: str | None = None,
+    store: ArtifactStore | None = None,
+) -> tuple[Any, Any]:
+    """Wrap a transport's (read, write) stream pair so ``tools/call`` results arrive bounded.
+
+    Pass the pair to ``ClientSession(read, write)``. ``server`` names the server for
+    per-server overrides; by default the name the server gives in ``initialize``.
+    """
+    state = _State(budget, server, store)
+    return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
+
+
+class BoundedTransport:
+    """An MCP client transport whose ``tools/call`` results arrive bounded.
+
+    Wraps any transport (an async context manager yielding ``(read, write)``):
+    ``BoundedTransport(stdio_client(params))``, ``BoundedTransport(streamable_http_client(
+    url))``. Use it as the transport itself (``mcp.Client(BoundedTransport(...))``) or
+    enter it for the pair ``ClientSession`` takes.
+    """
+
+    def __init__(
+        self,
+        transport: Any,
+        *,
+        budget: McpBudget | None = None,
+        server: str | None = None,
+        store: ArtifactStore | None = None,
+    ) -> None:
+        self._transport = transport
+        self._budget = budget
+        self._server = server
+        self._store = store
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        read, write = await self._transport.__aenter__()
+        return bound_streams(
+            read, write, budget=self._budget, server=self._server, store=self._store
+        )
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._transport.__aexit__(exc_type, exc_val, exc_tb)
+        return result
