@@ -7,14 +7,15 @@ called. Each submitted request becomes one JSON line in ``submitted-<time>-<pid>
 references, and per text its HMAC under the diagnostics key, so a record can be matched
 with the ``http_wire`` events of the debug log of the same process (same ``key_id``).
 
-The HTTP layer calls, with the finalized batches of the body it is about to send::
+The HTTP layer calls, with the exact body bytes it is about to send (after
+``finalize_body``), which emits the ``http_wire`` diagnostic and writes the record::
 
     from budgetware import _recorder
 
-    if _recorder.recording():
-        _recorder.record_submission(url, batches, body=body)
+    _recorder.submitted(url, body)  # off: two cheap checks
 
-``record_submission`` never raises and never changes its arguments. Records hold tool
+or, when it already holds the finalized batches, ``record_submission(url, batches,
+body=body)``. Neither raises nor changes its arguments. Records hold tool
 output in full: keep the directory private. URLs are stored without credentials, query
 or fragment (API keys travel there).
 """
@@ -41,6 +42,8 @@ __all__ = [
     "record_submission",
     "recording",
     "set_recorder",
+    "submitted",
+    "wire_batches",
 ]
 
 ENV_VAR = "BUDGETWARE_RECORD_DIR"
@@ -147,7 +150,7 @@ def _entry(entry: ToolResult) -> dict[str, Any]:
 # --- the process-wide recorder: explicit, else from the environment -----------------------
 
 _explicit: Recorder | None = None
-_env_raw: str | None = None
+_env_raw: Any = None
 _env_recorder: Recorder | None = None
 _state_lock = threading.Lock()
 failures = 0  # swallowed errors, for tests and debugging
@@ -161,19 +164,27 @@ def set_recorder(recorder: Recorder | None) -> Recorder | None:
     return previous
 
 
+_env_data: Any = getattr(os.environ, "_data", None)
+_env_key: Any = os.environ.encodekey(ENV_VAR) if isinstance(_env_data, dict) else ENV_VAR
+if not isinstance(_env_data, dict):  # pragma: no cover - not CPython's os.environ
+    _env_data = None
+
+
 def current() -> Recorder | None:
-    """The recorder in effect, or None when recording is off."""
+    """The recorder in effect, or None when recording is off (one lookup when unchanged)."""
     global _env_raw, _env_recorder
     if _explicit is not None:
         return _explicit
-    raw = os.environ.get(ENV_VAR)
-    if raw != _env_raw:
-        with _state_lock:
-            if _env_recorder is not None:
-                _env_recorder.close()
-            _env_raw = raw
-            on = raw is not None and raw.strip().lower() not in _OFF_VALUES
-            _env_recorder = Recorder(raw.strip()) if on and raw is not None else None
+    raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(ENV_VAR)
+    if raw is _env_raw:
+        return _env_recorder
+    with _state_lock:
+        if _env_recorder is not None:
+            _env_recorder.close()
+        _env_raw = raw
+        text = (os.fsdecode(raw) if isinstance(raw, bytes) else str(raw)) if raw else ""
+        on = text.strip().lower() not in _OFF_VALUES
+        _env_recorder = Recorder(text.strip()) if on else None
     return _env_recorder
 
 
@@ -210,3 +221,63 @@ def record_submission(
             )
     except Exception:
         failures += 1
+
+
+def submitted(
+    url: str, body: bytes, *, session: str | None = None, request: str | None = None
+) -> None:
+    """The HTTP layer's one call with the exact bytes it sends: ``http_wire`` and a record.
+
+    Off (neither diagnostics nor recording on): two cheap checks. On: the tool results are
+    read back from ``body`` itself, so what is logged and recorded is what went out. Bodies
+    that are not a known provider format are ignored. Never raises.
+    """
+    if not (_diagnostics.active() or current() is not None):
+        return
+    global failures
+    try:
+        batches = wire_batches(url, body)
+        if not batches:
+            return
+        if _diagnostics.active():
+            _diagnostics.tool_results_wire(
+                "http_wire", batches, wire_bytes=len(body), session=session, request=request
+            )
+        record_submission(url, batches, body=body, session=session, request=request)
+    except Exception:
+        failures += 1
+
+
+def wire_batches(url: str, body: bytes) -> list[list[ToolResult]]:
+    """The tool-result batches a provider request body carries, as ToolResults, in order.
+
+    Artifact state cannot be read back from a body: every entry is "undecided" (None).
+    """
+    from budgetware._formats import PASS_THROUGH_PATHS, format_for_path, sniff_format
+    from budgetware._json import loads
+
+    path = urlsplit(url).path.rstrip("/")
+    if not isinstance(body, bytes) or path.endswith(PASS_THROUGH_PATHS) or b"\x00" in body:
+        return []
+    fmt = format_for_path(path)
+    try:
+        decoded = loads(body)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(decoded, dict):
+        return []
+    fmt = fmt or sniff_format(decoded)
+    if fmt is None:
+        return []
+    return [
+        [
+            ToolResult(
+                call_id=found.call_id,
+                tool_name=found.tool_name,
+                slots=tuple(found.slots),
+                parts=tuple(found.parts),
+            )
+            for found in batch
+        ]
+        for batch in fmt.batches(decoded)
+    ]

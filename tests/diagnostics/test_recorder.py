@@ -129,3 +129,31 @@ def test_a_symlinked_directory_is_refused(tmp_path: Path) -> None:
     record_submission("https://a/x", [BATCH])
     assert recorder.failures == 1
     assert list(real.iterdir()) == []
+
+
+def test_submitted_records_the_tool_results_read_back_from_the_body(tmp_path: Path) -> None:
+    recorder.set_recorder(Recorder(tmp_path))
+    body = json.dumps(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "prompt"},
+                {"role": "tool", "tool_call_id": "a", "content": "first"},
+                {"role": "tool", "tool_call_id": "b", "content": "second"},
+            ],
+        }
+    ).encode()
+    recorder.submitted("https://api.example/v1/chat/completions?key=K", body)
+    (record,) = _records(tmp_path)
+    (batch,) = record["batches"]
+    assert [(e["call_id"], e["slots"]) for e in batch] == [("a", ["first"]), ("b", ["second"])]
+    assert record["body_sha256"] == hashlib.sha256(body).hexdigest()
+    assert record["url"] == "https://api.example/v1/chat/completions"
+
+
+def test_submitted_ignores_bodies_without_tool_results(tmp_path: Path) -> None:
+    recorder.set_recorder(Recorder(tmp_path))
+    recorder.submitted("https://api.example/v1/embeddings", b'{"input": "x"}')
+    recorder.submitted("https://api.example/v1/chat/completions", b"not json")
+    assert list(tmp_path.iterdir()) == []
+    assert recorder.failures == 0
