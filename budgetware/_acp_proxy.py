@@ -11,6 +11,7 @@ threads over binary pipes read lines of any length.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -60,17 +61,20 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
     return dumps_bytes(projected) + ending
 
 
-def _pump_stdin(source: IO[bytes], child_stdin: IO[bytes]) -> None:
-    # Byte for byte, as soon as bytes arrive: read1 returns what is available.
+def _pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
+    # Plain file descriptors, no buffered file objects: this daemon thread may still be
+    # blocked in a read when the interpreter exits, and it must not hold an io lock then.
+    target_fd = child_stdin.fileno()
     try:
         while True:
-            data = source.read1(_CHUNK) if hasattr(source, "read1") else source.read(_CHUNK)
+            data = os.read(source_fd, _CHUNK)
             if not data:
                 break
-            child_stdin.write(data)
-            child_stdin.flush()
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # the agent is gone; its exit code tells the story
+            view = memoryview(data)
+            while view:
+                view = view[os.write(target_fd, view) :]
+    except OSError:
+        pass  # the agent is gone (broken pipe); its exit code tells the story
     finally:
         try:
             child_stdin.close()
@@ -131,7 +135,9 @@ def main(argv: list[str]) -> int:
         return parsed
     budget, command = parsed
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # Unbuffered pipes: the stdin pump writes to the descriptor itself, and the stdout
+        # pump gets its own buffered reader below.
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     except OSError as exc:
         print(f"budgetware acp-proxy: cannot run {command[0]!r}: {exc}", file=sys.stderr)
         return 127
@@ -140,10 +146,12 @@ def main(argv: list[str]) -> int:
     previous = _forward_signals(child)
     try:
         stdin_thread = threading.Thread(
-            target=_pump_stdin, args=(sys.stdin.buffer, child.stdin), daemon=True
+            target=_pump_stdin, args=(sys.stdin.fileno(), child.stdin), daemon=True
         )
         stdout_thread = threading.Thread(
-            target=_pump_stdout, args=(child.stdout, sys.stdout.buffer, budget), daemon=True
+            target=_pump_stdout,
+            args=(io.BufferedReader(child.stdout, _CHUNK), sys.stdout.buffer, budget),
+            daemon=True,
         )
         stdin_thread.start()
         stdout_thread.start()
