@@ -21,8 +21,12 @@ from budgetware.testing import FakeProvider, RecordedRequest
 
 pytestmark = [
     pytest.mark.sdk,
-    # litellm's gemini provider warns once about an internal import on its first call.
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    # litellm's gemini provider imports TypedDicts with `ReadOnly` items on its first call
+    # and pydantic warns about each once (see tests/sdk/test_fake_provider.py).
+    pytest.mark.filterwarnings(
+        "ignore:Items? .* on TypedDict class '_\\w*CachedContent\\w*' (is|are) using the "
+        "`ReadOnly`:UserWarning"
+    ),
 ]
 
 BUDGET = 2_000
