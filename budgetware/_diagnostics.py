@@ -11,8 +11,9 @@ Hooks for boundary owners (each is one line; the disabled path is one cheap chec
 
     from budgetware import _diagnostics
 
-    # two ToolResult batches around a boundary (finalizer, guard, an MCP producer):
-    if _diagnostics.active():
+    # two ToolResult batches around a boundary (finalizer, guard, an MCP producer);
+    # per-batch code tests the flag, one attribute read (others may call active()):
+    if _diagnostics.enabled:
         _diagnostics.tool_results("producer", before, after)  # producer_input/_output
 
     # anything else, values as (representation, text[, call index]) triples, lazily:
@@ -70,6 +71,7 @@ __all__ = [
     "configure",
     "display_pair",
     "display_wire",
+    "enabled",
     "headless_values",
     "key_id",
     "keyed_hash",
@@ -159,11 +161,19 @@ _path: str | None = None
 _override_sink: Callable[[bytes], None] | None = None  # set by configure(): forces on
 
 
+# The hot-path flag: hooks in per-batch code test ``_diagnostics.enabled`` (one attribute
+# read). It is decided when this module is imported and re-decided by every ``active()``
+# that sees the variable change, by ``refresh()``, ``configure()`` and ``reset()``.
+enabled = False
+
+
 def active() -> bool:
-    """Whether diagnostics are on; cheap enough to guard every hook call with it.
+    """Whether diagnostics are on, re-reading the environment only when it changed.
 
     The decision is cached and re-made only when the environment variable's value object
     changes (set, changed or removed), so tests and long-lived processes may switch it.
+    Costs one dictionary lookup; per-batch hooks test the ``enabled`` flag instead, which
+    a process that switches the variable at run time refreshes with ``refresh()``.
     """
     raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(ENV_VAR)
     if raw is _raw:
@@ -180,7 +190,7 @@ def refresh() -> bool:
 
 
 def _decide(raw: Any) -> bool:
-    global _raw, _on, _path
+    global _raw, _on, _path, enabled
     with _lock:
         _raw = raw
         path: str | None = None
@@ -191,7 +201,7 @@ def _decide(raw: Any) -> bool:
         if path != _path:
             _close_file()
         _path = path
-        _on = _override_sink is not None or path is not None
+        _on = enabled = _override_sink is not None or path is not None
         return _on
 
 
@@ -744,3 +754,6 @@ def _close_file() -> None:
             os.close(fd)
         except OSError:
             pass
+
+
+active()  # decide once at import: the hot-path flag starts in sync with the environment

@@ -48,7 +48,7 @@ def finalize_batch(
         return refs, refs
 
     result = _bound(entries, config, decide)
-    if _diagnostics.active():  # off: this one check is the whole cost
+    if _diagnostics.enabled:  # off: this one check is the whole cost
         _diagnostics.tool_results("finalizer", entries, result)
     return result
 
@@ -69,7 +69,7 @@ def guard_batch(
         return entry.persisted_output_files or (), entry.persisted_output_files
 
     result = _bound(entries, config, decide)
-    if _diagnostics.active():
+    if _diagnostics.enabled:
         _diagnostics.tool_results("guard", entries, result)
     changed = sum(1 for old, new in zip(entries, result) if old is not new)
     if changed:

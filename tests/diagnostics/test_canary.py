@@ -54,6 +54,7 @@ def test_no_canary_reaches_the_debug_log(monkeypatch: pytest.MonkeyPatch, tmp_pa
     c = _canaries()
     log_file = tmp_path / "debug.jsonl"
     monkeypatch.setenv(diagnostics.ENV_VAR, str(log_file))
+    diagnostics.refresh()  # the per-batch hooks read a flag decided at import
     recorder.set_recorder(recorder.Recorder(tmp_path / "records"))
     try:
         config = BudgetConfig(batch_budget=200_000, artifact_dir=tmp_path / c["dir"])

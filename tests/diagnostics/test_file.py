@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -117,3 +119,25 @@ def test_the_key_is_per_process_random() -> None:
     first = diagnostics.keyed_hash("same")
     diagnostics.reset()
     assert diagnostics.keyed_hash("same") != first
+
+
+def test_the_hot_path_flag_follows_refresh_and_active(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert diagnostics.enabled is False
+    monkeypatch.setenv(diagnostics.ENV_VAR, str(tmp_path / "debug.jsonl"))
+    assert diagnostics.enabled is False  # per-batch hooks pay one attribute read, no lookup
+    assert diagnostics.refresh() is True
+    assert diagnostics.enabled is True
+    monkeypatch.delenv(diagnostics.ENV_VAR)
+    assert diagnostics.active() is False  # a changed variable is noticed by active()
+    assert diagnostics.enabled is False
+
+
+def test_import_decides_from_the_environment(tmp_path: Path) -> None:
+    code = "from budgetware import _diagnostics as d; print(d.enabled)"
+    env = {**os.environ, diagnostics.ENV_VAR: str(tmp_path / "debug.jsonl")}
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    env[diagnostics.ENV_VAR] = "off"
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert (on.stdout.strip(), off.stdout.strip()) == ("True", "False")
