@@ -1,0 +1,162 @@
+"""instrument() / uninstrument(): patch send once, restore it exactly, never bound twice."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from http_helpers import big_results, tool_result_texts
+from test_transport import URL, chat_body, mock
+
+import budgetware._transport as transport_module
+from budgetware import _instrument
+from budgetware._config import BudgetConfig
+from budgetware._instrument import PATCH_TARGETS, PatchTarget, instrument, uninstrument
+from budgetware._transport import BudgetTransport, BudgetwareWarning
+
+
+@pytest.fixture(params=["httpx", "httpx2"])
+def lib(request: pytest.FixtureRequest) -> ModuleType:
+    return importlib.import_module(request.param)
+
+
+def _originals() -> list[Any]:
+    return [
+        vars(cls)["send"]
+        for cls in (httpx.Client, httpx.AsyncClient, httpx2.Client, httpx2.AsyncClient)
+    ]
+
+
+def test_every_patch_target_exists_in_the_installed_libraries() -> None:
+    for target in PATCH_TARGETS:
+        module = importlib.import_module(target.module)
+        cls = getattr(module, target.cls)
+        assert callable(vars(cls).get(target.method)), target.name
+
+
+def test_instrument_patches_send_of_both_libraries() -> None:
+    originals = _originals()
+    handle = instrument()
+    assert set(handle.patched) == {t.name for t in PATCH_TARGETS}
+    assert all(now is not before for now, before in zip(_originals(), originals))
+
+
+def test_uninstrument_restores_the_exact_original_functions() -> None:
+    originals = _originals()
+    instrument()
+    uninstrument()
+    assert all(now is before for now, before in zip(_originals(), originals))
+
+
+def test_instrumenting_twice_patches_once() -> None:
+    originals = _originals()
+    instrument()
+    once = _originals()
+    instrument()
+    assert all(now is first for now, first in zip(_originals(), once))
+    uninstrument()
+    assert all(now is before for now, before in zip(_originals(), originals))
+
+
+def test_instrument_as_a_context_manager_uninstruments_on_exit() -> None:
+    originals = _originals()
+    with instrument():
+        assert _instrument.is_instrumented()
+    assert not _instrument.is_instrumented()
+    assert all(now is before for now, before in zip(_originals(), originals))
+
+
+def test_instrumented_client_sends_bounded_body(lib: ModuleType, tmp_path: Path) -> None:
+    seen: list[Any] = []
+    config = BudgetConfig(batch_budget=20_000, artifact_dir=tmp_path)
+    with instrument(config=config), lib.Client(transport=mock(lib, seen)) as client:
+        client.post(URL, content=chat_body(big_results(3, 50_000)))
+    texts = tool_result_texts("openai_chat", json.loads(seen[0].content))
+    assert sum(len(t) for t in texts) <= 20_000
+
+
+async def test_instrumented_async_client_sends_bounded_body(
+    lib: ModuleType, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+    with instrument(config=BudgetConfig(batch_budget=20_000, artifact_dir=tmp_path)):
+        async with lib.AsyncClient(transport=mock(lib, seen)) as client:
+            await client.post(URL, content=chat_body(big_results(3, 50_000)))
+    texts = tool_result_texts("openai_chat", json.loads(seen[0].content))
+    assert sum(len(t) for t in texts) <= 20_000
+
+
+def test_uninstrumented_client_sends_the_original_body(lib: ModuleType) -> None:
+    seen: list[Any] = []
+    body = chat_body(big_results(3, 50_000))
+    with instrument(config=BudgetConfig(batch_budget=20_000)):
+        pass
+    with lib.Client(transport=mock(lib, seen)) as client:
+        client.post(URL, content=body)
+    assert seen[0].content == body
+
+
+def test_request_through_a_budget_transport_is_bounded_once(
+    lib: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = transport_module.finalize_body
+
+    def counting(*args: Any, **kwargs: Any) -> bytes:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transport_module, "finalize_body", counting)
+    seen: list[Any] = []
+    config = BudgetConfig(batch_budget=20_000, artifact_dir=tmp_path)
+    wrapped = BudgetTransport(mock(lib, seen), config=config)
+    with instrument(config=config), lib.Client(transport=wrapped) as client:
+        client.post(URL, content=chat_body(big_results(3, 50_000)))
+    assert len(calls) == 1
+
+
+def test_per_client_transport_config_wins_over_instrument(lib: ModuleType, tmp_path: Path) -> None:
+    seen: list[Any] = []
+    body = chat_body(big_results(3, 50_000))
+    with instrument(config=BudgetConfig(batch_budget=20_000, artifact_dir=tmp_path)):
+        disabled = BudgetTransport(mock(lib, seen), config=BudgetConfig(batch_budget=0))
+        with lib.Client(transport=disabled) as client:
+            client.post(URL, content=body)
+    assert seen[0].content == body
+
+
+def test_a_missing_patch_target_warns_and_patches_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gone = PatchTarget("httpx2", "Client", "send_that_was_removed", is_async=False)
+    monkeypatch.setattr(_instrument, "PATCH_TARGETS", (*PATCH_TARGETS, gone))
+    with pytest.warns(BudgetwareWarning, match="httpx2.Client.send_that_was_removed"):
+        handle = instrument()
+    assert "httpx2.Client.send" in handle.patched
+
+
+def test_library_imported_after_instrument_is_patched_on_import() -> None:
+    code = (
+        "import sys, budgetware._instrument as i\n"
+        "assert 'httpx2' not in sys.modules\n"
+        "i.instrument()\n"
+        "import httpx2\n"
+        "assert 'httpx2.Client.send' in i.Instrumentation().patched\n"
+        "assert type(vars(httpx2.Client)['send']).__name__ == 'FunctionWrapper'\n"
+    )
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=60)
+
+
+def test_instrument_without_warnings_on_a_healthy_install() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        instrument()
