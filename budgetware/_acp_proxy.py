@@ -51,8 +51,8 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
     ending = line[len(body) :]
     try:
         frame = loads(body)
-    except ValueError:
-        return line
+    except (ValueError, RecursionError):
+        return line  # not JSON (or nested beyond the parser): not ours to touch
     if not isinstance(frame, dict):
         return line
     projected = project_acp_frame(frame, budget)
@@ -89,7 +89,14 @@ def _pump_stdout(child_stdout: IO[bytes], sink: IO[bytes], budget: int) -> None:
         if not sink_open:
             continue  # keep draining so that the agent never blocks on a full pipe
         try:
-            sink.write(rewrite_line(line, budget))
+            out = rewrite_line(line, budget)
+        except Exception:
+            # Fail open: a bug in the projection must never drop or corrupt a frame.
+            if os.environ.get("BUDGETWARE_RAISE_ERRORS") == "1":
+                raise
+            out = line
+        try:
+            sink.write(out)
             sink.flush()
         except (BrokenPipeError, ValueError, OSError):
             sink_open = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -76,7 +77,15 @@ class ProjectingTransport:
         return project_acp_frame(message, self._budget)
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self._inner.send(self.project(message))
+        try:
+            projected = self.project(message)
+        except Exception:
+            # Fail open: a bug in the projection must never cost the editor a frame.
+            if os.environ.get("BUDGETWARE_RAISE_ERRORS") == "1":
+                raise
+            logger.exception("budgetware: projection failed; sending the frame unchanged")
+            projected = message
+        await self._inner.send(projected)
 
     async def receive(self) -> dict[str, Any] | None:
         return await self._inner.receive()

@@ -158,3 +158,9 @@ def test_rewrite_line_leaves_a_fitting_tool_call_update_byte_for_byte() -> None:
     line = b'{ "method": "session/update", "params": {"update": {"sessionUpdate": '
     line += b'"tool_call_update"}}}\n'
     assert rewrite_line(line) is line
+
+
+def test_rewrite_line_forwards_a_line_nested_beyond_the_parser_unchanged() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    line = b'{"method":"session/update","u":"tool_call_update","d":' + deep + b"}\n"
+    assert rewrite_line(line) is line

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import acp
+import pytest
 from acp import connect_to_agent, spawn_agent_process
 from acp._transport import memory_transport_pair
 from acp.connection import StreamEvent
@@ -162,3 +163,24 @@ async def test_ndjson_transport_reads_lines_longer_than_the_reader_limit() -> No
     transport = NdjsonStreamTransport(reader, writer=None)  # type: ignore[arg-type]
     assert await transport.receive() == long_frame
     assert await transport.receive() is None
+
+
+class FailingProjection(ProjectingTransport):
+    def project(self, message: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("projection bug")
+
+
+async def test_wrapper_sends_the_frame_unchanged_when_projection_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BUDGETWARE_RAISE_ERRORS", "0")
+    inner = RecordingTransport()
+    frame = session_update({"sessionUpdate": "tool_call_update", "rawOutput": BIG})
+    await FailingProjection(inner).send(frame)
+    assert inner.sent == [frame]
+
+
+async def test_wrapper_raises_projection_errors_under_raise_errors() -> None:
+    # The test suite sets BUDGETWARE_RAISE_ERRORS=1 (tests/conftest.py).
+    with pytest.raises(RuntimeError, match="projection bug"):
+        await FailingProjection(RecordingTransport()).send(session_update({}))
