@@ -7,7 +7,6 @@ is the public face.
 from __future__ import annotations
 
 import importlib
-import sys
 import threading
 from types import ModuleType, TracebackType
 from typing import Any
@@ -16,6 +15,7 @@ from budgetware._config import resolve_config
 from budgetware._mcp_bound import McpBudget, bound_tool_result, default_store
 from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
 from budgetware._store import ArtifactStore
+from budgetware._transport import library_of
 
 __all__ = [
     "BoundedTransport",
@@ -53,10 +53,9 @@ class McpBoundTransport:
     def __new__(cls, inner: Any = None, **kwargs: Any) -> Any:
         if cls is not McpBoundTransport:
             return super().__new__(cls)
-        if inner is None:
+        library = library_of(inner) if inner is not None else None
+        if library is None:
             library = require("httpx2")
-        else:
-            library = sys.modules[type(inner).__module__.partition(".")[0]]
         with _CLASS_LOCK:
             concrete = _CLASS.get(library.__name__)
             if concrete is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
@@ -23,6 +22,7 @@ from budgetware._mcp_bound import (
     default_store,
 )
 from budgetware._store import ArtifactStore
+from budgetware._transport import library_of
 
 __all__ = [
     "configure_mcp",
@@ -368,7 +368,9 @@ class _BoundedStream:
 
 def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     """A new response of the same library whose body goes through ``transform``."""
-    library = sys.modules[type(response).__module__.partition(".")[0]]
+    library = library_of(response)
+    if library is None:  # not an httpx or httpx2 response: nothing we can rebuild
+        return response
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROP_HEADERS]
     extensions = {**response.extensions, EXTENSION: True}
     request = getattr(response, "_request", None)
