@@ -1,0 +1,163 @@
+"""Per-request budgets: budget() blocks and x-budgetware-* headers, across threads and tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from http_helpers import big_results, tool_result_texts
+from sdk.drivers import asend_openai_chat, send_openai_chat
+from test_transport import URL, chat_body, mock
+
+from budgetware._config import BudgetConfig, budget
+from budgetware._instrument import instrument
+from budgetware._transport import BudgetTransport, BudgetwareWarning
+from budgetware.testing import FakeProvider
+
+BUDGETS = [6_000, 12_000, 24_000, 48_000]
+RESULTS = big_results(4, 40_000)
+
+
+def _totals_by_tag(provider: FakeProvider) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for request in provider.requests:
+        assert not [h for h in request.headers if h.startswith("x-budgetware")]
+        texts = tool_result_texts("openai_chat", request.json())
+        totals[request.headers["x-test-tag"]] = sum(len(t) for t in texts)
+    return totals
+
+
+def _assert_each_got_its_own_budget(totals: dict[str, int]) -> None:
+    assert set(totals) == {str(b) for b in BUDGETS}
+    for tag, total in totals.items():
+        # A water-filled batch of results far over budget uses (nearly) all of it.
+        assert int(tag) * 0.9 <= total <= int(tag)
+
+
+def _send_in_budget(url: str, limit: int) -> str:
+    with budget(batch_budget=limit):
+        return send_openai_chat(url, RESULTS, extra_headers={"x-test-tag": str(limit)})
+
+
+def _send_with_header(url: str, limit: int) -> str:
+    headers = {"x-test-tag": str(limit), "x-budgetware-batch-budget": str(limit)}
+    return send_openai_chat(url, RESULTS, extra_headers=headers)
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize("sender", [_send_in_budget, _send_with_header])
+def test_concurrent_threads_each_get_their_own_budget(
+    sender: Any, fake_provider: FakeProvider, config: BudgetConfig
+) -> None:
+    with instrument(config=config), ThreadPoolExecutor(len(BUDGETS)) as pool:
+        list(pool.map(lambda b: sender(fake_provider.url, b), BUDGETS))
+    _assert_each_got_its_own_budget(_totals_by_tag(fake_provider))
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize("via", ["budget", "header"])
+async def test_concurrent_asyncio_tasks_each_get_their_own_budget(
+    via: str, fake_provider: FakeProvider, config: BudgetConfig
+) -> None:
+    async def one(limit: int) -> str:
+        headers = {"x-test-tag": str(limit)}
+        if via == "header":
+            headers["x-budgetware-batch-budget"] = str(limit)
+            return await asend_openai_chat(fake_provider.url, RESULTS, extra_headers=headers)
+        with budget(batch_budget=limit):
+            return await asend_openai_chat(fake_provider.url, RESULTS, extra_headers=headers)
+
+    with instrument(config=config):
+        await asyncio.gather(*(one(b) for b in BUDGETS))
+    _assert_each_got_its_own_budget(_totals_by_tag(fake_provider))
+
+
+def test_budget_block_does_not_leak_into_a_thread_started_outside_it(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    body = chat_body(big_results(3, 50_000))
+    transport = BudgetTransport(mock(httpx2, seen), config=BudgetConfig(batch_budget=0))
+
+    def post() -> None:
+        with httpx2.Client(transport=transport) as client:
+            client.post(URL, content=body)
+
+    with ThreadPoolExecutor(1) as pool, budget(batch_budget=10_000, artifact_dir=tmp_path):
+        pool.submit(post).result()
+        # Threads that should follow the block copy its context explicitly.
+        pool.submit(contextvars.copy_context().run, post).result()
+    assert seen[0].content == body
+    texts = tool_result_texts("openai_chat", json.loads(seen[1].content))
+    assert sum(len(t) for t in texts) <= 10_000
+
+
+def _sent_total(seen: list[Any]) -> int:
+    return sum(len(t) for t in tool_result_texts("openai_chat", json.loads(seen[-1].content)))
+
+
+def test_header_wins_over_budget_block_which_wins_over_config(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    transport = BudgetTransport(
+        mock(httpx2, seen), config=BudgetConfig(batch_budget=40_000, artifact_dir=tmp_path)
+    )
+    body = chat_body(big_results(3, 50_000))
+    with httpx2.Client(transport=transport) as client:
+        client.post(URL, content=body)
+        assert 36_000 <= _sent_total(seen) <= 40_000
+        with budget(batch_budget=20_000):
+            client.post(URL, content=body)
+            assert 18_000 <= _sent_total(seen) <= 20_000
+            client.post(URL, content=body, headers={"x-budgetware-batch-budget": "8000"})
+            assert 7_000 <= _sent_total(seen) <= 8_000
+
+
+def test_disable_header_sends_the_body_untouched_without_the_header(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    body = chat_body(big_results(3, 50_000))
+    config = BudgetConfig(batch_budget=10_000, artifact_dir=tmp_path)
+    with httpx2.Client(transport=BudgetTransport(mock(httpx2, seen), config=config)) as client:
+        client.post(URL, content=body, headers={"X-Budgetware-Disable": "1"})
+    assert seen[0].content == body
+    assert "x-budgetware-disable" not in seen[0].headers
+
+
+def test_unit_header_switches_the_unit(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    body = chat_body(["é" * 30_000, "é" * 30_000])
+    config = BudgetConfig(batch_budget=20_000, artifact_dir=tmp_path)
+    with httpx2.Client(transport=BudgetTransport(mock(httpx2, seen), config=config)) as client:
+        client.post(URL, content=body, headers={"x-budgetware-unit": "utf8_bytes"})
+    texts = tool_result_texts("openai_chat", json.loads(seen[0].content))
+    assert sum(len(t.encode()) for t in texts) <= 20_000
+    assert "x-budgetware-unit" not in seen[0].headers
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-budgetware-batch-budget", "lots"),
+        ("x-budgetware-disable", "maybe"),
+        ("x-budgetware-unit", "tokens"),
+        ("x-budgetware-colour", "blue"),
+    ],
+)
+def test_invalid_header_warns_naming_it_and_other_layers_still_apply(
+    header: str, value: str, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+    config = BudgetConfig(batch_budget=10_000, artifact_dir=tmp_path)
+    with (
+        httpx2.Client(transport=BudgetTransport(mock(httpx2, seen), config=config)) as client,
+        pytest.warns(BudgetwareWarning, match=header),
+    ):
+        response = client.post(
+            URL, content=chat_body(big_results(3, 50_000)), headers={header: value}
+        )
+    assert response.status_code == 200
+    assert header not in seen[0].headers
+    assert _sent_total(seen) <= 10_000
