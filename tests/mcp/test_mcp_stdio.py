@@ -1,0 +1,90 @@
+"""The message-level producer boundary: stdio with a subprocess server, and raw streams."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import jsonschema
+from budgetware.integrations.mcp import (
+    BoundedTransport,
+    McpBudget,
+    McpServerBudget,
+    bound_streams,
+)
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.message import SessionMessage
+from mcp_server_app import BIG, PNG, SMALL
+from mcp_types import JSONRPCRequest, JSONRPCResponse
+
+from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
+from budgetware._store import LocalArtifactStore
+
+SERVER = StdioServerParameters(
+    command=sys.executable, args=[str(Path(__file__).with_name("mcp_server_app.py"))]
+)
+
+
+async def call_over_stdio(tool: str, **options: object) -> tuple[object, object]:
+    async with (
+        BoundedTransport(stdio_client(SERVER), **options) as (read, write),  # type: ignore[arg-type]
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        return await session.call_tool(tool, {}), tools[tool].output_schema
+
+
+async def test_2mb_result_over_stdio_arrives_bounded_naming_its_artifact(
+    store: LocalArtifactStore,
+) -> None:
+    result, schema = await call_over_stdio("big_text", store=store)
+    text = result.content[0].text
+    refs = result.meta[META_ARTIFACTS]
+    assert len(text) <= DEFAULT_RESULT_BUDGET
+    assert refs[0] in text
+    assert "MIDDLE-MARKER" not in text
+    assert Path(refs[0]).read_text() == BIG
+    assert result.structured_content == {"result": text}
+    jsonschema.validate(result.structured_content, schema)
+
+
+async def test_image_and_small_results_over_stdio_are_untouched(
+    store: LocalArtifactStore,
+) -> None:
+    result, _ = await call_over_stdio("big_with_image", store=store)
+    assert result.content[1].data == PNG
+    small, _ = await call_over_stdio("small_text", store=store)
+    assert small.content[0].text == SMALL
+    assert small.meta is None
+
+
+async def test_server_override_matches_the_name_from_initialize(
+    store: LocalArtifactStore,
+) -> None:
+    budget = McpBudget(servers={"big-output-server": McpServerBudget(result_budget=3_000)})
+    result, _ = await call_over_stdio("big_text", store=store, budget=budget)
+    assert 2_000 < len(result.content[0].text) <= 3_000
+
+
+async def test_messages_other_than_a_tools_call_result_are_the_same_objects(
+    store: LocalArtifactStore,
+) -> None:
+    to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    client_writes, to_server = anyio.create_memory_object_stream[SessionMessage](10)
+    read, write = bound_streams(client_reads, client_writes, store=store)
+    await write.send(
+        SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/list", params={}))
+    )
+    await to_server.receive()
+    big = {"content": [{"type": "text", "text": BIG}]}
+    unrelated = SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result=big))
+    await to_client.send(unrelated)
+    assert await read.receive() is unrelated
+    error = ValueError("transport error")
+    await to_client.send(error)
+    assert await read.receive() is error
+    for stream in (to_client, client_reads, client_writes, to_server):
+        await stream.aclose()
