@@ -1,0 +1,29 @@
+"""Test helpers for budgetware users and its own suite: a local fake of the LLM provider APIs."""
+
+from __future__ import annotations
+
+from budgetware.testing._fake_provider import (
+    API_NAMES,
+    ApiName,
+    FakeProvider,
+    RecordedRequest,
+    Reply,
+    ReplyPolicy,
+    ToolCall,
+    count_tool_call_turns,
+    detect_api,
+    scripted_tool_calls,
+)
+
+__all__ = [
+    "API_NAMES",
+    "ApiName",
+    "FakeProvider",
+    "RecordedRequest",
+    "Reply",
+    "ReplyPolicy",
+    "ToolCall",
+    "count_tool_call_turns",
+    "detect_api",
+    "scripted_tool_calls",
+]

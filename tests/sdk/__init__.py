@@ -1,0 +1,1 @@
+"""Tests that drive the real client libraries against the local fake provider."""
