@@ -14,6 +14,7 @@ import wrapt
 
 from budgetware._config import BudgetConfig, resolve_config
 from budgetware._hooks import rewrite_response
+from budgetware._payload import bounded_above
 from budgetware._transport import (
     BudgetwareWarning,
     _TransportBase,
@@ -73,6 +74,9 @@ def _outgoing(client: Any, request: Any) -> tuple[Any, bool]:
     """The request to send and whether this layer handles it (False: a layer below will)."""
     if is_handled(request) or isinstance(_client_transport(client, request), _TransportBase):
         return request, False
+    if bounded_above():  # an SDK hook bounded it: deliver its response, leave the request
+        mark_handled(request)
+        return request, True
     lib = sys.modules.get(type(request).__module__.partition(".")[0])
     if lib is None:
         return request, False

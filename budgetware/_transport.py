@@ -217,6 +217,13 @@ def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
     return request
 
 
+def _bounded_above() -> bool:
+    # Imported here: budgetware._payload imports this module.
+    from budgetware._payload import bounded_above
+
+    return bounded_above()
+
+
 def is_handled(request: Any) -> bool:
     """Whether a layer above already bounded ``request``."""
     return bool(request.extensions.get(HANDLED_EXTENSION))
@@ -270,7 +277,7 @@ class _TransportBase:
         self.config = config
 
     def _prepare(self, request: Any) -> Any:
-        if is_handled(request):
+        if is_handled(request) or _bounded_above():
             return request
         lib = self.lib or library_of(request)
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild

@@ -1,1 +1,139 @@
-"""anthropic integration."""
+"""budgetware for the anthropic SDK: native middleware (Bedrock, Vertex) and per-client helpers.
+
+The middleware bounds the request body dict before the SDK serializes and signs it, so it
+works for ``AnthropicBedrock`` and ``AnthropicVertex`` too, where the HTTP layer must
+leave the signed bytes alone::
+
+    from budgetware.integrations.anthropic import budget_middleware
+
+    client = anthropic.AnthropicBedrock(middleware=[budget_middleware()])
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import sys
+from typing import Any
+
+from budgetware._config import BudgetConfig, resolve_config
+from budgetware._payload import bound_payload, split_headers, upper_layer_bounded
+from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+
+__all__ = ["budget_async_http_client", "budget_http_client", "budget_middleware"]
+
+_INSTALL = 'the anthropic integration needs the anthropic SDK: pip install "budgetware[anthropic]"'
+
+
+def _anthropic() -> Any:
+    try:
+        import anthropic
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return anthropic
+
+
+@functools.cache
+def _middleware_class() -> type[Any]:
+    anthropic = _anthropic()
+
+    class BudgetMiddleware(anthropic.Middleware):  # type: ignore[misc,name-defined]
+        """Bounds the tool results of each request body before it is serialized and signed."""
+
+        def __init__(self, config: BudgetConfig | None) -> None:
+            self.config = config
+
+        def _bounded(self, request: Any) -> Any:
+            overrides, headers = split_headers(request.headers)
+            changed_headers = len(headers) != len(request.headers)
+            if not (isinstance(request.json, dict) and request.method.lower() == "post"):
+                return request.copy(headers=headers) if changed_headers else request
+            payload = bound_payload(
+                request.url, request.json, config=self.config, request_overrides=overrides
+            )
+            if payload is request.json and not changed_headers:
+                return request
+            return request.copy(body=payload, headers=headers)
+
+        def handle(self, request: Any, call_next: Any) -> Any:
+            bounded = self._bounded(request)
+            with upper_layer_bounded():
+                return call_next(bounded)
+
+        async def handle_async(self, request: Any, call_next: Any) -> Any:
+            bounded = self._bounded(request)
+            with upper_layer_bounded():
+                return await call_next(bounded)
+
+    return BudgetMiddleware
+
+
+def budget_middleware(*, config: BudgetConfig | None = None) -> Any:
+    """An ``anthropic.Middleware`` for sync and async clients that bounds tool results.
+
+    Pass it as ``Anthropic(middleware=[...])`` (also ``AnthropicBedrock``,
+    ``AnthropicVertex`` and their async forms). ``x-budgetware-*`` headers given with
+    ``extra_headers`` apply to that request and are removed before it is signed. The HTTP
+    layer (``instrument()``, transports) leaves requests it bounded alone.
+    """
+    resolve_config(config)  # a configuration mistake fails here, not on a request
+    return _middleware_class()(config)
+
+
+def _keepalive_socket_options() -> list[tuple[int, int, int]]:
+    # What anthropic.DefaultHttpxClient sets on the transport it builds itself; passing a
+    # transport of our own skips that, so the wrapped transport gets them here.
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    keepintvl = getattr(socket, "TCP_KEEPINTVL", None)
+    if keepintvl is not None:
+        options.append((socket.IPPROTO_TCP, keepintvl, 60))
+    elif sys.platform == "darwin":  # pragma: no cover - macOS
+        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
+    keepcnt = getattr(socket, "TCP_KEEPCNT", None)
+    if keepcnt is not None:
+        options.append((socket.IPPROTO_TCP, keepcnt, 5))
+    keepidle = getattr(socket, "TCP_KEEPIDLE", None)
+    if keepidle is not None:
+        options.append((socket.IPPROTO_TCP, keepidle, 60))
+    return options
+
+
+def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+    """``anthropic.DefaultHttpxClient`` whose transport bounds tool results.
+
+    Keeps the SDK's connection limits and TCP keep-alive options; ``kwargs`` go to
+    ``DefaultHttpxClient``. Use: ``anthropic.Anthropic(http_client=budget_http_client())``.
+    """
+    anthropic = _anthropic()
+    import httpx2
+    from anthropic._constants import DEFAULT_CONNECTION_LIMITS
+
+    inner = httpx2.HTTPTransport(
+        limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
+    )
+    transport = BudgetTransport(inner, config=config)
+    return anthropic.DefaultHttpxClient(transport=transport, **kwargs)
+
+
+def budget_async_http_client(
+    *, config: BudgetConfig | None = None, aiohttp: bool = False, **kwargs: Any
+) -> Any:
+    """``anthropic.DefaultAsyncHttpxClient`` (or ``DefaultAioHttpClient`` with ``aiohttp=True``)
+    whose transport bounds tool results."""
+    anthropic = _anthropic()
+    import httpx2
+    from anthropic._constants import DEFAULT_CONNECTION_LIMITS
+
+    if aiohttp:
+        from anthropic._vendor.httpx_aiohttp import AiohttpTransport
+
+        inner: Any = AiohttpTransport(limits=DEFAULT_CONNECTION_LIMITS)
+        return anthropic.DefaultAioHttpClient(
+            transport=AsyncBudgetTransport(inner, config=config), **kwargs
+        )
+    inner = httpx2.AsyncHTTPTransport(
+        limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
+    )
+    return anthropic.DefaultAsyncHttpxClient(
+        transport=AsyncBudgetTransport(inner, config=config), **kwargs
+    )
