@@ -16,10 +16,11 @@ __all__ = ["SpliceError", "encode_string", "locate", "replace_values"]
 # whitespace between them are skipped by the search itself.
 _NEXT = re.compile(rb'[{}\[\],:"]')
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-# Below this length a regex match is cheaper than predicting the token's bytes.
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
+# Below this length a regex match is as cheap as predicting the token's bytes.
 _PREDICT_MIN = 256
 
-_QUOTE, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _COLON, _COMMA = b'"{}[]:,'
+_QUOTE, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _COLON, _COMMA, _BACKSLASH = b'"{}[]:,\\'
 
 
 class SpliceError(ValueError):
@@ -49,16 +50,26 @@ def _child(container: object, key: str | int | None) -> object:
     return None
 
 
-def _predicted_end(body: bytes, start: int, value: str) -> tuple[int, bool] | None:
-    """Where a long string token ends, by comparing it with its likely encodings."""
-    raw = encode_string(value, ascii_only=False)
-    if body.startswith(raw, start):
-        return start + len(raw), value.isascii()
-    if not value.isascii():
-        escaped = encode_string(value, ascii_only=True)
-        if body.startswith(escaped, start):
-            return start + len(escaped), True
-    return None
+def _string_end(body: bytes, start: int, value: object) -> int:
+    """Where the string token that opens at ``start`` ends (one past its closing quote).
+
+    A long string whose decoded ``value`` is known is compared with its likely encodings
+    (raw UTF-8, then ``\\uXXXX`` escapes) at C speed instead of being scanned; a miss
+    (another escaping style, or a duplicate key whose kept value is another one) falls
+    back to scanning the token.
+    """
+    if isinstance(value, str) and len(value) >= _PREDICT_MIN:
+        raw = encode_string(value, ascii_only=False)
+        if body.startswith(raw, start):
+            return start + len(raw)
+        if not value.isascii():
+            escaped = encode_string(value, ascii_only=True)
+            if body.startswith(escaped, start):
+                return start + len(escaped)
+    token = _STRING.match(body, start)
+    if token is None:
+        raise SpliceError("unterminated string")
+    return token.end()
 
 
 def locate(
@@ -67,8 +78,8 @@ def locate(
     """The byte span (start, end) of the string token at each target path.
 
     Walks the structural bytes once, in step with the decoded ``root`` so that long
-    strings are skipped by comparing their predicted bytes (C speed) instead of scanning
-    them. With duplicate keys the last occurrence wins, as it does for every decoder.
+    strings are skipped by comparing them with their predicted bytes instead of scanned.
+    With duplicate keys the last occurrence wins, as it does for every decoder.
     """
     spans: dict[JsonPath, tuple[int, int]] = {}
     path: list[Any] = []
@@ -77,6 +88,7 @@ def locate(
     after_colon = False
     pos = 0
     search = _NEXT.search
+    find = body.find
     match_string = _STRING.match
     while True:
         found = search(body, pos)
@@ -94,17 +106,13 @@ def locate(
                 path[-1] = json.loads(body[start:pos]) if b"\\" in raw_key else raw_key.decode()
                 continue
             after_colon = False
-            value = _child(values[-1], path[-1]) if values else root
-            end: int | None = None
-            if isinstance(value, str) and len(value) >= _PREDICT_MIN:
-                predicted = _predicted_end(body, start, value)
-                if predicted is not None:
-                    end = predicted[0]
-            if end is None:
-                token = match_string(body, start)
-                if token is None:
-                    raise SpliceError("unterminated string")
-                end = token.end()
+            # The first quote that no backslash precedes closes the token (memchr speed);
+            # escaped quotes inside take the slower, exact way.
+            quote = find(b'"', start + 1)
+            if quote > 0 and body[quote - 1] != _BACKSLASH:
+                end = quote + 1
+            else:
+                end = _string_end(body, start, _child(values[-1], path[-1]) if values else root)
             if path:
                 key = tuple(path)
                 if key in targets:
@@ -151,7 +159,8 @@ def replace_values(
     for path, (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
         old, new = changes[path]
         if not old.isascii():
-            ascii_only = body[start:end].isascii()
+            # Non-ASCII text written without a single raw non-ASCII byte: escaped style.
+            ascii_only = _NON_ASCII.search(body, start, end) is None
         else:
             if body_ascii is None:
                 body_ascii = body.isascii()
