@@ -164,3 +164,28 @@ def test_rewrite_line_forwards_a_line_nested_beyond_the_parser_unchanged() -> No
     deep = b"[" * 100_000 + b"]" * 100_000
     line = b'{"method":"session/update","u":"tool_call_update","d":' + deep + b"}\n"
     assert rewrite_line(line) is line
+
+
+def test_budget_option_bounds_each_field_to_the_given_bytes() -> None:
+    frame = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": "s",
+            "update": {"sessionUpdate": "tool_call_update", "rawOutput": BIG},
+        },
+    }
+    echo = "import sys, shutil; shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)"
+    result = subprocess.run(
+        [*proxy_command()[:-1], "--budget", "1000", "--", sys.executable, "-c", echo],
+        input=json.dumps(frame).encode() + b"\n",
+        capture_output=True,
+        env=child_env(),
+        timeout=20,
+    )
+    raw = json.loads(result.stdout)["params"]["update"]["rawOutput"]
+    assert json_string_bytes(raw) == 1000
+
+
+def test_budget_option_needs_an_integer() -> None:
+    assert main(["--budget", "lots", "--", "agent"]) == 2
