@@ -58,9 +58,12 @@ def finalize_body(
         return body
 
 
-def is_untouchable(headers: Mapping[str, str]) -> str | None:
+def is_untouchable(headers: Mapping[str, str] | Mapping[bytes, bytes]) -> str | None:
     """Why a request with these headers must keep its body ("signed", "encoded"), or None."""
-    for key, value in headers.items():
+    for raw_key, raw_value in headers.items():
+        # Raw header lists may carry bytes; a signature must not slip through as bytes.
+        key = raw_key.decode("latin-1") if isinstance(raw_key, bytes) else str(raw_key)
+        value = raw_value.decode("latin-1") if isinstance(raw_value, bytes) else str(raw_value)
         name = key.lower()
         if name in _SIGNED_HEADERS:
             return "signed"

@@ -90,6 +90,12 @@ def test_a_signed_request_returns_the_same_object(headers: dict[str, str], tmp_p
     assert finalize_body(CHAT_URL, body, headers=headers, config=_config(tmp_path)) is body
 
 
+def test_signature_headers_given_as_bytes_are_recognized(tmp_path: Path) -> None:
+    body = _chat_body(BIG)
+    headers = {b"X-Amz-Date": b"20250101T000000Z"}
+    assert finalize_body(CHAT_URL, body, headers=headers, config=_config(tmp_path)) is body  # type: ignore[arg-type]
+
+
 def test_a_bearer_token_is_not_a_signature(tmp_path: Path) -> None:
     body = _chat_body(BIG)
     headers = {"Authorization": "Bearer sk-test"}
