@@ -1,0 +1,53 @@
+"""budgetware for google-genai: HTTP options that route sync and async calls through a budget.
+
+google-genai's async client talks to aiohttp directly when aiohttp is installed, where no
+httpx patch can see it. Giving it an async httpx2 transport switches aiohttp off::
+
+    from budgetware.integrations.google_genai import budget_http_options
+
+    client = genai.Client(http_options=budget_http_options())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from budgetware._config import BudgetConfig
+from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+
+__all__ = ["budget_http_options"]
+
+_INSTALL = 'google-genai support needs the SDK: pip install "budgetware[google-genai]"'
+
+
+def budget_http_options(
+    *, config: BudgetConfig | None = None, http_options: Any = None, **kwargs: Any
+) -> Any:
+    """``google.genai.types.HttpOptions`` whose sync and async transports bound tool results.
+
+    ``http_options`` (an ``HttpOptions`` or a dict) and ``kwargs`` are kept; their own
+    ``client_args`` / ``async_client_args`` are extended with the transports.
+    """
+    try:
+        import httpx2
+        from google.genai import types
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    if http_options is None:
+        values: dict[str, Any] = {}
+    elif isinstance(http_options, dict):
+        values = dict(http_options)
+    else:
+        values = http_options.model_dump(exclude_unset=True)
+    values.update(kwargs)
+    client_args = dict(values.get("client_args") or {})
+    async_args = dict(values.get("async_client_args") or {})
+    client_args["transport"] = BudgetTransport(
+        client_args.get("transport") or httpx2.HTTPTransport(), config=config
+    )
+    async_args["transport"] = AsyncBudgetTransport(
+        async_args.get("transport") or httpx2.AsyncHTTPTransport(), config=config
+    )
+    values["client_args"] = client_args
+    values["async_client_args"] = async_args
+    return types.HttpOptions(**values)

@@ -1,0 +1,65 @@
+"""budgetware for the openai SDK: ready ``http_client`` objects that bound tool results.
+
+``instrument()`` already covers every openai client; these helpers bound one client only::
+
+    from budgetware.integrations.openai import budget_http_client
+
+    client = openai.OpenAI(http_client=budget_http_client())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from budgetware._config import BudgetConfig
+from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+
+__all__ = ["budget_aiohttp_client", "budget_async_http_client", "budget_http_client"]
+
+_INSTALL = 'the openai integration needs the openai SDK: pip install "budgetware[openai]"'
+
+
+def _openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return openai
+
+
+def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+    """``openai.DefaultHttpxClient`` (the SDK's timeout, limits, redirects) with a budget.
+
+    ``kwargs`` go to ``DefaultHttpxClient``. Pass the result as ``OpenAI(http_client=...)``.
+    """
+    openai = _openai()
+    import httpx2
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+    # DefaultHttpxClient hands its limits to the transport it builds; ours needs them too.
+    inner = httpx2.HTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    return openai.DefaultHttpxClient(transport=BudgetTransport(inner, config=config), **kwargs)
+
+
+def budget_async_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+    """``openai.DefaultAsyncHttpxClient`` with a budget, for ``AsyncOpenAI(http_client=...)``."""
+    openai = _openai()
+    import httpx2
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+    inner = httpx2.AsyncHTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    return openai.DefaultAsyncHttpxClient(
+        transport=AsyncBudgetTransport(inner, config=config), **kwargs
+    )
+
+
+def budget_aiohttp_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+    """``openai.DefaultAioHttpClient`` (aiohttp on the wire) with a budget."""
+    openai = _openai()
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
+    from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+    inner = AiohttpTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    return openai.DefaultAioHttpClient(
+        transport=AsyncBudgetTransport(inner, config=config), **kwargs
+    )
