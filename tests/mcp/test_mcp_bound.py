@@ -1,0 +1,146 @@
+"""Bounding one tools/call result: the pure part, its configuration and its failure modes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from budgetware._config import ConfigError
+from budgetware._json import dumps_bytes
+from budgetware._mcp_bound import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_RESULT_BUDGET,
+    META_ARTIFACTS,
+    McpBudget,
+    McpServerBudget,
+    bound_tool_result,
+)
+from budgetware._store import ArtifactStoreError, LocalArtifactStore, text_key
+
+
+class FailingPutStore(LocalArtifactStore):
+    def put(self, text: str, *, key: str | None = None) -> str:
+        raise ArtifactStoreError(28, "disk full")
+
+
+def text_result(text: str) -> dict[str, object]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def test_a_result_within_budget_is_the_same_object(store: LocalArtifactStore) -> None:
+    result = text_result("x" * 1_000)
+    outcome = bound_tool_result(result, budget=1_000, store=store)
+    assert outcome.result is result
+    assert outcome.refs is None
+
+
+def test_input_result_is_never_modified(store: LocalArtifactStore) -> None:
+    result = {"content": [{"type": "text", "text": "x" * 5_000}], "structuredContent": {}}
+    before = dumps_bytes(result)
+    bound_tool_result(result, budget=100, store=store)
+    assert dumps_bytes(result) == before
+
+
+def test_failed_persistence_bounds_without_a_reference_and_records_decided(
+    tmp_path: Path,
+) -> None:
+    store = FailingPutStore(tmp_path)
+    outcome = bound_tool_result(text_result("x" * 5_000), budget=500, store=store)
+    text = outcome.result["content"][0]["text"]
+    assert len(text) <= 500
+    assert outcome.refs == ()
+    assert outcome.result["_meta"][META_ARTIFACTS] == []
+    assert store.lookup_decision(text_key(text)) == ()
+
+
+def test_persist_disabled_writes_no_artifact_and_records_decided(
+    store: LocalArtifactStore,
+) -> None:
+    outcome = bound_tool_result(text_result("x" * 5_000), budget=500, store=store, persist=False)
+    assert outcome.refs == ()
+    assert not list(store.directory.glob("*.txt"))
+    assert store.lookup_decision(text_key(outcome.result["content"][0]["text"])) == ()
+
+
+def test_escape_heavy_text_is_still_brought_under_the_message_limit(
+    store: LocalArtifactStore,
+) -> None:
+    # Control characters take six bytes each in JSON: chars alone would overshoot.
+    result = text_result("\x01" * 400_000)
+    outcome = bound_tool_result(result, budget=0, store=store)
+    assert len(dumps_bytes(outcome.result)) <= DEFAULT_MAX_MESSAGE_BYTES
+
+
+def test_media_alone_over_the_limit_becomes_an_error_result_naming_the_whole(
+    store: LocalArtifactStore,
+) -> None:
+    image = {"type": "image", "data": "A" * 2_000_000, "mimeType": "image/png"}
+    outcome = bound_tool_result({"content": [image]}, budget=10_000, store=store)
+    assert len(dumps_bytes(outcome.result)) <= DEFAULT_MAX_MESSAGE_BYTES
+    assert outcome.result["isError"] is True
+    (ref,) = outcome.refs
+    assert ref in outcome.result["content"][0]["text"]
+    assert Path(ref).read_bytes() == dumps_bytes({"content": [image]})
+
+
+def test_nested_structured_strings_are_cut_and_keys_and_types_kept(
+    store: LocalArtifactStore,
+) -> None:
+    structured = {"rows": [{"id": "r1", "body": "b" * 50_000}], "total": 1, "ok": True}
+    result = {"content": [], "structuredContent": structured}
+    outcome = bound_tool_result(result, budget=2_000, store=store)
+    new = outcome.result["structuredContent"]
+    assert new["total"] == 1
+    assert new["ok"] is True
+    assert new["rows"][0]["id"] == "r1"
+    assert len(new["rows"][0]["body"]) <= 2_000
+
+
+def test_budget_for_prefers_server_tool_then_server_then_tool_then_default() -> None:
+    budget = McpBudget(
+        result_budget=100,
+        tools={"t": 200, "db_*": 250},
+        servers={"s": McpServerBudget(result_budget=300, tools={"t": 400})},
+    )
+    assert budget.budget_for("s", "t") == 400
+    assert budget.budget_for("s", "u") == 300
+    assert budget.budget_for("other", "t") == 200
+    assert budget.budget_for(None, "db_query") == 250
+    assert budget.budget_for(None, None) == 100
+
+
+def test_defaults_are_documented_values() -> None:
+    budget = McpBudget()
+    assert budget.result_budget == DEFAULT_RESULT_BUDGET == 100_000
+    assert budget.max_message_bytes == 1024 * 1024
+
+
+def test_budget_reads_the_environment() -> None:
+    env = {
+        "BUDGETWARE_MCP_RESULT_BUDGET": "5000",
+        "BUDGETWARE_MCP_TOOLS": '{"big": 10}',
+        "BUDGETWARE_MCP_SERVERS": '{"srv": {"result_budget": 20}}',
+    }
+    budget = McpBudget.from_env(env)
+    assert budget.budget_for(None, None) == 5_000
+    assert budget.budget_for(None, "big") == 10
+    assert budget.budget_for("srv", None) == 20
+
+
+def test_a_bad_environment_value_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match="BUDGETWARE_MCP_TOOLS"):
+        McpBudget.from_env({"BUDGETWARE_MCP_TOOLS": "{not json"})
+
+
+def test_importing_budgetware_and_the_mcp_integration_pulls_in_no_sdk() -> None:
+    code = (
+        "import sys, budgetware, budgetware._hooks, budgetware.integrations.mcp\n"
+        "print(','.join(m for m in ('httpx', 'httpx2', 'mcp') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ""
