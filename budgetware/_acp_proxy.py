@@ -21,6 +21,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
+from budgetware import _diagnostics
 from budgetware._json import dumps_bytes, loads
 from budgetware._projection import FIELD_BUDGET, project_acp_frame
 
@@ -56,6 +57,8 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
     if not isinstance(frame, dict):
         return line
     projected = project_acp_frame(frame, budget)
+    if _diagnostics.enabled:
+        _diagnostics.display_pair("acp", frame, projected)
     if projected is frame:
         return line
     return dumps_bytes(projected) + ending
@@ -98,6 +101,8 @@ def _pump_stdout(child_stdout: IO[bytes], sink: IO[bytes], budget: int) -> None:
         try:
             sink.write(out)
             sink.flush()
+            if _diagnostics.enabled:
+                _diagnostics.display_wire_bytes("acp", out)
         except (BrokenPipeError, ValueError, OSError):
             sink_open = False
 

@@ -38,6 +38,7 @@ Nothing here raises into the caller or changes a value: every failure is swallow
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -47,9 +48,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from budgetware._json import dumps_bytes
+from budgetware._json import dumps_bytes, loads
 from budgetware._measure import json_string_bytes, measure
 
 if TYPE_CHECKING:
@@ -71,10 +72,14 @@ __all__ = [
     "configure",
     "display_pair",
     "display_wire",
+    "display_wire_bytes",
     "enabled",
     "headless_values",
     "key_id",
     "keyed_hash",
+    "mcp_result_pair",
+    "mcp_values",
+    "observes_mcp_results",
     "refresh",
     "reset",
     "tool_results",
@@ -127,6 +132,8 @@ _EXTENSION_KINDS = {
     "ipynb": "notebook",
     **dict.fromkeys(("doc", "docx", "odt", "rtf", "pptx", "xlsx", "ods", "epub"), "document"),
 }
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # One value: (representation, text) or (representation, text, index of its tool call).
 Value = tuple[str, str] | tuple[str, str, int]
@@ -539,6 +546,92 @@ def display_wire(kind: str, payload: Any, written: bytes | int) -> None:
         )
     except Exception:
         _failed()
+
+
+def display_wire_bytes(kind: str, written: bytes) -> None:
+    """``<kind>_wire`` for bytes already written: the frames are read back from them.
+
+    For writers that hold only the encoded bytes (a newline-delimited line, or a JSON
+    array element with its leading ``[`` or ``,``).
+    """
+    if not active():
+        return
+    try:
+        text = written.strip()
+        if text[:1] in (b"[", b","):
+            text = text[1:]
+        if text[-1:] == b"]" and not text.startswith(b"["):
+            text = text[:-1]
+        if not text:
+            return
+        try:
+            payload = loads(text)
+        except ValueError:
+            return  # not JSON: no tool output to account for
+        display_wire(kind, payload, written)
+    except Exception:
+        _failed()
+
+
+def observes_mcp_results(fn: _F) -> _F:
+    """Decorate a producer that bounds one MCP ``tools/call`` result dict.
+
+    The decorated function takes the result first and returns an object with ``result``
+    (the delivered result) and ``refs`` (None when unchanged, else the artifact
+    references); ``producer_input``/``producer_output`` are emitted around it.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(result: Any, *args: Any, **kwargs: Any) -> Any:
+        outcome = fn(result, *args, **kwargs)
+        if enabled:
+            delivered = getattr(outcome, "result", result)
+            mcp_result_pair(result, delivered, getattr(outcome, "refs", None))
+        return outcome
+
+    return cast(_F, wrapper)
+
+
+def mcp_result_pair(before: Any, after: Any, refs: Sequence[str] | None) -> None:
+    """``producer_input``/``producer_output`` for one MCP result dict bounded by a producer."""
+    if not active():
+        return
+    try:
+        boundary_pair(
+            "producer_input",
+            "producer_output",
+            before=lambda: mcp_values(before),
+            after=lambda: mcp_values(after),
+            artifacts_before=lambda: [None],
+            artifacts_after=lambda: [None if refs is None else tuple(refs)],
+            mutated=after is not before,
+        )
+    except Exception:
+        _failed()
+
+
+def mcp_values(result: Any) -> list[Value]:
+    """The text blocks of an MCP result, then its long structured strings (>= 256 chars)."""
+    values: list[Value] = []
+    if not isinstance(result, dict):
+        return values
+    content = result.get("content")
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                values.append(("model_text", text))
+    stack = [result.get("structuredContent")]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, str) and len(child) >= 256:
+                values.append(("model_text", child))
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
+    return values
 
 
 def _display_extractor(kind: str) -> Callable[[Any], tuple[list[Value], dict[str, Any]]]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import IO, Any, Literal, cast
 
+from budgetware import _diagnostics
 from budgetware._json import dumps_bytes
 from budgetware._projection import FIELD_BUDGET, project_headless_message
 
@@ -64,7 +65,10 @@ class HeadlessWriter:
 
     def encode(self, message: dict[str, Any]) -> bytes:
         """The compact JSON of one projected message: the wire boundary of this writer."""
-        return dumps_bytes(project_headless_message(message, self._budget))
+        projected = project_headless_message(message, self._budget)
+        if _diagnostics.enabled:
+            _diagnostics.display_pair("headless", message, projected)
+        return dumps_bytes(projected)
 
     def close(self) -> None:
         """Finish the output (the array's closing bracket in JSON mode) and flush it.
@@ -90,4 +94,6 @@ class HeadlessWriter:
 
     def _emit(self, data: bytes) -> None:
         self._write(data)
+        if _diagnostics.enabled:
+            _diagnostics.display_wire_bytes("headless", data)
         self._stream.flush()

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from budgetware import _diagnostics
 from budgetware._allocate import allocate
 from budgetware._config import ENV_PREFIX, ConfigError, resolve_config
 from budgetware._fit import fit_text
@@ -172,6 +173,7 @@ class BoundResult:
 _Where = tuple[Any, Any]
 
 
+@_diagnostics.observes_mcp_results
 def bound_tool_result(
     result: Any,
     *,

@@ -13,6 +13,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from budgetware import _diagnostics
 from budgetware._json import dumps_bytes, loads
 from budgetware._projection import FIELD_BUDGET, project_acp_frame
 
@@ -85,6 +86,8 @@ class ProjectingTransport:
                 raise
             logger.exception("budgetware: projection failed; sending the frame unchanged")
             projected = message
+        if _diagnostics.enabled:
+            _diagnostics.display_pair("acp", message, projected)
         await self._inner.send(projected)
 
     async def receive(self) -> dict[str, Any] | None:
@@ -119,6 +122,8 @@ class NdjsonStreamTransport:
         async with self._lock:
             self._writer.write(data)
             await self._writer.drain()
+        if _diagnostics.enabled:
+            _diagnostics.display_wire("acp", message, data)
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
