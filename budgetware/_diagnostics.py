@@ -482,10 +482,13 @@ def tool_results_wire(
     session: str | None = None,
     request: str | None = None,
     mutated: bool = False,
+    artifacts: bool = True,
 ) -> None:
     """One event for the ToolResult batches of one request as submitted (wire or recorder).
 
     Values are the ``model_text`` slots of every entry, tool calls in wire order.
+    ``artifacts=False`` leaves artifact states out (entries read back from a body carry no
+    decision: ``None`` there means unknown, not undecided).
     """
     if not active():
         return
@@ -500,7 +503,7 @@ def tool_results_wire(
         boundary(
             stage,
             values=lambda: _batch_values(entries),
-            artifacts=lambda: [e.persisted_output_files for e in entries],
+            artifacts=(lambda: [e.persisted_output_files for e in entries]) if artifacts else None,
             ids=ids,
             mutated=mutated,
             wire_bytes=wire_bytes,

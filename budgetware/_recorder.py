@@ -90,8 +90,14 @@ class Recorder:
         body: bytes | None = None,
         session: str | None = None,
         request: str | None = None,
+        source: str = "entries",
     ) -> None:
-        """Write one record; raises on an I/O error (``record_submission`` swallows it)."""
+        """Write one record; raises on an I/O error (``record_submission`` swallows it).
+
+        ``source`` is ``entries`` (the caller's finalized ToolResults, artifact decisions
+        included) or ``wire`` (read back from the body: ``persisted_output_files`` is then
+        null, unknown, because a body carries no decision).
+        """
         record: dict[str, Any] = {
             "time": round(time.time(), 3),
             "sequence": next(self._sequence),
@@ -99,6 +105,7 @@ class Recorder:
             "url": redact_url(url),
             "session": session,
             "request": request,
+            "source": source,
             "batches": [[_entry(entry) for entry in batch] for batch in batches],
         }
         if body is not None:
@@ -200,6 +207,7 @@ def record_submission(
     body: bytes | None = None,
     session: str | None = None,
     request: str | None = None,
+    source: str = "entries",
 ) -> None:
     """Record what one request submits and emit its ``recorder`` diagnostic; never raises.
 
@@ -211,7 +219,7 @@ def record_submission(
         recorder = current()
         if recorder is None:
             return
-        recorder.record(url, batches, body=body, session=session, request=request)
+        recorder.record(url, batches, body=body, session=session, request=request, source=source)
         if _diagnostics.active():
             _diagnostics.tool_results_wire(
                 "recorder",
@@ -241,9 +249,14 @@ def submitted(
             return
         if _diagnostics.active():
             _diagnostics.tool_results_wire(
-                "http_wire", batches, wire_bytes=len(body), session=session, request=request
+                "http_wire",
+                batches,
+                wire_bytes=len(body),
+                session=session,
+                request=request,
+                artifacts=False,
             )
-        record_submission(url, batches, body=body, session=session, request=request)
+        record_submission(url, batches, body=body, session=session, request=request, source="wire")
     except Exception:
         failures += 1
 

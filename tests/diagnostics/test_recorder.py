@@ -59,6 +59,7 @@ def test_records_exactly_the_submitted_entries(tmp_path: Path) -> None:
     assert record["body_sha256"] == hashlib.sha256(body).hexdigest()
     assert record["wire_utf8_bytes"] == len(body)
     assert record["request"] == "r-1"
+    assert record["source"] == "entries"
 
 
 def test_record_hashes_match_the_http_wire_diagnostics(tmp_path: Path, log: Log) -> None:
@@ -149,6 +150,8 @@ def test_submitted_records_the_tool_results_read_back_from_the_body(tmp_path: Pa
     assert [(e["call_id"], e["slots"]) for e in batch] == [("a", ["first"]), ("b", ["second"])]
     assert record["body_sha256"] == hashlib.sha256(body).hexdigest()
     assert record["url"] == "https://api.example/v1/chat/completions"
+    assert record["source"] == "wire"
+    assert batch[0]["persisted_output_files"] is None  # a body carries no decision
 
 
 def test_submitted_ignores_bodies_without_tool_results(tmp_path: Path) -> None:
