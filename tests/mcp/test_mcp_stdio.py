@@ -13,7 +13,7 @@ from budgetware.integrations.mcp import (
     McpServerBudget,
     bound_streams,
 )
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 from mcp_server_app import BIG, PNG, SMALL
@@ -88,3 +88,13 @@ async def test_messages_other_than_a_tools_call_result_are_the_same_objects(
     assert await read.receive() is error
     for stream in (to_client, client_reads, client_writes, to_server):
         await stream.aclose()
+
+
+async def test_the_high_level_client_accepts_a_bounded_transport(
+    store: LocalArtifactStore,
+) -> None:
+    async with Client(BoundedTransport(stdio_client(SERVER), store=store)) as client:
+        result = await client.call_tool("big_text", {})
+    text = result.content[0].text
+    assert len(text) <= DEFAULT_RESULT_BUDGET
+    assert result.meta[META_ARTIFACTS][0] in text
