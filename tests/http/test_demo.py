@@ -1,0 +1,54 @@
+"""``budgetware demo`` runs offline, bounds every batch, writes artifacts and exits 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "BUDGETWARE_"))
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "budgetware", "demo", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path) -> None:
+    done = run_demo("--provider", provider, "--artifact-dir", str(tmp_path), "--budget", "20000")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "embedded fake provider (offline)" in out
+    assert out.count("batch on the wire: 20,000 chars (budget 20,000)") == 3
+    assert "Model's answer: The rounding bug in cart.total() is fixed" in out
+    assert "[Tool output truncated: 432,460 chars" in out
+    written = re.findall(r"artifact written: (\w+\.txt) \(([\d,]+) bytes\)", out)
+    assert len(written) == 4
+    for name, size in written:
+        assert (tmp_path / name).stat().st_size == int(size.replace(",", ""))
+    assert str(tmp_path) in out
+
+
+def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
+    done = run_demo("--plain")
+    assert done.returncode == 0, done.stderr
+    [where] = re.findall(r"full outputs in (\S+) \(kept", done.stdout)
+    try:
+        assert len(list(Path(where).glob("*.txt"))) == 4
+    finally:
+        shutil.rmtree(where)
