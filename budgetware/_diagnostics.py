@@ -7,30 +7,33 @@ and ``no`` mean off). Each boundary a tool result crosses may emit one JSON line
 under a per-process random key, artifact states and kinds, and hashes of identifiers:
 never a value, a prompt, a path or an identifier. See docs/diagnostics.md.
 
-Hooks for boundary owners (each is one line; the disabled path is one cheap check)::
+Hooks for boundary owners (one guarded line each; off, the cost is the flag check)::
 
     from budgetware import _diagnostics
 
-    # two ToolResult batches around a boundary (finalizer, guard, an MCP producer);
-    # per-batch code tests the flag, one attribute read (others may call active()):
-    if _diagnostics.enabled:
-        _diagnostics.tool_results("producer", before, after)  # producer_input/_output
+    if _diagnostics.enabled:  # a ToolResult batch boundary, after its work
+        _diagnostics.tool_results("finalizer", entries, result)  # finalizer_input/_output
+    if _diagnostics.enabled:  # a display projection (ACP frames, headless messages)
+        _diagnostics.display_pair("acp", frame, projected)
+    if _diagnostics.enabled:  # a display wire: the frame and the exact bytes written
+        _diagnostics.display_wire("acp", projected, data)
+    if _diagnostics.enabled:  # or frames read back from the bytes written
+        _diagnostics.display_wire_bytes("headless", data)
 
-    # anything else, values as (representation, text[, call index]) triples, lazily:
-    if _diagnostics.active():
-        _diagnostics.boundary(
-            "acp_wire",
-            values=lambda: [("acp_content", text, 0), ("acp_raw_output", raw, 0)],
-            ids=lambda: {"session": session_id, "tool_call": [call_a, call_b]},
-            artifacts=lambda: [None, ()],  # per tool call: tri-state or ArtifactInfo
-            mutated=False,
-            wire_bytes=len(line),  # exactly the bytes written, newline included
-        )
+    @_diagnostics.observes_mcp_results  # an MCP producer bounding one tools/call result
+    def bound_tool_result(result, **options): ...
 
-    # a batch pair at a wire boundary: http_wire with the finalized batches of a request
-    if _diagnostics.active():
-        _diagnostics.tool_results_wire("http_wire", batches, wire_bytes=len(body))
+    # anything else: lazily, values as (representation, text[, call index]) triples
+    _diagnostics.boundary(
+        "acp_wire",
+        values=lambda: [("acp_content", text, 0), ("acp_raw_output", raw, 0)],
+        ids=lambda: {"session": session_id, "tool_call": [call_a, call_b]},
+        artifacts=lambda: [None, ()],  # per tool call: tri-state or ArtifactInfo
+        mutated=False,
+        wire_bytes=len(line),  # exactly the bytes written, newline included
+    )
 
+The HTTP layer's ``http_wire`` hook is ``budgetware._recorder.submitted(url, body)``.
 ``boundary_pair`` emits an ``*_input`` and an ``*_output`` event together after the work,
 so that an input that was not oversized is still logged when the boundary changed it.
 Nothing here raises into the caller or changes a value: every failure is swallowed.

@@ -226,6 +226,7 @@ def record_submission(
                 batches,
                 session=session,
                 request=request,
+                artifacts=source != "wire",
             )
     except Exception:
         failures += 1
