@@ -160,3 +160,16 @@ def test_instrument_without_warnings_on_a_healthy_install() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         instrument()
+
+
+def test_http_layer_modules_import_no_http_library_or_sdk() -> None:
+    code = (
+        "import sys\n"
+        "import budgetware._transport, budgetware._instrument, budgetware._payload\n"
+        "import budgetware.integrations.openai, budgetware.integrations.anthropic\n"
+        "import budgetware.integrations.google_genai, budgetware.integrations.litellm\n"
+        "sdks = {'httpx', 'httpx2', 'openai', 'anthropic', 'google', 'litellm'}\n"
+        "loaded = sdks & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=60)
