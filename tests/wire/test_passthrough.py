@@ -249,3 +249,17 @@ def test_without_persistence_nothing_is_written(tmp_path: Path) -> None:
     out = finalize_body(CHAT_URL, body, config=_config(tmp_path, persist=False))
     assert len(json.loads(out)["messages"][-1]["content"]) <= 1_000
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_the_guard_runs_last_and_bounds_without_io(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A finalizer that bounds nothing: only the guard can make the body fit, and it must
+    # do so without writing anything.
+    monkeypatch.setattr(_body, "finalize_batch", lambda entries, **kwargs: list(entries))
+    body = _chat_body(BIG, BIG)
+    out = finalize_body(CHAT_URL, body, config=_config(tmp_path))
+    contents = [m["content"] for m in json.loads(out)["messages"][-2:]]
+    contents = [c if isinstance(c, str) else c[0]["text"] for c in contents]
+    assert sum(len(c) for c in contents) <= 1_000
+    assert not (tmp_path / "artifacts").exists()

@@ -7,10 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig
 from budgetware._formats._splice import encode_string, locate, replace_values
+from budgetware._measure import measure
 
 URL = "https://api.openai.com/v1/chat/completions"
 
@@ -133,3 +136,11 @@ def test_numbers_and_literals_between_tokens_are_skipped() -> None:
     out = replace_values(body, value, {("n", 4, "content"): ("z" * 400, "ok")})
     assert out == b'{"n": [1, -2.5e3, true, null, {"content": "ok"}], "k": false}'
     assert re.search(rb"z", out) is None
+
+
+@given(st.text(st.characters(), max_size=60), st.booleans())
+def test_a_string_never_measures_more_than_its_json_bytes(text: str, ascii_only: bool) -> None:
+    # Why finalize_body may return a body no longer than the budget without parsing it.
+    token = encode_string(text, ascii_only=ascii_only)
+    for unit in ("chars", "utf8_bytes"):
+        assert measure(text, unit) <= len(token) - 2  # type: ignore[arg-type]
