@@ -117,6 +117,10 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
         content_type = response.headers.get("content-type", "").lower()
         if not content_type.startswith(("application/json", "text/event-stream")):
             return None
+        # Streamable HTTP clients must accept both answers on every POST; model API
+        # requests do not, so their (large) bodies are never scanned.
+        if "text/event-stream" not in request.headers.get("accept", "").lower():
+            return None
         body = request.content  # raises when the request body is a stream: not MCP
     except Exception:
         return None

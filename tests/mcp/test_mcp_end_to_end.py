@@ -7,6 +7,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from budgetware.integrations.mcp import McpBudget, configure
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
 from budgetware._instrument import instrument
@@ -60,3 +61,15 @@ async def test_instrumented_mcp_result_reaches_the_model_naming_the_producer_art
     assert ref in tool_message["content"]
     assert "TAIL-MARKER" in tool_message["content"]
     assert artifact_files(artifact_dir) == [Path(ref)]
+
+
+async def test_configure_sets_the_budget_instrument_applies_to_mcp_results(
+    sse_server, artifact_dir: Path
+) -> None:
+    configure(McpBudget(result_budget=4_000))
+    try:
+        result, _ = await call_over_http(sse_server.url, "big_text")
+    finally:
+        configure(None)
+    assert len(result.content[0].text) <= 4_000
+    assert artifacts_of(result)[0] in result.content[0].text

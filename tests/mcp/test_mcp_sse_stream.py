@@ -16,6 +16,8 @@ from budgetware._store import LocalArtifactStore
 
 URL = "http://127.0.0.1:9/mcp"
 BIG = "start " + "z" * 300_000 + " end"
+# What every streamable HTTP client sends on a POST (and model API clients do not).
+ACCEPT = {"accept": "application/json, text/event-stream"}
 CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "dump"}}
 # CRLF line ends, a comment, an id line: none of it may change in an unrelated event.
 PROGRESS = (
@@ -71,13 +73,17 @@ async def test_an_unrelated_event_is_delivered_before_the_stream_goes_on(tmp_pat
     received = bytearray()
     # A rewriter that held the first event back would wait forever for the gate: fail fast.
     with anyio.fail_after(5):
-        async with client_for(stream, store) as client, client.stream("POST", URL, json=CALL) as r:
+        async with (
+            client_for(stream, store) as client,
+            client.stream("POST", URL, json=CALL, headers=ACCEPT) as r,
+        ):
             async for chunk in r.aiter_bytes():
                 received += chunk
                 if bytes(received) == PROGRESS:
                     gate.set()  # only now does the server send the rest
     assert gate.is_set()
     assert bytes(received).startswith(PROGRESS)
+    assert len(received) < len(PROGRESS) + 20_000  # and the result event was bounded
 
 
 async def test_only_the_call_result_event_changes_and_crlf_framing_is_kept(
@@ -88,7 +94,10 @@ async def test_only_the_call_result_event_changes_and_crlf_framing_is_kept(
     store = LocalArtifactStore(tmp_path)
     tail = SAME_ID_REQUEST + result_event(BIG) + result_event("other call", request_id=8)
     stream = GatedStream(PROGRESS, tail, gate)
-    async with client_for(stream, store) as client, client.stream("POST", URL, json=CALL) as r:
+    async with (
+        client_for(stream, store) as client,
+        client.stream("POST", URL, json=CALL, headers=ACCEPT) as r,
+    ):
         body = await r.aread()
     assert body.startswith(PROGRESS + SAME_ID_REQUEST)
     assert body.endswith(result_event("other call", request_id=8))
@@ -116,7 +125,7 @@ async def test_non_tools_call_responses_are_the_same_response_object(tmp_path: P
     store = LocalArtifactStore(tmp_path)
     transport = McpBoundTransport(httpx2.MockTransport(handler), store=store)
     listing = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
-    request = httpx2.Request("POST", URL, json=listing)
+    request = httpx2.Request("POST", URL, json=listing, headers=ACCEPT)
     assert await transport.handle_async_request(request) is sent[0]
 
 
