@@ -12,6 +12,7 @@ from types import ModuleType, TracebackType
 from typing import Any, Protocol, cast
 from urllib.parse import parse_qsl, urlsplit
 
+from budgetware import _recorder
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
 from budgetware._hooks import rewrite_response
@@ -179,6 +180,7 @@ def prepare_request(
                 raise
             logger.warning("budgetware: internal error, request sent unchanged", exc_info=True)
             new_body = body
+    _recorder.submitted(url, new_body)  # http_wire diagnostic and record; off: two checks
     if new_body is body and not own:
         return request
     return _rebuild(library, request, new_body, own)

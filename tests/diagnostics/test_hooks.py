@@ -127,3 +127,28 @@ def test_hooks_are_silent_when_off() -> None:
     bound_tool_result({"content": [{"type": "text", "text": BIG}]}, budget=1_000, persist=False)
     assert diagnostics.failures == 0
     assert len(stream.getvalue()) < 70_000
+
+
+def test_http_transport_emits_http_wire_for_the_bytes_sent(log: Log) -> None:
+    import httpx
+
+    from budgetware._transport import BudgetTransport
+
+    received: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        received.append(request.content)
+        return httpx.Response(200, json={})
+
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call-h", "content": "h" * 300_000},
+    ]
+    transport = BudgetTransport(httpx.MockTransport(handler))
+    with httpx.Client(transport=transport) as client:
+        client.post("https://api.example/v1/chat/completions", json={"messages": messages})
+    (wire,) = [e for e in log.events if e["stage"] == "http_wire"]
+    assert wire["wire_utf8_bytes"] == len(received[0])
+    assert wire["tool_call_hmacs"] == [diagnostics.keyed_hash("call-h")]
+    (finalized,) = [e for e in log.events if e["stage"] == "finalizer_output"]
+    assert wire["values"][0]["hmac_sha256"] == finalized["values"][0]["hmac_sha256"]
