@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx
 import httpx2
-from budgetware.integrations.mcp import McpBoundTransport, McpBudget
+import pytest
+from budgetware.integrations.mcp import McpBoundTransport, McpBudget, rewrite_mcp_response
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE
 
 from budgetware._mcp_bound import DEFAULT_MAX_MESSAGE_BYTES
@@ -131,3 +134,38 @@ async def test_non_tools_call_responses_are_the_same_response_object(tmp_path: P
 
 def test_default_message_limit_is_the_mcp_clients_sse_event_limit() -> None:
     assert DEFAULT_MAX_MESSAGE_BYTES == DEFAULT_MAX_SSE_EVENT_SIZE
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2])
+def test_sync_streams_of_either_http_library_are_bounded(library: Any, tmp_path: Path) -> None:
+    class Stream(library.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __iter__(self) -> Iterator[bytes]:
+            data = result_event(BIG)
+            for start in range(0, len(data), 1000):
+                yield data[start : start + 1000]
+
+    request = library.Request("POST", URL, json=CALL, headers=ACCEPT)
+    headers = {"content-type": "text/event-stream"}
+    response = library.Response(200, headers=headers, stream=Stream(), request=request)
+    store = LocalArtifactStore(tmp_path)
+    new = rewrite_mcp_response(
+        request, response, budget=McpBudget(result_budget=5_000), store=store
+    )
+    data = new.read().split(b"data: ", 1)[1].split(b"\r\n", 1)[0]
+    assert len(json.loads(data)["result"]["content"][0]["text"]) <= 5_000
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2])
+def test_an_already_read_json_response_is_bounded_with_a_new_length(
+    library: Any, tmp_path: Path
+) -> None:
+    request = library.Request("POST", URL, json=CALL, headers=ACCEPT)
+    message = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": BIG}]}}
+    headers = {"content-type": "application/json"}
+    response = library.Response(200, headers=headers, json=message, request=request)
+    store = LocalArtifactStore(tmp_path)
+    new = rewrite_mcp_response(
+        request, response, budget=McpBudget(result_budget=5_000), store=store
+    )
+    assert int(new.headers["content-length"]) == len(new.content) < 6_000
+    assert len(new.json()["result"]["content"][0]["text"]) <= 5_000
