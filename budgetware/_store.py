@@ -93,6 +93,9 @@ class LocalArtifactStore:
 
     def put(self, text: str, *, key: str | None = None) -> str:
         """Store ``text`` (once) and return its reference: the artifact's absolute path."""
+        if key is not None and key in self._known:
+            # Already written or found by this store: no need to encode the text again.
+            return str(self.path_for(key))
         data = text.encode("utf-8", "surrogatepass")
         if key is None:
             key = hashlib.sha256(data).hexdigest()
