@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from budgetware.integrations.mcp import budget_http_client
 
 from budgetware._config import ConfigError
 from budgetware._json import dumps_bytes
@@ -144,3 +145,11 @@ def test_importing_budgetware_and_the_mcp_integration_pulls_in_no_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+def test_a_missing_sdk_raises_an_import_error_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "httpx2", None)
+    with pytest.raises(ImportError, match=r'pip install "budgetware\[mcp\]"'):
+        budget_http_client()
