@@ -33,19 +33,11 @@ class PatchTarget:
     module: str
     cls: str
     method: str
-    is_async: bool
+    wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any]
 
     @property
     def name(self) -> str:
         return f"{self.module}.{self.cls}.{self.method}"
-
-
-PATCH_TARGETS: tuple[PatchTarget, ...] = (
-    PatchTarget("httpx", "Client", "send", is_async=False),
-    PatchTarget("httpx", "AsyncClient", "send", is_async=True),
-    PatchTarget("httpx2", "Client", "send", is_async=False),
-    PatchTarget("httpx2", "AsyncClient", "send", is_async=True),
-)
 
 
 class _State:
@@ -115,6 +107,24 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
     return rewrite_response(request, response) if handled else response
 
 
+def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+    # google-genai's async client calls aiohttp directly when it is installed, out of reach
+    # of any httpx patch; while instrumented, it uses its own httpx2 AsyncClient instead
+    # (always built, except for Vertex mTLS through google-auth, which keeps aiohttp).
+    if _STATE.active and getattr(instance, "_async_httpx_client", None) is not None:
+        return False
+    return wrapped(*args, **kwargs)
+
+
+PATCH_TARGETS: tuple[PatchTarget, ...] = (
+    PatchTarget("httpx", "Client", "send", _sync_send),
+    PatchTarget("httpx", "AsyncClient", "send", _async_send),
+    PatchTarget("httpx2", "Client", "send", _sync_send),
+    PatchTarget("httpx2", "AsyncClient", "send", _async_send),
+    PatchTarget("google.genai._api_client", "BaseApiClient", "_use_aiohttp", _genai_use_aiohttp),
+)
+
+
 def _patch_module(module: ModuleType) -> None:
     with _STATE.lock:
         if not _STATE.active:
@@ -132,8 +142,7 @@ def _patch_module(module: ModuleType) -> None:
                     stacklevel=3,
                 )
                 continue
-            wrapper = _async_send if target.is_async else _sync_send
-            setattr(cls, target.method, wrapt.FunctionWrapper(original, wrapper))
+            setattr(cls, target.method, wrapt.FunctionWrapper(original, target.wrapper))
             _STATE.originals[target] = original
 
 
@@ -166,9 +175,11 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     """Bound the tool results of every request sent by httpx and httpx2 clients in this process.
 
     Patches ``Client.send`` and ``AsyncClient.send`` of whichever library is imported now,
-    and of the other one when it is imported later. Calling it again patches nothing twice
-    (a new ``config`` replaces the previous one). ``config`` sits between the environment
-    and ``budget(...)`` blocks; the result is a context manager that undoes the patch.
+    and of the other one when it is imported later. google-genai's async client, which
+    would call aiohttp directly, is switched to its httpx2 client while instrumented.
+    Calling it again patches nothing twice (a new ``config`` replaces the previous one).
+    ``config`` sits between the environment and ``budget(...)`` blocks. The result is a
+    context manager that undoes the patch.
     """
     if config is not None and not isinstance(config, BudgetConfig):
         raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")

@@ -45,6 +45,7 @@ def test_every_patch_target_exists_in_the_installed_libraries() -> None:
 
 def test_instrument_patches_send_of_both_libraries() -> None:
     originals = _originals()
+    importlib.import_module("google.genai._api_client")
     handle = instrument()
     assert set(handle.patched) == {t.name for t in PATCH_TARGETS}
     assert all(now is not before for now, before in zip(_originals(), originals))
@@ -137,7 +138,7 @@ def test_per_client_transport_config_wins_over_instrument(lib: ModuleType, tmp_p
 def test_a_missing_patch_target_warns_and_patches_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    gone = PatchTarget("httpx2", "Client", "send_that_was_removed", is_async=False)
+    gone = PatchTarget("httpx2", "Client", "send_that_was_removed", _instrument._sync_send)
     monkeypatch.setattr(_instrument, "PATCH_TARGETS", (*PATCH_TARGETS, gone))
     with pytest.warns(BudgetwareWarning, match="httpx2.Client.send_that_was_removed"):
         handle = instrument()

@@ -122,3 +122,33 @@ async def test_batch_under_budget_arrives_byte_identical_async(
     wrapped = await asend(driver, fake_provider, results, wrap_transport=wrapping(config))
     assert instrumented == plain
     assert wrapped == plain
+
+
+async def test_google_genai_default_aiohttp_path_is_bounded_under_instrument(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from sdk.drivers import DRIVERS_BY_NAME
+
+    driver = DRIVERS_BY_NAME["google_genai_aiohttp"]
+    with instrument(config=config):
+        body = await asend(driver, fake_provider, BIG)
+    assert_bounded(driver.api, _json(body), BIG, artifact_dir)
+
+
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+async def test_google_genai_default_aiohttp_path_is_untouched_after_uninstrument(
+    fake_provider: FakeProvider, config: BudgetConfig
+) -> None:
+    from google.genai._api_client import BaseApiClient
+    from sdk.drivers import DRIVERS_BY_NAME
+
+    original = vars(BaseApiClient)["_use_aiohttp"]
+    with instrument(config=config):
+        assert vars(BaseApiClient)["_use_aiohttp"] is not original
+    assert vars(BaseApiClient)["_use_aiohttp"] is original
+    driver = DRIVERS_BY_NAME["google_genai_aiohttp"]
+    # Under aiohttp's 1 MiB "large body" warning, yet far over the 50,000 budget.
+    results = big_results(3, 100_000)
+    body = await asend(driver, fake_provider, results)
+    parts = _json(body)["contents"][2]["parts"]
+    assert [p["functionResponse"]["response"]["output"] for p in parts] == results
