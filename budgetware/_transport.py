@@ -164,7 +164,12 @@ def prepare_request(
         _warn_signed_once(owner, request.url.host)
         # Removing a header the signature covers would break it as surely as a new body.
         strip = [name for name in own if name.lower() not in signed]
-        return _rebuild(library, request, request.content, strip) if strip else request
+        if not strip:
+            return request
+        try:
+            return _rebuild(library, request, request.content, strip)
+        except library.RequestNotRead:
+            return _rebuild_headers_only(request, strip)
     try:
         body = request.content
     except library.RequestNotRead:  # a streaming body: not ours to buffer
@@ -214,6 +219,7 @@ def _rebuild(library: HttpLibrary, request: Any, body: bytes, drop: list[str]) -
 
 
 def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
+    # A streaming body cannot be read twice: the only way left is to edit the headers.
     for name in drop:
         del request.headers[name]
     return request

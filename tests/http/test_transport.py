@@ -215,3 +215,15 @@ def test_invalid_config_fails_when_the_transport_is_built(
     monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "lots")
     with pytest.raises(ConfigError, match="BUDGETWARE_BATCH_BUDGET"):
         BudgetTransport(mock(lib, []))
+
+
+def test_streaming_request_body_loses_its_budgetware_headers(lib: ModuleType) -> None:
+    seen: list[Any] = []
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"model": "m"}'
+
+    request = lib.Request("POST", URL, content=chunks(), headers={"x-budgetware-disable": "1"})
+    BudgetTransport(mock(lib, seen)).handle_request(request)
+    assert "x-budgetware-disable" not in seen[0].headers
+    assert seen[0].content == b'{"model": "m"}'
