@@ -21,7 +21,7 @@ import budgetware._transport as transport_module
 from budgetware import _instrument
 from budgetware._config import BudgetConfig
 from budgetware._instrument import PATCH_TARGETS, PatchTarget, instrument, uninstrument
-from budgetware._transport import BudgetTransport, BudgetwareWarning
+from budgetware._transport import AsyncBudgetTransport, BudgetTransport, BudgetwareWarning
 
 
 @pytest.fixture(params=["httpx", "httpx2"])
@@ -174,3 +174,26 @@ def test_http_layer_modules_import_no_http_library_or_sdk() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "budget-transport"])
+async def test_instrumented_send_delivers_each_response_through_the_rewriters_once(
+    lib: ModuleType, wrapped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from budgetware import _hooks
+
+    calls: list[int] = []
+
+    def rewriter(request: Any, response: Any) -> Any:
+        calls.append(response.status_code)
+        return response
+
+    monkeypatch.setattr(_hooks, "RESPONSE_REWRITERS", [rewriter])
+    sync_inner, async_inner = mock(lib, []), mock(lib, [])
+    sync_transport = BudgetTransport(sync_inner) if wrapped else sync_inner
+    async_transport = AsyncBudgetTransport(async_inner) if wrapped else async_inner
+    with instrument(), lib.Client(transport=sync_transport) as client:
+        client.post(URL, content=b"{}")
+        async with lib.AsyncClient(transport=async_transport) as aclient:
+            await aclient.post(URL, content=b"{}")
+    assert calls == [200, 200]
