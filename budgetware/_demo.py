@@ -463,7 +463,13 @@ def main(argv: list[str]) -> int:
     )
     printer.line()
     started = time.perf_counter()
-    result = run(args, printer)
+    try:
+        result = run(args, printer)
+    except Exception as exc:  # a real provider refused or was unreachable: say so, briefly
+        if _real_settings(args) is None:
+            raise
+        print(f"budgetware demo: the provider call failed: {exc}", file=sys.stderr)
+        return 1
     sdk_total = sum(t.sdk_bytes for t in result.turns)
     wire_total = sum(t.wire_bytes for t in result.turns)
     artifacts = _listing(result.artifact_dir)
