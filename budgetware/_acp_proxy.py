@@ -22,6 +22,7 @@ from types import FrameType
 from typing import IO, Any
 
 from budgetware import _diagnostics
+from budgetware._errors import fail_open
 from budgetware._json import dumps_bytes, loads
 from budgetware._projection import FIELD_BUDGET, project_acp_frame
 
@@ -95,8 +96,7 @@ def _pump_stdout(child_stdout: IO[bytes], sink: IO[bytes], budget: int) -> None:
             out = rewrite_line(line, budget)
         except Exception:
             # Fail open: a bug in the projection must never drop or corrupt a frame.
-            if os.environ.get("BUDGETWARE_RAISE_ERRORS") == "1":
-                raise
+            fail_open("project an ACP frame")
             out = line
         try:
             sink.write(out)

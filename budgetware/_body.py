@@ -9,6 +9,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from budgetware._config import BudgetConfig, resolve_config
+from budgetware._errors import fail_open
 from budgetware._finalize import finalize_batch, guard_batch
 from budgetware._formats import PASS_THROUGH_PATHS, Batch, JsonPath, format_for_path, sniff_format
 from budgetware._formats._splice import replace_values
@@ -48,13 +49,8 @@ def finalize_body(
         return body
     try:
         return _finalize(url, body, headers, config)
-    except Exception as exc:
-        if config.raise_errors:
-            raise
-        logger.error(
-            "budgetware could not bound a request body (%s); it is sent unchanged",
-            type(exc).__name__,
-        )
+    except Exception:
+        fail_open("bound a request body", config=config)
         return body
 
 

@@ -6,7 +6,6 @@ either (the response's own library supplies the stream base classes).
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -14,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from budgetware._config import resolve_config
+from budgetware._errors import fail_open
 from budgetware._json import dumps_bytes, loads
 from budgetware._mcp_bound import (
     SSE_FRAMING_RESERVE,
@@ -30,7 +30,6 @@ __all__ = [
     "rewrite_mcp_response",
 ]
 
-logger = logging.getLogger("budgetware")
 
 # Set on a response this module produced, so a second layer (transport and send) skips it.
 EXTENSION = "budgetware_mcp"
@@ -314,9 +313,7 @@ def _guarded(original: bytes, rewrite: Callable[[], bytes]) -> bytes:
     try:
         return rewrite()
     except Exception:
-        if resolve_config().raise_errors:
-            raise
-        logger.warning("budgetware could not bound an MCP tool result", exc_info=True)
+        fail_open("bound an MCP tool result")
         return original
 
 

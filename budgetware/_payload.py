@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import contextvars
-import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig, resolve_config
+from budgetware._errors import fail_open
 from budgetware._json import dumps_bytes, loads
 from budgetware._transport import REQUEST_HEADER_PREFIX, header_overrides
 
 __all__ = ["bound_payload", "bounded_above", "split_headers", "upper_layer_bounded"]
 
-logger = logging.getLogger("budgetware")
 
 # True while an SDK-level hook (anthropic middleware, ...) sends a request it has bounded:
 # the HTTP layer below then leaves that request alone.
@@ -69,7 +68,5 @@ def bound_payload(
         new_body = finalize_body(url, body, config=effective)
         return payload if new_body is body else loads(new_body)
     except Exception:
-        if effective.raise_errors:
-            raise
-        logger.warning("budgetware: internal error, request sent unchanged", exc_info=True)
+        fail_open("bound a request payload", config=effective)
         return payload

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 from budgetware import _recorder
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
+from budgetware._errors import fail_open
 from budgetware._hooks import rewrite_response
 
 __all__ = [
@@ -181,9 +182,7 @@ def prepare_request(
         try:
             new_body = finalize_body(url, body, headers=headers, config=config)
         except Exception:
-            if config.raise_errors:
-                raise
-            logger.warning("budgetware: internal error, request sent unchanged", exc_info=True)
+            fail_open("bound a request", config=config)
             new_body = body
     _recorder.submitted(url, new_body)  # http_wire diagnostic and record; off: two checks
     if new_body is body and not own:
@@ -197,7 +196,8 @@ def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> B
     except ConfigError:
         # Configuration mistakes surface when a transport or instrument() is set up; one
         # that appears later (the environment changed) must not break the call.
-        logger.warning("budgetware: invalid configuration, request sent unchanged", exc_info=True)
+        # A ConfigError names the setting and its value, never request content.
+        logger.warning("budgetware: %s; request sent unchanged", sys.exc_info()[1])
         return None
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from budgetware import _diagnostics
+from budgetware._errors import fail_open
 from budgetware._json import dumps_bytes, loads
 from budgetware._projection import FIELD_BUDGET, project_acp_frame
 
@@ -82,9 +82,7 @@ class ProjectingTransport:
             projected = self.project(message)
         except Exception:
             # Fail open: a bug in the projection must never cost the editor a frame.
-            if os.environ.get("BUDGETWARE_RAISE_ERRORS") == "1":
-                raise
-            logger.exception("budgetware: projection failed; sending the frame unchanged")
+            fail_open("project an ACP frame")
             projected = message
         if _diagnostics.enabled:
             _diagnostics.display_pair("acp", message, projected)
