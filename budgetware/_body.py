@@ -6,23 +6,20 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from budgetware._config import BudgetConfig, resolve_config
 from budgetware._errors import fail_open
 from budgetware._finalize import finalize_batch, guard_batch
-from budgetware._formats import PASS_THROUGH_PATHS, Batch, JsonPath, format_for_path, sniff_format
+from budgetware._formats import Batch, JsonPath, read_body
 from budgetware._formats._splice import replace_values
-from budgetware._json import loads
 from budgetware._measure import measure
-from budgetware._models import ToolResult
+from budgetware._signing import signed_header_names
 from budgetware._store import ArtifactStore, store_for
 
 __all__ = ["finalize_body", "is_untouchable"]
 
 logger = logging.getLogger("budgetware")
 
-_SIGNED_HEADERS = frozenset({"x-amz-date", "x-amz-content-sha256", "x-amz-security-token"})
 _warned_signed = False
 
 
@@ -54,19 +51,20 @@ def finalize_body(
         return body
 
 
-def is_untouchable(headers: Mapping[str, str] | Mapping[bytes, bytes]) -> str | None:
+def is_untouchable(
+    headers: Mapping[str, str] | Mapping[bytes, bytes], url: str = ""
+) -> str | None:
     """Why a request with these headers must keep its body ("signed", "encoded"), or None."""
+    lowered: dict[str, str] = {}
     for raw_key, raw_value in headers.items():
         # Raw header lists may carry bytes; a signature must not slip through as bytes.
         key = raw_key.decode("latin-1") if isinstance(raw_key, bytes) else str(raw_key)
         value = raw_value.decode("latin-1") if isinstance(raw_value, bytes) else str(raw_value)
-        name = key.lower()
-        if name in _SIGNED_HEADERS:
-            return "signed"
-        if name == "authorization" and value.lstrip()[:16].upper() == "AWS4-HMAC-SHA256":
-            return "signed"
-        if name == "content-encoding" and value.strip().lower() not in ("", "identity"):
-            return "encoded"
+        lowered[key.lower()] = value
+    if signed_header_names(lowered, url) is not None:
+        return "signed"
+    if lowered.get("content-encoding", "").strip().lower() not in ("", "identity"):
+        return "encoded"
     return None
 
 
@@ -76,23 +74,16 @@ def _finalize(
     if not isinstance(cast(object, body), bytes):
         return body  # bytearray, memoryview or str: not ours to rewrite
     if headers is not None:
-        reason = is_untouchable(headers)
+        reason = is_untouchable(headers, url)
         if reason is not None:
             if reason == "signed":
                 _warn_signed()
             return body
-    path = urlsplit(str(url)).path.rstrip("/")
-    if path.endswith(PASS_THROUGH_PATHS):
+    read = read_body(url, body)
+    if read is None:
         return body
-    fmt = format_for_path(path)
-    decoded = _decode(body)
-    if not isinstance(decoded, dict):
-        return body
-    if fmt is None:
-        fmt = sniff_format(decoded)
-        if fmt is None:
-            return body
-    batches = [batch for batch in fmt.batches(decoded) if _over_budget(batch, config)]
+    decoded, all_batches = read
+    batches = [batch for batch in all_batches if _over_budget(batch, config)]
     if not batches:
         return body
     changes = _bound(batches, config)
@@ -102,20 +93,6 @@ def _finalize(
     if spliced is not None:
         return spliced
     return _reserialize(body, decoded, changes)
-
-
-def _decode(body: bytes) -> object:
-    """The decoded body, or None when it is not JSON this layer can safely rewrite."""
-    # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
-    # library would decode, but whose byte offsets the splicer cannot use.
-    if b"\x00" in body:
-        return None
-    try:
-        return loads(body)
-    except (ValueError, RecursionError):
-        # Not JSON, not UTF-8, too deep to decode, or integers too long to convert:
-        # robust input, not an internal error.
-        return None
 
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
@@ -136,15 +113,7 @@ def _bound(batches: list[Batch], config: BudgetConfig) -> dict[JsonPath, tuple[s
         )
     finalized = [
         finalize_batch(
-            [
-                ToolResult(
-                    call_id=found.call_id,
-                    tool_name=found.tool_name,
-                    slots=tuple(found.slots),
-                    parts=tuple(found.parts),
-                )
-                for found in batch
-            ],
+            [found.entry() for found in batch],
             config=config,
             store=store,
         )

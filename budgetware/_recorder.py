@@ -267,31 +267,9 @@ def wire_batches(url: str, body: bytes) -> list[list[ToolResult]]:
 
     Artifact state cannot be read back from a body: every entry is "undecided" (None).
     """
-    from budgetware._formats import PASS_THROUGH_PATHS, format_for_path, sniff_format
-    from budgetware._json import loads
+    from budgetware._formats import read_body
 
-    path = urlsplit(url).path.rstrip("/")
-    if not isinstance(body, bytes) or path.endswith(PASS_THROUGH_PATHS) or b"\x00" in body:
+    read = read_body(url, body)
+    if read is None:
         return []
-    fmt = format_for_path(path)
-    try:
-        decoded = loads(body)
-    except (ValueError, RecursionError):
-        return []
-    if not isinstance(decoded, dict):
-        return []
-    fmt = fmt or sniff_format(decoded)
-    if fmt is None:
-        return []
-    return [
-        [
-            ToolResult(
-                call_id=found.call_id,
-                tool_name=found.tool_name,
-                slots=tuple(found.slots),
-                parts=tuple(found.parts),
-            )
-            for found in batch
-        ]
-        for batch in fmt.batches(decoded)
-    ]
+    return [[found.entry() for found in batch] for batch in read[1]]

@@ -10,13 +10,13 @@ import weakref
 from collections.abc import Mapping
 from types import ModuleType, TracebackType
 from typing import Any, Protocol, cast
-from urllib.parse import parse_qsl, urlsplit
 
 from budgetware import _recorder
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
 from budgetware._errors import fail_open
 from budgetware._hooks import rewrite_response
+from budgetware._signing import signed_header_names
 
 __all__ = [
     "HANDLED_EXTENSION",
@@ -100,24 +100,6 @@ def header_overrides(headers: Mapping[str, str]) -> dict[str, Any]:
             continue
         overrides.update(parsed)
     return overrides
-
-
-def signed_header_names(headers: Mapping[str, str], url: str) -> frozenset[str] | None:
-    """The names a SigV4 signature covers (lower-cased), or None for an unsigned request."""
-    authorization = headers.get("authorization", "")
-    if authorization.startswith("AWS4-"):
-        for part in authorization.split(","):
-            key, _, value = part.strip().rpartition(" ")[2].partition("=")
-            if key == "SignedHeaders":
-                return frozenset(value.lower().split(";"))
-        return frozenset()
-    if "x-amz-content-sha256" in headers:
-        return frozenset()
-    query = urlsplit(url).query
-    if "X-Amz-Signature" in query:
-        signed = dict(parse_qsl(query)).get("X-Amz-SignedHeaders", "")
-        return frozenset(signed.lower().split(";"))
-    return None
 
 
 _WARNED_LOCK = threading.Lock()

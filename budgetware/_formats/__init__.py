@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from budgetware._formats import (
     anthropic_messages,
@@ -15,6 +16,7 @@ from budgetware._formats import (
     openai_responses,
 )
 from budgetware._formats._base import Batch, Found, JsonPath, WireFormat
+from budgetware._json import loads
 
 __all__ = [
     "FORMATS",
@@ -24,6 +26,7 @@ __all__ = [
     "JsonPath",
     "WireFormat",
     "format_for_path",
+    "read_body",
     "sniff_format",
 ]
 
@@ -51,6 +54,31 @@ _SNIFF_ORDER: tuple[WireFormat, ...] = (
     gemini.FORMAT,
     openai_chat.FORMAT,
 )
+
+
+def read_body(url: str, body: bytes) -> tuple[dict[str, Any], list[Batch]] | None:
+    """The decoded body and its tool-result batches, or None when it carries none we handle.
+
+    Pass-through endpoints are refused before decoding. A body that is not a JSON object,
+    not UTF-8, too deep or otherwise undecodable is robust input, not an error: None.
+    """
+    path = urlsplit(str(url)).path.rstrip("/")
+    if path.endswith(PASS_THROUGH_PATHS):
+        return None
+    # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
+    # library would decode, but whose byte offsets the splicer cannot use.
+    if b"\x00" in body:
+        return None
+    try:
+        decoded = loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(decoded, dict):
+        return None
+    fmt = format_for_path(path) or sniff_format(decoded)
+    if fmt is None:
+        return None
+    return decoded, fmt.batches(decoded)
 
 
 def format_for_path(path: str) -> WireFormat | None:

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from budgetware._models import ToolResult
+
 __all__ = [
     "Batch",
     "Found",
@@ -28,6 +30,10 @@ class Found:
     paths: list[JsonPath] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
     parts: list[object] = field(default_factory=list)
+
+    def entry(self) -> ToolResult:
+        """This result as the core's neutral entry (undecided: a body carries no decision)."""
+        return ToolResult(self.call_id, self.tool_name, tuple(self.slots), tuple(self.parts))
 
     def slot(self, path: JsonPath, value: str) -> None:
         """Record one piece of model-facing text that may be shortened."""

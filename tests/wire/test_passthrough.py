@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from budgetware import _body
+from budgetware import _body, _formats
 from budgetware._body import finalize_body
 from budgetware._config import BudgetConfig, budget
 
@@ -47,7 +47,7 @@ def test_a_body_no_longer_than_the_budget_is_returned_without_parsing(
     def no_parse(data: bytes) -> Any:
         raise AssertionError("parsed")
 
-    monkeypatch.setattr(_body, "loads", no_parse)
+    monkeypatch.setattr(_formats, "loads", no_parse)
     body = _chat_body("y" * 500)
     config = _config(tmp_path, batch_budget=len(body))
     assert finalize_body(CHAT_URL, body, config=config) is body
