@@ -198,7 +198,21 @@ def resolve_config(
         values.update(request_overrides)
     if not values:
         return _DEFAULT
-    return _validate(values, source="environment" if base is None else "config")
+    source = "environment" if base is None else "config"
+    # Every request resolves its configuration; the same settings recur, so the validated
+    # model (immutable) is reused instead of validating again.
+    try:
+        key = (source, tuple(sorted(values.items())))
+        cached = _RESOLVED.get(key)
+    except TypeError:  # an unhashable value: validate without caching
+        return _validate(values, source=source)
+    if cached is None:
+        cached = _validate(values, source=source)
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        _RESOLVED[key] = cached
+    return cached
 
 
 _DEFAULT = BudgetConfig()
+_RESOLVED: dict[tuple[str, tuple[tuple[str, Any], ...]], BudgetConfig] = {}

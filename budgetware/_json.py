@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Iterator
 from typing import Any
 
 _orjson: Any
@@ -14,7 +15,14 @@ except ImportError:  # pragma: no cover
 
 HAS_ORJSON = _orjson is not None
 
-__all__ = ["HAS_ORJSON", "dumps_bytes", "dumps_str_bytes", "loads"]
+__all__ = [
+    "HAS_ORJSON",
+    "STR_CHUNK",
+    "dumps_bytes",
+    "dumps_str_bytes",
+    "loads",
+    "str_token_sizes",
+]
 
 
 def loads(data: bytes | str) -> Any:
@@ -45,15 +53,38 @@ def dumps_bytes(value: Any) -> bytes:
     return text.encode("utf-8", "backslashreplace_json")
 
 
+# orjson reserves about 13 bytes of working memory per character of a string it
+# serializes; long strings go through it in slices of this many characters, which keeps
+# the transient memory small and costs nothing measurable. Slicing a str never splits a
+# character a JSON escape covers (a surrogate pair held as two code points is refused by
+# orjson either way).
+STR_CHUNK = 1 << 16
+
+
+def str_token_sizes(s: str) -> Iterator[int] | None:
+    """The JSON token sizes of consecutive slices of ``s`` (quotes included in each), or
+    None when orjson is missing; raises TypeError when orjson refuses the string."""
+    if _orjson is None:
+        return None
+    dumps = _orjson.dumps
+    return (len(dumps(s[i : i + STR_CHUNK])) for i in range(0, max(len(s), 1), STR_CHUNK))
+
+
 def dumps_str_bytes(s: str) -> bytes | None:
     """orjson's serialization of one string, or None when orjson is missing or refuses it."""
     if _orjson is None:
         return None
     try:
-        out: bytes = _orjson.dumps(s)
+        if len(s) <= STR_CHUNK:
+            out: bytes = _orjson.dumps(s)
+            return out
+        dumps = _orjson.dumps
+        inner = (
+            memoryview(dumps(s[i : i + STR_CHUNK]))[1:-1] for i in range(0, len(s), STR_CHUNK)
+        )
+        return b"".join((b'"', *inner, b'"'))
     except TypeError:
         return None
-    return out
 
 
 def _backslashreplace_json(err: UnicodeError) -> tuple[str, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from budgetware._json import dumps_str_bytes
+from budgetware._json import str_token_sizes
 
 Unit = Literal["chars", "utf8_bytes"]
 
@@ -40,9 +40,17 @@ def json_string_bytes(s: str, limit: int | None = None) -> int:
         # Every character costs at least one byte: already over, and the caller only asks
         # whether it fits. Return the cheapest honest lower bound above the limit.
         return n + 2
-    fast = dumps_str_bytes(s)
-    if fast is not None:
-        return len(fast)
+    sizes = str_token_sizes(s)
+    if sizes is not None:
+        total = 2
+        try:
+            for size in sizes:
+                total += size - 2  # each slice's token carries its own two quotes
+                if limit is not None and total > limit:
+                    return total
+        except TypeError:  # orjson refuses lone surrogates: measure them by the table
+            return _json_string_bytes_slow(s)
+        return total
     return _json_string_bytes_slow(s)
 
 

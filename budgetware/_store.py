@@ -27,6 +27,13 @@ _BINARY = getattr(os, "O_BINARY", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
+def _file_name(key: str, suffix: str) -> str:
+    # Keys become file names: only a SHA-256 digest may, never anything a tool chose.
+    if not _KEY.fullmatch(key):
+        raise ValueError("artifact keys are lower-case hex SHA-256 digests")
+    return key + suffix
+
+
 class ArtifactStoreError(OSError):
     """An artifact could not be written or read; the caller bounds without a reference."""
 
@@ -71,12 +78,15 @@ class LocalArtifactStore:
         max_store_bytes: int = 500 * 1024 * 1024,
     ) -> None:
         self.directory = Path(os.path.abspath(os.fspath(directory)))
+        self._dir = str(self.directory)
         self.max_artifact_bytes = max_artifact_bytes
         self.max_store_bytes = max_store_bytes
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._reserved = 0
         self._known: set[str] = set()
+        # Decisions are written once and never change: a found one is remembered.
+        self._decisions: dict[str, tuple[str, ...]] = {}
 
     # -- public API ------------------------------------------------------------------
 
@@ -87,36 +97,33 @@ class LocalArtifactStore:
 
     def path_for(self, key: str) -> Path:
         """The file a key lives in (whether or not it exists yet)."""
-        if not _KEY.fullmatch(key):
-            raise ValueError("artifact keys are lower-case hex SHA-256 digests")
-        return self.directory / f"{key}.txt"
+        return self.directory / _file_name(key, ".txt")
 
     def put(self, text: str, *, key: str | None = None) -> str:
         """Store ``text`` (once) and return its reference: the artifact's absolute path."""
         if key is not None and key in self._known:
             # Already written or found by this store: no need to encode the text again.
-            return str(self.path_for(key))
+            return os.path.join(self._dir, _file_name(key, ".txt"))
         data = text.encode("utf-8", "surrogatepass")
         if key is None:
             key = hashlib.sha256(data).hexdigest()
-        name = self.path_for(key).name
+        name = _file_name(key, ".txt")
+        ref = os.path.join(self._dir, name)
         with self._key_lock(key):
             if key in self._known:
-                return str(self.directory / name)
+                return ref
             dir_fd = self._open_dir()
             try:
-                if self._existing_size(dir_fd, name) == len(data):
-                    self._known.add(key)
-                    return str(self.directory / name)
-                self._write_new(dir_fd, name, data)
+                if self._existing_size(dir_fd, name) != len(data):
+                    self._write_new(dir_fd, name, data)
             finally:
                 os.close(dir_fd)
             self._known.add(key)
-        return str(self.directory / name)
+        return ref
 
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
         """Remember what a producer decided for the text with this key."""
-        name = self.path_for(key).stem + ".decision.json"
+        name = _file_name(key, ".decision.json")
         data = dumps_bytes({"refs": list(refs)})
         with self._key_lock("d" + key):
             dir_fd = self._open_dir()
@@ -128,24 +135,21 @@ class LocalArtifactStore:
 
     def lookup_decision(self, key: str) -> tuple[str, ...] | None:
         """What a producer decided for the text with this key, or None if nothing."""
-        name = self.path_for(key).stem + ".decision.json"
+        known = self._decisions.get(key)
+        if known is not None:
+            return known
+        path = os.path.join(self._dir, _file_name(key, ".decision.json"))
         try:
-            dir_fd = self._open_dir(create=False)
-        except FileNotFoundError:
-            return None
-        try:
-            try:
-                fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY, dir_fd=dir_fd)
-            except FileNotFoundError:
-                return None
-            with os.fdopen(fd, "rb") as f:
-                record = loads(f.read(1024 * 1024))
-        finally:
-            os.close(dir_fd)
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY)
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # the usual case: no producer bounded this text
+        with os.fdopen(fd, "rb") as f:
+            record = loads(f.read(1024 * 1024))
         refs = record.get("refs") if isinstance(record, dict) else None
         if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
             raise ArtifactStoreError(errno.EINVAL, "malformed decision record")
-        return tuple(refs)
+        self._decisions[key] = decided = tuple(refs)
+        return decided
 
     # -- internals -----------------------------------------------------------------------
 
