@@ -161,6 +161,10 @@ class Turn:
     artifacts: list[tuple[str, int]]
     preview: str | None
     elapsed: float
+    shared_prefix: int = 0
+    """bytes at the start of this wire body identical to the previous request's"""
+    previous_bytes: int = 0
+    history_identical: bool = False
 
 
 @dataclass
@@ -329,6 +333,22 @@ class Printer:
                     self.line(f"    {name:<10} {before:>10,} -> {after:>7,} chars  {note}")
             total = sum(after for _, _, after in turn.results)
             self.line(f"    batch on the wire: {total:,} chars (budget {budget:,})")
+        if turn.previous_bytes:
+            # Agents re-send the whole conversation: bounded the same way every turn, it
+            # starts with the same bytes, and the provider's prompt cache keeps hitting.
+            # The shared prefix reaches the ']' that closed the previous messages array
+            # exactly when every earlier message went out byte for byte as before.
+            if turn.history_identical:
+                self.line(
+                    f"    history re-sent byte-identical: all of request {turn.number - 1}'s "
+                    f"messages (its first {turn.shared_prefix:,} bytes; prompt caches keep "
+                    "hitting)"
+                )
+            else:
+                self.line(
+                    f"    history differs from request {turn.number - 1}'s after "
+                    f"{turn.shared_prefix:,} bytes"
+                )
         for name, size in turn.artifacts:
             self.line(f"    artifact written: {name} ({size:,} bytes)")
         if turn.preview:
@@ -336,6 +356,18 @@ class Printer:
             for text in turn.preview.splitlines():
                 self.line("    | " + text, style="dim")
         self.line()
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix, by bisection over C-speed slice comparisons."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _excerpt(text: str, lines: int = 3) -> str:
@@ -395,6 +427,8 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
             new = sorted(p for p in _listing(artifact_dir) if p.name not in seen_artifacts)
             seen_artifacts.update(p.name for p in new)
             cut = [a for (_, b), (_, a) in zip(before, after) if len(a) < len(b)]
+            previous = wire.bodies[-2] if len(wire.bodies) > 1 else b""
+            shared = _common_prefix(previous, wire.bodies[-1])
             turn = Turn(
                 number=len(result.turns) + 1,
                 sdk_bytes=len(sdk.bodies[-1]),
@@ -403,6 +437,9 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
                 artifacts=[(p.name, p.stat().st_size) for p in new],
                 preview=_excerpt(cut[0]) if cut else None,
                 elapsed=time.perf_counter() - started,
+                shared_prefix=shared,
+                previous_bytes=len(previous),
+                history_identical=previous[shared : shared + 1] == b"]",
             )
             result.turns.append(turn)
             printer.turn(turn, args.budget)

@@ -42,6 +42,9 @@ def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path)
     for name, size in written:
         assert (tmp_path / name).stat().st_size == int(size.replace(",", ""))
     assert str(tmp_path) in out
+    # Every request after the first re-sends the history exactly as bounded before.
+    assert out.count("history re-sent byte-identical") == 3
+    assert "history differs" not in out
 
 
 def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
