@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 import threading
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from budgetware._config import resolve_config
 from budgetware._mcp_bound import McpBudget, bound_tool_result, default_store
@@ -132,12 +135,35 @@ class _State:
         self.initialize: set[tuple[type, Any]] = set()
 
 
-class _ObservedWrite:
-    """The write stream, noting each outgoing ``tools/call`` (and ``initialize``) by id."""
+class _StreamProxy:
+    """Delegates everything a memory stream offers to the stream it wraps."""
 
     def __init__(self, inner: Any, state: _State) -> None:
         self._inner = inner
         self._state = state
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
+
+
+class _ObservedWrite(_StreamProxy):
+    """The write stream, noting each outgoing ``tools/call`` (and ``initialize``) by id."""
 
     async def send(self, item: Any, /) -> None:
         message: Any = getattr(item, "message", None)
@@ -152,32 +178,9 @@ class _ObservedWrite:
             self._state.initialize.add((type(message.id), message.id))
         await self._inner.send(item)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def __aenter__(self) -> _ObservedWrite:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-        return result
-
-
-class _BoundingRead:
+class _BoundingRead(_StreamProxy):
     """The read stream, bounding the response to each noted ``tools/call``."""
-
-    def __init__(self, inner: Any, state: _State) -> None:
-        self._inner = inner
-        self._state = state
 
     @property
     def last_context(self) -> Any:
@@ -192,25 +195,6 @@ class _BoundingRead:
 
     async def __anext__(self) -> Any:
         return await self._process(await self._inner.__anext__())
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def __aenter__(self) -> _BoundingRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-        return result
 
     async def _process(self, item: Any) -> Any:
         message: Any = getattr(item, "message", None)
