@@ -9,6 +9,10 @@ one call only, pass a handler::
 
 litellm's openai and azure providers take an ``openai.OpenAI`` client as ``client=``
 instead: build one with ``http_client=httpx.Client(transport=BudgetTransport(...))``.
+
+For the LiteLLM Proxy and Router, ``budget_callback()`` is a litellm ``CustomLogger``
+(``BudgetCallback``); the proxy's config names the ready instance
+``budgetware.integrations.litellm.proxy.handler``. See docs/litellm-proxy.md.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from budgetware._config import BudgetConfig
 from budgetware._transport import AsyncBudgetTransport, BudgetTransport
 
-__all__ = ["budget_async_http_handler", "budget_http_handler"]
+__all__ = ["BudgetCallback", "budget_async_http_handler", "budget_callback", "budget_http_handler"]
 
 _INSTALL = 'the litellm integration needs litellm: pip install "budgetware[litellm]"'
 
@@ -29,6 +33,30 @@ def _handlers() -> Any:
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
     return http_handler
+
+
+def _callback_module() -> Any:
+    # Imported on demand: importing this package must not import litellm.
+    try:
+        from . import _callback
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return _callback
+
+
+def budget_callback(*, config: BudgetConfig | None = None) -> Any:
+    """A ``BudgetCallback``: the litellm ``CustomLogger`` that bounds tool results.
+
+    Register it with ``litellm.callbacks = [budget_callback()]`` (async SDK and Router
+    calls) or name ``budgetware.integrations.litellm.proxy.handler`` in the proxy config.
+    """
+    return _callback_module().BudgetCallback(config)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BudgetCallback":
+        return _callback_module().BudgetCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def budget_http_handler(*, config: BudgetConfig | None = None) -> Any:

@@ -1,0 +1,236 @@
+"""A litellm ``CustomLogger`` bounding tool results in the LiteLLM Proxy and async SDK calls."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from litellm.caching.dual_cache import DualCache
+from litellm.integrations.custom_logger import CustomLogger
+from litellm.proxy._types import UserAPIKeyAuth
+from litellm.types.utils import CallTypes, CallTypesLiteral
+
+from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
+from budgetware._errors import fail_open
+from budgetware._payload import bound_payload
+from budgetware._transport import REQUEST_HEADER_PREFIX, BudgetwareWarning, header_overrides
+
+__all__ = ["METADATA_KEYS", "BudgetCallback"]
+
+_CHAT = ("/chat/completions", "messages")
+_ANTHROPIC = ("/v1/messages", "messages")
+_RESPONSES = ("/responses", "input")
+_GEMINI = ("/models/litellm:generateContent", "contents")
+
+# The wire format of each call type's request, and the field that holds its conversation.
+# Call types not listed (embeddings, images, audio, batches, ...) carry no tool results.
+_FORMATS: dict[str, tuple[str, str]] = {
+    "completion": _CHAT,
+    "acompletion": _CHAT,
+    # Text completions take a ``prompt``, never tool messages: listed so a ``messages``
+    # field some client sends anyway is bounded like a chat's.
+    "text_completion": _CHAT,
+    "atext_completion": _CHAT,
+    "anthropic_messages": _ANTHROPIC,
+    "aanthropic_messages": _ANTHROPIC,
+    "responses": _RESPONSES,
+    "aresponses": _RESPONSES,
+    "generate_content": _GEMINI,
+    "agenerate_content": _GEMINI,
+    "generate_content_stream": _GEMINI,
+    "agenerate_content_stream": _GEMINI,
+}
+
+# Key and team metadata a proxy admin sets (``/key/generate``, ``/team/new``), by setting.
+METADATA_KEYS = ("budgetware_batch_budget", "budgetware_unit", "budgetware_disable")
+
+
+def _call_type_name(call_type: object) -> str:
+    if isinstance(call_type, CallTypes):
+        return str(call_type.value)
+    return call_type if isinstance(call_type, str) else ""
+
+
+def _ignore(where: str, name: str, value: object) -> None:
+    warnings.warn(
+        f"budgetware: ignoring {where} {name!r}: invalid value {str(value)[:40]!r} "
+        "(expected budgetware_batch_budget: <int>, budgetware_unit: chars|utf8_bytes, "
+        "budgetware_disable: true|false)",
+        BudgetwareWarning,
+        stacklevel=3,
+    )
+
+
+def _truthy(value: object) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off", ""}:
+            return False
+    return None
+
+
+def _budget(value: object) -> int | None:
+    if isinstance(value, bool):  # a bool is an int to Python, never a budget to a human
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return 0  # as for the setting itself: a non-finite budget disables
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def metadata_overrides(metadata: object, where: str) -> dict[str, Any]:
+    """Settings from the ``budgetware_*`` entries of key or team metadata.
+
+    An invalid value is ignored with a warning naming the entry.
+    """
+    if not isinstance(metadata, Mapping):
+        return {}
+    overrides: dict[str, Any] = {}
+    if "budgetware_batch_budget" in metadata:
+        budget = _budget(metadata["budgetware_batch_budget"])
+        if budget is None:
+            _ignore(where, "budgetware_batch_budget", metadata["budgetware_batch_budget"])
+        else:
+            overrides["batch_budget"] = budget
+    if "budgetware_unit" in metadata:
+        try:
+            overrides.update(check_overrides({"unit": metadata["budgetware_unit"]}))
+        except ConfigError:
+            _ignore(where, "budgetware_unit", metadata["budgetware_unit"])
+    # Checked last: an explicit off switch wins over a budget in the same metadata.
+    if "budgetware_disable" in metadata:
+        flag = _truthy(metadata["budgetware_disable"])
+        if flag is None:
+            _ignore(where, "budgetware_disable", metadata["budgetware_disable"])
+        elif flag:
+            overrides["batch_budget"] = 0
+    return overrides
+
+
+def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
+    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``."""
+    found: Any = None
+    server_request = data.get("proxy_server_request")
+    if isinstance(server_request, Mapping):
+        found = server_request.get("headers")
+    if not isinstance(found, Mapping):
+        # The proxy also copies the headers into the request's metadata, for guardrails.
+        for field in ("metadata", "litellm_metadata"):
+            metadata = data.get(field)
+            if isinstance(metadata, Mapping) and isinstance(metadata.get("headers"), Mapping):
+                found = metadata["headers"]
+                break
+    if not isinstance(found, Mapping):
+        return {}
+    return {
+        name: value
+        for name, value in found.items()
+        if isinstance(name, str)
+        and isinstance(value, str)
+        and name.lower().startswith(REQUEST_HEADER_PREFIX)
+    }
+
+
+def _plain(value: Any) -> Any:
+    # An SDK caller may put pydantic objects in its history (litellm's ``Message`` from a
+    # previous response): the wire layer reads JSON, so those are bounded as their dumps.
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, (dict, str)):
+        return dump(exclude_none=True)
+    return value
+
+
+def _bound_field(
+    fields: Mapping[str, Any],
+    call_type: object,
+    config: BudgetConfig | None,
+    overrides: Mapping[str, Any],
+) -> Any:
+    """The bounded value of the call type's conversation field, or None when unchanged."""
+    wire = _FORMATS.get(_call_type_name(call_type))
+    if wire is None:
+        return None
+    path, field = wire
+    value = fields.get(field)
+    if not isinstance(value, list):
+        return None
+    payload = {field: _plain(value)}
+    bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
+    if bounded is payload:
+        return None
+    return bounded[field]
+
+
+class BudgetCallback(CustomLogger):
+    """Bounds the tool results of each request before litellm sends it.
+
+    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request, with settings
+    from the callback's ``config`` < team metadata < key metadata < ``x-budgetware-*``
+    request headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
+    bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
+    Neither hook ever fails a request: an internal error sends it unchanged.
+    """
+
+    def __init__(self, config: BudgetConfig | None = None) -> None:
+        super().__init__()
+        resolve_config(config)  # a configuration mistake fails here, not on a request
+        self.config = config
+
+    async def async_pre_call_hook(
+        self,
+        user_api_key_dict: UserAPIKeyAuth,
+        cache: DualCache,
+        data: dict[Any, Any],
+        call_type: CallTypesLiteral,
+    ) -> dict[Any, Any]:
+        if _call_type_name(call_type) not in _FORMATS:
+            return data
+        try:
+            overrides = metadata_overrides(
+                getattr(user_api_key_dict, "team_metadata", None), "team metadata"
+            )
+            overrides.update(
+                metadata_overrides(getattr(user_api_key_dict, "metadata", None), "key metadata")
+            )
+            overrides.update(header_overrides(request_headers(data)))
+            bounded = _bound_field(data, call_type, self.config, overrides)
+            if bounded is None:
+                return data
+            _, field = _FORMATS[_call_type_name(call_type)]
+            return {**data, field: bounded}
+        except Exception:
+            fail_open("bound a LiteLLM Proxy request", config=self.config)
+            return data
+
+    async def async_pre_call_deployment_hook(
+        self, kwargs: dict[str, Any], call_type: CallTypes | None
+    ) -> dict[Any, Any] | None:
+        # A proxy request was bounded by async_pre_call_hook with its own per-request
+        # settings (which may disable bounding): bounding it again here would undo them.
+        if isinstance(kwargs.get("proxy_server_request"), Mapping):
+            return kwargs
+        try:
+            bounded = _bound_field(kwargs, call_type, self.config, {})
+            if bounded is None:
+                return kwargs
+            _, field = _FORMATS[_call_type_name(call_type)]
+            return {**kwargs, field: bounded}
+        except Exception:
+            fail_open("bound a litellm request", config=self.config)
+            return kwargs
