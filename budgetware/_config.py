@@ -55,7 +55,10 @@ class BudgetConfig(BaseModel):
         200_000,
         description="Budget per batch of tool results, in `unit`; 0 or less disables.",
     )
-    unit: Unit = Field("chars", description="'chars' (code points) or 'utf8_bytes'.")
+    unit: Unit = Field(
+        "chars",
+        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+    )
     persist: bool = Field(True, description="Write the full output of a cut result once.")
     artifact_dir: Path | None = Field(
         None, description="Where artifacts go; default: the user's cache directory."

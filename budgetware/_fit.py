@@ -10,7 +10,7 @@ __all__ = ["HEAD_SHARE_PERCENT", "fit_text"]
 
 # The tail gets four fifths of the room: errors, exit codes and summaries come last.
 HEAD_SHARE_PERCENT = 20
-_UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes"}
+_UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes", "tokens": "tokens"}
 
 
 def _notice(total: int, omitted: int, unit: Unit, refs: Sequence[str]) -> str:

@@ -79,7 +79,10 @@ class McpBudget(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     result_budget: int = Field(DEFAULT_RESULT_BUDGET, description="Per tools/call result.")
-    unit: Unit = Field("chars", description="'chars' (code points) or 'utf8_bytes'.")
+    unit: Unit = Field(
+        "chars",
+        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+    )
     max_message_bytes: int = Field(
         DEFAULT_MAX_MESSAGE_BYTES, description="Largest rewritten result message, in bytes."
     )

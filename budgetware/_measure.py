@@ -10,9 +10,15 @@ from typing import Literal
 
 from budgetware._json import str_token_sizes
 
-Unit = Literal["chars", "utf8_bytes"]
+Unit = Literal["chars", "utf8_bytes", "tokens"]
+
+# The "tokens" unit is an estimate, not a model's tokenizer: UTF-8 bytes / 4, rounded up,
+# the usual rule of thumb for BPE tokenizers on English text and code (exact tokenizers
+# need per-model vocabularies, which a request-path budget cannot fetch or afford).
+BYTES_PER_TOKEN = 4
 
 __all__ = [
+    "BYTES_PER_TOKEN",
     "Unit",
     "cut_prefix",
     "cut_suffix",
@@ -69,12 +75,15 @@ def _json_string_bytes_slow(s: str) -> int:
 
 
 def measure(s: str, unit: Unit = "chars") -> int:
-    """Length of ``s`` in the budget unit: code points, or UTF-8 bytes."""
-    if unit == "chars" or s.isascii():
+    """Length of ``s`` in the budget unit: code points, UTF-8 bytes, or estimated tokens."""
+    if unit == "chars":
         return len(s)
     # A lone surrogate has no UTF-8 form; count it as the 3 bytes of U+FFFD, as a decoder
     # that replaces it would send.
-    return len(s.encode("utf-8", "surrogatepass"))
+    size = len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+    if unit == "tokens":
+        return -(-size // BYTES_PER_TOKEN)
+    return size
 
 
 def _is_high_surrogate(c: str) -> bool:
@@ -93,6 +102,8 @@ def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
     """
     if size <= 0:
         return ""
+    if unit == "tokens":  # at most 4 * size bytes is at most size estimated tokens
+        unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     head = s[:size]
     if unit == "utf8_bytes" and not head.isascii():
         raw = head.encode("utf-8", "surrogatepass")
@@ -115,6 +126,8 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
     """The longest suffix of ``s`` whose length in ``unit`` is at most ``size``."""
     if size <= 0:
         return ""
+    if unit == "tokens":
+        unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     tail = s[-size:]
     if unit == "utf8_bytes" and not tail.isascii():
         raw = tail.encode("utf-8", "surrogatepass")

@@ -93,7 +93,7 @@ def header_overrides(headers: Mapping[str, str]) -> dict[str, Any]:
             warnings.warn(
                 f"budgetware: ignoring request header {lowered!r}: invalid or unknown value "
                 f"{value[:40]!r} (expected x-budgetware-batch-budget: <int>, "
-                "x-budgetware-disable: 1, x-budgetware-unit: chars|utf8_bytes)",
+                "x-budgetware-disable: 1, x-budgetware-unit: chars|utf8_bytes|tokens)",
                 BudgetwareWarning,
                 stacklevel=2,
             )

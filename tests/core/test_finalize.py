@@ -365,7 +365,7 @@ batches = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(batches, st.integers(0, 5_000), st.sampled_from(["chars", "utf8_bytes"]))
+@given(batches, st.integers(0, 5_000), st.sampled_from(["chars", "utf8_bytes", "tokens"]))
 def test_the_batch_total_never_exceeds_the_budget(
     tmp_path_factory: pytest.TempPathFactory,
     spec: list[tuple[list[str], tuple[str, ...] | None]],

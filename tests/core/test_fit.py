@@ -93,7 +93,9 @@ def test_negative_allocation_is_refused() -> None:
 texts = st.text(alphabet=st.sampled_from("ab\n汉😀\ud800é"), max_size=3_000)
 
 
-@given(texts, st.integers(0, 3_000), st.sampled_from(["chars", "utf8_bytes"]), st.booleans())
+@given(
+    texts, st.integers(0, 3_000), st.sampled_from(["chars", "utf8_bytes", "tokens"]), st.booleans()
+)
 def test_fit_never_exceeds_and_is_idempotent(
     text: str, allocation: int, unit: str, with_ref: bool
 ) -> None:
@@ -113,3 +115,9 @@ def test_a_reference_is_whole_or_absent(text: str, allocation: int) -> None:
     preview = fit_text(text, allocation, refs=[REF])
     if preview is not text and "/cache" in preview:
         assert REF in preview
+
+
+def test_token_unit_bounds_estimated_tokens_and_says_so() -> None:
+    preview = fit_text("hello world " * 10_000, 500, refs=[REF], unit="tokens")
+    assert measure(preview, "tokens") <= 500
+    assert "30,000 tokens" in preview.split("\n", 1)[0]

@@ -73,7 +73,9 @@ def test_measure_counts_a_lone_surrogate_as_three_utf8_bytes() -> None:
 
 
 @given(
-    tricky_text, st.integers(min_value=0, max_value=250), st.sampled_from(["chars", "utf8_bytes"])
+    tricky_text,
+    st.integers(min_value=0, max_value=250),
+    st.sampled_from(["chars", "utf8_bytes", "tokens"]),
 )
 def test_cuts_never_exceed_their_size_and_are_true_prefixes_and_suffixes(
     text: str, size: int, unit: str
@@ -111,3 +113,17 @@ def test_cutting_a_huge_string_reads_only_what_it_keeps() -> None:
     tail = cut_suffix(text, 100, "utf8_bytes")
     assert 0 < measure(head, "utf8_bytes") <= 100
     assert 0 < measure(tail, "utf8_bytes") <= 100
+
+
+def test_tokens_are_estimated_as_utf8_bytes_over_four_rounded_up() -> None:
+    assert measure("", "tokens") == 0
+    assert measure("abcd", "tokens") == 1
+    assert measure("abcde", "tokens") == 2
+    assert measure("汉字", "tokens") == 2  # 6 bytes
+
+
+def test_a_token_cut_keeps_at_most_four_bytes_per_token() -> None:
+    text = "汉" * 1000
+    head = cut_prefix(text, 10, "tokens")
+    assert measure(head, "tokens") <= 10
+    assert len(head.encode()) == 39  # 13 whole characters of 3 bytes fit in 40

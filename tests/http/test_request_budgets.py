@@ -142,7 +142,7 @@ def test_unit_header_switches_the_unit(tmp_path: Path) -> None:
     [
         ("x-budgetware-batch-budget", "lots"),
         ("x-budgetware-disable", "maybe"),
-        ("x-budgetware-unit", "tokens"),
+        ("x-budgetware-unit", "words"),
         ("x-budgetware-colour", "blue"),
     ],
 )

@@ -42,7 +42,7 @@ def _cases(draw: st.DrawFn) -> tuple[list[list[str]], BudgetConfig, bool]:
     batches = draw(st.lists(st.lists(texts, min_size=1, max_size=4), min_size=1, max_size=3))
     config = BudgetConfig(
         batch_budget=draw(st.integers(40, 2_500)),
-        unit=draw(st.sampled_from(["chars", "utf8_bytes"])),
+        unit=draw(st.sampled_from(["chars", "utf8_bytes", "tokens"])),
         persist=draw(st.booleans()),
         raise_errors=True,
     )
