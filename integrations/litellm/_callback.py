@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from litellm.caching.dual_cache import DualCache
 from litellm.integrations.custom_logger import CustomLogger
@@ -14,6 +14,7 @@ from litellm.types.utils import CallTypes, CallTypesLiteral
 
 from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
 from budgetware._errors import fail_open
+from budgetware._measure import Unit
 from budgetware._payload import bound_payload
 from budgetware._transport import REQUEST_HEADER_PREFIX, BudgetwareWarning, header_overrides
 
@@ -56,7 +57,7 @@ def _call_type_name(call_type: object) -> str:
 def _ignore(where: str, name: str, value: object) -> None:
     warnings.warn(
         f"budgetware: ignoring {where} {name!r}: invalid value {str(value)[:40]!r} "
-        "(expected budgetware_batch_budget: <int>, budgetware_unit: chars|utf8_bytes, "
+        f"(expected budgetware_batch_budget: <int>, budgetware_unit: {'|'.join(get_args(Unit))}, "
         "budgetware_disable: true|false)",
         BudgetwareWarning,
         stacklevel=3,
