@@ -93,6 +93,30 @@ async def test_aresponses_sends_a_bounded_input(
     assert_bounded(_sent(fake_provider, "input"), BIG, artifact_dir)
 
 
+def test_sync_responses_runs_the_deployment_hook(
+    registered: Any, fake_provider: FakeProvider, artifact_dir: Path
+) -> None:
+    import httpx
+    import litellm
+    import openai
+
+    with httpx.Client() as http:
+        client = openai.OpenAI(
+            api_key=drivers.DUMMY_KEY,
+            base_url=f"{fake_provider.url}/v1",
+            max_retries=0,
+            http_client=cast(Any, http),
+        )
+        litellm.responses(
+            model=drivers.LITELLM_MODELS["openai"],
+            input=drivers.openai_responses_input(BIG),
+            api_base=f"{fake_provider.url}/v1",
+            api_key=drivers.DUMMY_KEY,
+            client=client,
+        )
+    assert_bounded(_sent(fake_provider, "input"), BIG, artifact_dir)
+
+
 def test_sync_completion_does_not_run_the_deployment_hook(
     registered: Any, fake_provider: FakeProvider
 ) -> None:
