@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("budgetware._demo", "run a scripted agent against a local fake provider"),
     "diagnose": ("budgetware._diagnose", "summarize a budgetware debug log per tool call"),
     "acp-proxy": ("budgetware._acp_proxy", "run an ACP agent with bounded tool output"),
+    "artifacts": ("budgetware._artifacts", "see or prune the artifact store"),
 }
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -17,6 +18,7 @@ __all__ = [
     "ArtifactStore",
     "ArtifactStoreError",
     "LocalArtifactStore",
+    "StoreUsage",
     "store_for",
     "text_key",
 ]
@@ -116,6 +118,8 @@ class LocalArtifactStore:
             try:
                 if self._existing_size(dir_fd, name) != len(data):
                     self._write_new(dir_fd, name, data)
+                else:
+                    _mark_used(dir_fd, name)
             finally:
                 os.close(dir_fd)
             self._known.add(key)
@@ -150,6 +154,83 @@ class LocalArtifactStore:
             raise ArtifactStoreError(errno.EINVAL, "malformed decision record")
         self._decisions[key] = decided = tuple(refs)
         return decided
+
+    def usage(self) -> StoreUsage:
+        """How many artifacts the directory holds, their total size, and their age range."""
+        return _summarize(self._entries())
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        max_total_bytes: int | None = None,
+        now: float,
+        dry_run: bool = False,
+    ) -> StoreUsage:
+        """Delete artifacts unused for ``older_than`` seconds, then the least recently used
+        until the rest fits ``max_total_bytes``; returns what was (or would be) deleted.
+
+        "Used" is the file's modification time, refreshed the first time a process reuses
+        an artifact. Decision records that name a deleted artifact go with it, so no
+        preview ever names a file that pruning removed. ``now`` is passed in (the store
+        reads no clock).
+        """
+        entries = sorted(self._entries(), key=lambda e: (e.used, e.name))
+        doomed: list[_Entry] = []
+        if older_than is not None:
+            doomed += [e for e in entries if now - e.used > older_than]
+        if max_total_bytes is not None:
+            remaining = entries[len(doomed) :]  # sorted by use: the old ones lead
+            total = sum(e.size for e in remaining)
+            for entry in remaining:  # least recently used first
+                if total <= max_total_bytes:
+                    break
+                doomed.append(entry)
+                total -= entry.size
+        if not dry_run:
+            gone = {os.path.join(self._dir, e.name) for e in doomed}
+            for entry in doomed:
+                self._remove(entry.name)
+                self._known.discard(entry.name[: -len(".txt")])
+            self._remove_decisions_naming(gone)
+        return _summarize(doomed)
+
+    def _entries(self) -> list[_Entry]:
+        try:
+            names = os.listdir(self._dir)
+        except FileNotFoundError:
+            return []
+        entries = []
+        for name in names:
+            if not (name.endswith(".txt") and _KEY.fullmatch(name[: -len(".txt")])):
+                continue  # temporary files, decisions, anything that is not an artifact
+            try:
+                info = os.stat(os.path.join(self._dir, name), follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                entries.append(_Entry(name, info.st_size, info.st_mtime))
+        return entries
+
+    def _remove(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self._dir, name))
+        except FileNotFoundError:
+            pass
+
+    def _remove_decisions_naming(self, gone: set[str]) -> None:
+        if not gone:
+            return
+        for name in os.listdir(self._dir):
+            if not name.endswith(".decision.json"):
+                continue
+            try:
+                refs = self.lookup_decision(name[: -len(".decision.json")])
+            except (OSError, ValueError):
+                continue
+            if refs and gone.intersection(refs):
+                self._remove(name)
+                self._decisions.pop(name[: -len(".decision.json")], None)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -248,6 +329,41 @@ class LocalArtifactStore:
             return self._existing_size(dir_fd, name)
         except OSError:
             return None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    size: int
+    used: float
+
+
+@dataclass(frozen=True)
+class StoreUsage:
+    """A summary of artifacts: how many, how many bytes, and their last-use time range."""
+
+    count: int
+    total_bytes: int
+    oldest: float | None
+    newest: float | None
+
+
+def _summarize(entries: list[_Entry]) -> StoreUsage:
+    used = [e.used for e in entries]
+    return StoreUsage(
+        len(entries),
+        sum(e.size for e in entries),
+        min(used) if used else None,
+        max(used) if used else None,
+    )
+
+
+def _mark_used(dir_fd: int, name: str) -> None:
+    # Reuse refreshes the modification time, which prune() reads as "last used".
+    try:
+        os.utime(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        pass  # a read-only store still serves its artifacts
 
 
 _STORES: dict[tuple[str, int, int], LocalArtifactStore] = {}
