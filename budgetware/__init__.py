@@ -13,7 +13,7 @@ from budgetware._models import ToolResult
 from budgetware._payload import bound_payload
 from budgetware._projection import project_acp_frame, project_acp_update, project_headless_message
 from budgetware._recorder import Recorder, set_recorder
-from budgetware._store import ArtifactStore, ArtifactStoreError, LocalArtifactStore
+from budgetware._store import ArtifactStore, ArtifactStoreError, LocalArtifactStore, StoreUsage
 from budgetware._transport import AsyncBudgetTransport, BudgetTransport, BudgetwareWarning
 
 __version__ = "0.1.0"
@@ -32,6 +32,7 @@ __all__ = [
     "McpBudget",
     "McpServerBudget",
     "Recorder",
+    "StoreUsage",
     "ToolResult",
     "__version__",
     "allocate",
