@@ -7,13 +7,12 @@ import io
 import json
 from typing import Any
 
-from budgetware.integrations.acp import NdjsonStreamTransport, ProjectingTransport
-
 from budgetware import _diagnostics as diagnostics
 from budgetware._acp_proxy import _pump_stdout
 from budgetware._headless import HeadlessWriter
 from budgetware._mcp_bound import bound_tool_result
 from budgetware._store import LocalArtifactStore
+from budgetware.integrations.acp import NdjsonStreamTransport, ProjectingTransport
 
 from .conftest import Log
 

@@ -52,6 +52,7 @@ def test_anthropic_budget_http_client_bounds_the_batch(
 
 def _anthropic_with_middleware(url: str, config: BudgetConfig, *, asynchronous: bool) -> Any:
     import anthropic
+
     from budgetware.integrations.anthropic import budget_middleware
 
     cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
@@ -88,8 +89,9 @@ async def test_anthropic_middleware_bounds_the_body_async(
 
 
 def _genai_client(url: str, config: BudgetConfig) -> Any:
-    from budgetware.integrations.google_genai import budget_http_options
     from google import genai
+
+    from budgetware.integrations.google_genai import budget_http_options
 
     options = budget_http_options(config=config, base_url=url)
     return genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)

@@ -32,9 +32,10 @@ def test_missing_litellm_raises_import_error_naming_the_extra(
 
 
 def test_proxy_config_names_a_ready_budget_callback() -> None:
-    from budgetware.integrations.litellm import BudgetCallback
     from litellm.integrations.custom_logger import CustomLogger
     from litellm.proxy.types_utils.utils import get_instance_fn
+
+    from budgetware.integrations.litellm import BudgetCallback
 
     handler = get_instance_fn("budgetware.integrations.litellm.proxy.handler")
     assert isinstance(handler, BudgetCallback)
@@ -43,8 +44,9 @@ def test_proxy_config_names_a_ready_budget_callback() -> None:
 
 def test_the_proxy_sees_the_callback_override_its_pre_call_hook() -> None:
     # The proxy only calls async_pre_call_hook of classes that define it themselves.
-    from budgetware.integrations.litellm import BudgetCallback
     from litellm.integrations.custom_logger import CustomLogger
+
+    from budgetware.integrations.litellm import BudgetCallback
 
     assert "async_pre_call_hook" in vars(BudgetCallback)
     assert BudgetCallback.async_pre_call_hook is not CustomLogger.async_pre_call_hook

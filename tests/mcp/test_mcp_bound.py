@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from budgetware.integrations.mcp import budget_http_client
 
 from budgetware._config import ConfigError
 from budgetware._json import dumps_bytes
@@ -20,6 +19,7 @@ from budgetware._mcp_bound import (
     bound_tool_result,
 )
 from budgetware._store import ArtifactStoreError, LocalArtifactStore, text_key
+from budgetware.integrations.mcp import budget_http_client
 
 
 class FailingPutStore(LocalArtifactStore):

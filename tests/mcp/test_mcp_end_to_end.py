@@ -7,10 +7,10 @@ from pathlib import Path
 
 import openai
 import pytest
-from budgetware.integrations.mcp import McpBudget, configure
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
 from budgetware._instrument import instrument
+from budgetware.integrations.mcp import McpBudget, configure
 from budgetware.testing import FakeProvider
 
 BATCH_BUDGET = 30_000

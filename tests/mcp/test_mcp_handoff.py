@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetware.integrations.mcp import budget_http_client
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
 from budgetware._config import BudgetConfig
 from budgetware._finalize import finalize_batch
 from budgetware._models import ToolResult
 from budgetware._store import LocalArtifactStore
+from budgetware.integrations.mcp import budget_http_client
 
 
 async def test_finalizer_names_the_producer_artifact_and_writes_no_second_one(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from budgetware.integrations.mcp import McpBudget, McpServerBudget, budget_http_client
 from mcp_helpers import (
     RecordingTransport,
     artifact_files,
@@ -20,6 +19,7 @@ from mcp_server_app import BIG, PNG, SMALL
 
 from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET
 from budgetware._store import LocalArtifactStore, text_key
+from budgetware.integrations.mcp import McpBudget, McpServerBudget, budget_http_client
 
 
 def assert_bounded_big_text(text: str, budget: int, refs: list[str]) -> None:

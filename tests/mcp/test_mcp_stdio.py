@@ -7,12 +7,6 @@ from pathlib import Path
 
 import anyio
 import jsonschema
-from budgetware.integrations.mcp import (
-    BoundedTransport,
-    McpBudget,
-    McpServerBudget,
-    bound_streams,
-)
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
@@ -21,6 +15,12 @@ from mcp_types import JSONRPCRequest, JSONRPCResponse
 
 from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
 from budgetware._store import LocalArtifactStore
+from budgetware.integrations.mcp import (
+    BoundedTransport,
+    McpBudget,
+    McpServerBudget,
+    bound_streams,
+)
 
 SERVER = StdioServerParameters(
     command=sys.executable, args=[str(Path(__file__).with_name("mcp_server_app.py"))]

@@ -12,11 +12,11 @@ import pytest
 from acp import connect_to_agent, spawn_agent_process
 from acp._transport import memory_transport_pair
 from acp.connection import StreamEvent
-from budgetware.integrations.acp import NdjsonStreamTransport, ProjectingTransport
 
 from budgetware._json import dumps_bytes
 from budgetware._measure import json_string_bytes
 from budgetware._projection import ACP_MARKER, FIELD_BUDGET
+from budgetware.integrations.acp import NdjsonStreamTransport, ProjectingTransport
 
 from .acp_agent import BIG, BigToolAgent
 from .acp_client import (
