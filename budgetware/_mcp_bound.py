@@ -358,6 +358,7 @@ class _Artifacts:
     def __init__(self, store: ArtifactStore | None, texts: list[str], structured: Any) -> None:
         self._store = store
         self._full_text = "\n\n".join(texts)
+        self._text_blocks = set(texts)
         self._has_text = bool(texts)
         self._structured = structured
         self._refs: dict[str, tuple[str, ...]] = {}
@@ -367,13 +368,18 @@ class _Artifacts:
         refs: list[str] = []
         # The joined text blocks hold every cut text block, and often a cut structured
         # string too (servers repeat a string result in both places).
-        if self._has_text and any(v in self._full_text for v in cut):
+        if self._has_text and any(self._in_text(v) for v in cut):
             refs += self._put("text", lambda: self._full_text)
         # A cut structured string the text does not hold needs the structured content
         # persisted as well (structured-only results, or values the text lacks).
-        if any(v in structured_values and v not in self._full_text for v in cut):
+        if any(v in structured_values and not self._in_text(v) for v in cut):
             refs += self._put("structured", lambda: dumps_bytes(self._structured).decode())
         return tuple(refs)
+
+    def _in_text(self, value: str) -> bool:
+        # A whole text block is in the joined text by construction: skip the substring
+        # search, which costs a scan of megabytes for a large result.
+        return value in self._text_blocks or value in self._full_text
 
     def put_whole(self, result: Any) -> tuple[str, ...]:
         return self._put("result", lambda: dumps_bytes(result).decode())
