@@ -63,6 +63,22 @@ class WireFormat(Protocol):
         ...
 
 
+def has_content_block(
+    body: Mapping[str, Any], is_wanted: Callable[[dict[str, Any]], bool]
+) -> bool:
+    """Whether any message of ``body["messages"]`` has a content block ``is_wanted`` accepts."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(block, dict) and is_wanted(block) for block in content
+        ):
+            return True
+    return False
+
+
 def text_of(value: object) -> str | None:
     """``value`` when it is a string, else None."""
     return value if isinstance(value, str) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware._formats._base import Batch, Found, collect_text_parts, text_of
+from budgetware._formats._base import Batch, Found, collect_text_parts, has_content_block, text_of
 
 __all__ = ["FORMAT", "AnthropicMessages"]
 
@@ -27,16 +27,7 @@ class AnthropicMessages:
         return path.endswith(("/v1/messages", "/v1/messages/count_tokens"))
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            return False
-        for message in messages:
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list) and any(
-                isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-            ):
-                return True
-        return False
+        return has_content_block(body, lambda block: block.get("type") == "tool_result")
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
         messages = body.get("messages")

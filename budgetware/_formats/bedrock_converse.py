@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware._formats._base import Batch, Found, collect_text_parts, text_of
+from budgetware._formats._base import Batch, Found, collect_text_parts, has_content_block, text_of
 
 __all__ = ["FORMAT", "BedrockConverse"]
 
@@ -30,16 +30,7 @@ class BedrockConverse:
         return _PATH.search(path) is not None
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            return False
-        for message in messages:
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list) and any(
-                isinstance(b, dict) and isinstance(b.get("toolResult"), dict) for b in content
-            ):
-                return True
-        return False
+        return has_content_block(body, lambda block: isinstance(block.get("toolResult"), dict))
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
         messages = body.get("messages")
