@@ -1,0 +1,63 @@
+"""budgetware works with no extra installed: no HTTP library, no SDK, no orjson.
+
+A fresh interpreter refuses to import every optional package, as if only the core
+dependencies (pydantic, wrapt) were installed, and then uses the core, the wire layer and
+instrument(); an integration raises an ImportError that names the extra to install.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_BLOCKED = (
+    "httpx httpx2 openai anthropic google litellm mcp acp mistralai ollama cohere aiohttp "
+    "rich orjson"  # every extra, and the optional speed-up
+)
+
+_SCRIPT = f"""
+import importlib.abc, sys
+
+BLOCKED = set({_BLOCKED!r}.split())
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+
+import json, tempfile
+import budgetware
+from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body, json_string_bytes
+
+config = BudgetConfig(batch_budget=1_000, artifact_dir=tempfile.mkdtemp())
+(entry,) = finalize_batch([ToolResult("c", "t", ("x" * 5_000,))], config=config)
+assert len(entry.slots[0]) <= 1_000, "core"
+assert json_string_bytes("\\ud800汉") == 2 + 6 + 3, "ruler without orjson"
+
+tool = {{"role": "tool", "tool_call_id": "c", "content": "y" * 5_000}}
+body = json.dumps({{"messages": [tool]}}).encode()
+assert len(finalize_body("https://x/v1/chat/completions", body, config=config)) < len(body), "wire"
+
+with budgetware.instrument(config=config):
+    pass  # nothing to patch, nothing breaks
+
+from budgetware.integrations import openai as openai_integration
+try:
+    openai_integration.budget_http_client()
+except ImportError as exc:
+    assert 'pip install "budgetware[openai]"' in str(exc), str(exc)
+else:
+    raise AssertionError("the openai integration worked without openai")
+print("ok")
+"""
+
+
+def test_core_wire_and_instrument_work_with_no_extra_installed() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
