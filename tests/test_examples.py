@@ -15,6 +15,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECTED = {
     "core_finalize_batch.py": ["git_status: 32 -> 32 chars, unchanged", "batch total: 4,000"],
     "instrument_openai.py": ["what went on the wire:   10,000 chars", "Full output: "],
+    "mcp_stdio_big_result.py": [
+        "the server returned 2,450,000 chars; the agent received 100,000",
+        "full output kept in",
+    ],
     "per_request_budget.py": [
         "instrument(config): 50,000 chars",
         "budget() block:     5,000 chars",
