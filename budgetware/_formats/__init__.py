@@ -69,13 +69,19 @@ def read_body(url: str, body: bytes) -> tuple[dict[str, Any], list[Batch]] | Non
     # library would decode, but whose byte offsets the splicer cannot use.
     if b"\x00" in body:
         return None
+    fmt = format_for_path(path)
+    if fmt is None and not any(m in body for f in _SNIFF_ORDER for m in f.sniff_markers):
+        # An unknown endpoint whose bytes hold no tool-result marker: not a model request
+        # we can bound. instrument() sees every JSON request of the process; this keeps
+        # the cost for the others at a few memory scans instead of a parse.
+        return None
     try:
         decoded = loads(body)
     except (ValueError, RecursionError):
         return None
     if not isinstance(decoded, dict):
         return None
-    fmt = format_for_path(path) or sniff_format(decoded)
+    fmt = fmt or sniff_format(decoded)
     if fmt is None:
         return None
     return decoded, fmt.batches(decoded)

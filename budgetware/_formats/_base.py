@@ -49,6 +49,9 @@ class WireFormat(Protocol):
     """One provider request format: how to recognize it and where its tool results are."""
 
     name: str
+    # Byte strings one of which a body of this shape always contains, as every SDK writes
+    # it: a body of an unknown endpoint with none of them is not parsed at all.
+    sniff_markers: tuple[bytes, ...]
 
     def match_path(self, path: str) -> bool:
         """Whether a URL path (no query) is this format's endpoint."""

@@ -22,6 +22,7 @@ class AnthropicMessages:
     """
 
     name = "anthropic_messages"
+    sniff_markers: tuple[bytes, ...] = (b'"tool_result"',)
 
     def match_path(self, path: str) -> bool:
         return path.endswith(("/v1/messages", "/v1/messages/count_tokens"))

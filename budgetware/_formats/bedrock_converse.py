@@ -25,6 +25,7 @@ class BedrockConverse:
     """
 
     name = "bedrock_converse"
+    sniff_markers: tuple[bytes, ...] = (b'"toolResult"',)
 
     def match_path(self, path: str) -> bool:
         return _PATH.search(path) is not None

@@ -18,6 +18,7 @@ class CohereV2:
     """
 
     name = "cohere_v2"
+    sniff_markers: tuple[bytes, ...] = (b'"tool"',)
 
     def match_path(self, path: str) -> bool:
         return path.endswith("/v2/chat")

@@ -24,6 +24,7 @@ class Gemini:
     """
 
     name = "gemini"
+    sniff_markers: tuple[bytes, ...] = (b"functionResponse", b"function_response")
 
     def match_path(self, path: str) -> bool:
         return path.endswith(_ENDPOINTS)

@@ -17,6 +17,7 @@ class OllamaChat:
     """
 
     name = "ollama_chat"
+    sniff_markers: tuple[bytes, ...] = (b'"tool"',)
 
     def match_path(self, path: str) -> bool:
         return path.endswith("/api/chat")

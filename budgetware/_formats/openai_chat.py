@@ -17,6 +17,7 @@ class OpenAIChat:
     """
 
     name = "openai_chat"
+    sniff_markers: tuple[bytes, ...] = (b'"tool"', b'"function"')
 
     def match_path(self, path: str) -> bool:
         return path.endswith("/chat/completions")

@@ -38,6 +38,7 @@ class OpenAIResponses:
     """
 
     name = "openai_responses"
+    sniff_markers: tuple[bytes, ...] = (b'_output"', b'"mcp_call"')
 
     def match_path(self, path: str) -> bool:
         return path.endswith(("/responses", "/responses/input_tokens", "/responses/compact"))

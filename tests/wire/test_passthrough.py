@@ -263,3 +263,22 @@ def test_the_guard_runs_last_and_bounds_without_io(
     contents = [c if isinstance(c, str) else c[0]["text"] for c in contents]
     assert sum(len(c) for c in contents) <= 1_000
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_an_unknown_endpoint_without_tool_markers_is_never_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_parse(data: bytes) -> Any:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(_formats, "loads", no_parse)
+    # A large JSON upload to some other API, seen by instrument(): no parse, same bytes.
+    body = json.dumps({"records": [{"id": i, "text": "z" * 100} for i in range(5_000)]}).encode()
+    config = _config(tmp_path, batch_budget=1_000)
+    assert finalize_body("https://storage.example.test/upload", body, config=config) is body
+
+
+def test_an_unknown_endpoint_with_a_tool_shaped_body_is_still_bounded(tmp_path: Path) -> None:
+    body = _chat_body(BIG)
+    out = finalize_body("https://gateway.example.test/llm", body, config=_config(tmp_path))
+    assert len(out) < len(body)
