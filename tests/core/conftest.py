@@ -18,7 +18,7 @@ _WATCHING: list[list[tuple[str, Any]]] = []
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if _WATCHING and event in _FILE_EVENTS:
-        _WATCHING[-1].append((event, args[:1]))
+        _WATCHING[-1].append((event, args))
 
 
 # Audit hooks cannot be removed; this one only records while a test is watching.

@@ -13,6 +13,8 @@ import pytest
 from budgetware import ArtifactStore, ArtifactStoreError, LocalArtifactStore
 from budgetware._store import store_for, text_key
 
+from .conftest import watch_file_system
+
 
 def test_local_store_satisfies_the_protocol(store: LocalArtifactStore) -> None:
     assert isinstance(store, ArtifactStore)
@@ -36,10 +38,17 @@ def test_an_existing_artifact_is_reused_not_rewritten(tmp_path: Path) -> None:
     ref = first.put("same text")
     before = os.stat(ref)
     second = LocalArtifactStore(tmp_path / "a")  # another process, say
-    assert second.put("same text") == ref
+    with watch_file_system() as events:
+        assert second.put("same text") == ref
     after = os.stat(ref)
-    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+    assert before.st_ino == after.st_ino
+    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+    opened_for_writing = [a for e, a in events if e == "open" and (a[2] or 0) & writes]
+    assert opened_for_writing == []
+    assert not any(e in {"os.link", "os.rename"} for e, _ in events)
     assert second.reserved_bytes == 0
+    # Reuse marks the artifact as used (its modification time), for pruning.
+    assert after.st_mtime_ns >= before.st_mtime_ns
 
 
 def test_a_symlink_at_the_artifact_path_is_not_followed(tmp_path: Path) -> None:
