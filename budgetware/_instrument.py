@@ -20,6 +20,7 @@ from budgetware._transport import (
     _TransportBase,
     is_handled,
     mark_handled,
+    off_loop,
     prepare_request,
 )
 
@@ -102,7 +103,8 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return await wrapped(*args, **kwargs)
-    args, kwargs, request, handled = _bind(instance, args, kwargs)
+    first = args[0] if args else kwargs.get("request")
+    args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs)
     response = await wrapped(*args, **kwargs)
     return rewrite_response(request, response) if handled else response
 

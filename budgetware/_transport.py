@@ -7,9 +7,9 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType, TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from budgetware import _recorder
 from budgetware._body import finalize_body
@@ -24,6 +24,7 @@ __all__ = [
     "AsyncBudgetTransport",
     "BudgetTransport",
     "BudgetwareWarning",
+    "off_loop",
     "prepare_request",
 ]
 
@@ -305,6 +306,32 @@ class BudgetTransport(_TransportBase):
         self.inner.__exit__(exc_type, exc_value, traceback)
 
 
+# Bounding a large body parses it, hashes each cut output and may write (and fsync)
+# artifacts: milliseconds to tens of milliseconds that must not stall an event loop serving
+# other requests. Above this size the async paths do it in a worker thread (a thread hop
+# costs tens of microseconds, far below a parse of this size).
+OFFLOAD_BYTES = 1 << 20
+
+T = TypeVar("T")
+
+
+async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in a worker thread when ``request`` carries a large body.
+
+    The thread sees the caller's context variables (``budget(...)`` blocks), as anyio
+    copies the context into it.
+    """
+    try:
+        size = int(request.headers.get("content-length") or 0)
+    except (AttributeError, ValueError):
+        size = 0
+    if size < OFFLOAD_BYTES:
+        return fn(*args)
+    import anyio.to_thread  # httpx and httpx2 both depend on anyio
+
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
 class AsyncBudgetTransport(_TransportBase):
     """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
@@ -313,7 +340,7 @@ class AsyncBudgetTransport(_TransportBase):
     async def handle_async_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
         handled = is_handled(request)
-        outgoing = request if handled else self._prepare(request)
+        outgoing = request if handled else await off_loop(request, self._prepare, request)
         response = await self.inner.handle_async_request(outgoing)
         return response if handled else rewrite_response(outgoing, response)
 
