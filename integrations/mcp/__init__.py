@@ -22,14 +22,15 @@ from budgetware._mcp_bound import (
     McpServerBudget,
     bound_tool_result,
 )
-from budgetware._mcp_client import (
+from budgetware._mcp_http import configure_mcp as configure
+from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
+
+from ._client import (
     BoundedTransport,
     McpBoundTransport,
     bound_streams,
     budget_http_client,
 )
-from budgetware._mcp_http import configure_mcp as configure
-from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
