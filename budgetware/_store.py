@@ -10,7 +10,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from budgetware._json import dumps_bytes, loads
 
@@ -34,6 +34,61 @@ def _file_name(key: str, suffix: str) -> str:
     if not _KEY.fullmatch(key):
         raise ValueError("artifact keys are lower-case hex SHA-256 digests")
     return key + suffix
+
+
+# Relative to an open directory descriptor where the platform allows it (POSIX): the
+# directory cannot be swapped for a symlink between checks and writes. Elsewhere
+# (Windows) the same operations go by path.
+# (os.replace shares os.rename's implementation but is not listed in supports_dir_fd.)
+_USE_DIR_FD = {os.open, os.stat, os.link, os.unlink, os.rename, os.utime} <= os.supports_dir_fd
+
+
+class _Dir:
+    """File operations on names inside the store directory."""
+
+    def __init__(self, path: str, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def _at(self, name: str) -> tuple[str, dict[str, Any]]:
+        if self.fd is None:
+            return os.path.join(self.path, name), {}
+        return name, {"dir_fd": self.fd}
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        path, kw = self._at(name)
+        return os.open(path, flags, mode, **kw)
+
+    def lstat(self, name: str) -> os.stat_result:
+        path, kw = self._at(name)
+        return os.stat(path, follow_symlinks=False, **kw)
+
+    def link(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.link(os.path.join(self.path, src), os.path.join(self.path, dst))
+        else:
+            os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.replace(os.path.join(self.path, src), os.path.join(self.path, dst))
+        else:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        path, kw = self._at(name)
+        os.unlink(path, **kw)
+
+    def touch(self, name: str) -> None:
+        path, kw = self._at(name)
+        if self.fd is None:
+            os.utime(path)  # the name was just checked to be a regular file
+        else:
+            os.utime(path, follow_symlinks=False, **kw)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 class ArtifactStoreError(OSError):
@@ -114,14 +169,14 @@ class LocalArtifactStore:
         with self._key_lock(key):
             if key in self._known:
                 return ref
-            dir_fd = self._open_dir()
+            folder = self._open_dir()
             try:
-                if self._existing_size(dir_fd, name) != len(data):
-                    self._write_new(dir_fd, name, data)
+                if self._existing_size(folder, name) != len(data):
+                    self._write_new(folder, name, data)
                 else:
-                    _mark_used(dir_fd, name)
+                    _mark_used(folder, name)
             finally:
-                os.close(dir_fd)
+                folder.close()
             self._known.add(key)
         return ref
 
@@ -130,12 +185,12 @@ class LocalArtifactStore:
         name = _file_name(key, ".decision.json")
         data = dumps_bytes({"refs": list(refs)})
         with self._key_lock("d" + key):
-            dir_fd = self._open_dir()
+            folder = self._open_dir()
             try:
-                if self._existing_size(dir_fd, name) is None:
-                    self._write_new(dir_fd, name, data, count=False)
+                if self._existing_size(folder, name) is None:
+                    self._write_new(folder, name, data, count=False)
             finally:
-                os.close(dir_fd)
+                folder.close()
 
     def lookup_decision(self, key: str) -> tuple[str, ...] | None:
         """What a producer decided for the text with this key, or None if nothing."""
@@ -241,9 +296,13 @@ class LocalArtifactStore:
                 lock = self._key_locks[key] = threading.Lock()
             return lock
 
-    def _open_dir(self, *, create: bool = True) -> int:
+    def _open_dir(self, *, create: bool = True) -> _Dir:
         if create:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        if not _USE_DIR_FD:
+            if os.path.islink(self._dir) or not os.path.isdir(self._dir):
+                raise ArtifactStoreError(errno.ENOTDIR, "artifact path is not a directory")
+            return _Dir(self._dir, None)
         fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
         try:
             info = os.fstat(fd)
@@ -256,12 +315,12 @@ class LocalArtifactStore:
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return _Dir(self._dir, fd)
 
     @staticmethod
-    def _existing_size(dir_fd: int, name: str) -> int | None:
+    def _existing_size(folder: _Dir, name: str) -> int | None:
         try:
-            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            info = folder.lstat(name)
         except FileNotFoundError:
             return None
         if not stat.S_ISREG(info.st_mode):
@@ -280,16 +339,13 @@ class LocalArtifactStore:
         with self._lock:
             self._reserved -= size
 
-    def _write_new(self, dir_fd: int, name: str, data: bytes, *, count: bool = True) -> None:
+    def _write_new(self, folder: _Dir, name: str, data: bytes, *, count: bool = True) -> None:
         if count:
             self._reserve(len(data))
         tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY,
-                0o600,
-                dir_fd=dir_fd,
+            fd = folder.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o600
             )
             try:
                 with os.fdopen(fd, "wb", closefd=False) as f:
@@ -301,9 +357,9 @@ class LocalArtifactStore:
             try:
                 # link() refuses to replace: a concurrent writer (another process) that got
                 # there first wins, and its identical bytes are reused.
-                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                folder.link(tmp, name)
             except FileExistsError:
-                if self._existing_size(dir_fd, name) != len(data):
+                if self._existing_size(folder, name) != len(data):
                     raise ArtifactStoreError(
                         errno.EEXIST, "artifact exists with other size"
                     ) from None
@@ -312,21 +368,21 @@ class LocalArtifactStore:
             except OSError as exc:
                 if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
                     raise
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                folder.replace(tmp, name)
         except BaseException:
             # Keep the reservation only for bytes that stayed on disk.
-            if count and self._existing_size_quiet(dir_fd, name) != len(data):
+            if count and self._existing_size_quiet(folder, name) != len(data):
                 self._release(len(data))
             raise
         finally:
             try:
-                os.unlink(tmp, dir_fd=dir_fd)
+                folder.unlink(tmp)
             except FileNotFoundError:
                 pass
 
-    def _existing_size_quiet(self, dir_fd: int, name: str) -> int | None:
+    def _existing_size_quiet(self, folder: _Dir, name: str) -> int | None:
         try:
-            return self._existing_size(dir_fd, name)
+            return self._existing_size(folder, name)
         except OSError:
             return None
 
@@ -358,10 +414,10 @@ def _summarize(entries: list[_Entry]) -> StoreUsage:
     )
 
 
-def _mark_used(dir_fd: int, name: str) -> None:
+def _mark_used(folder: _Dir, name: str) -> None:
     # Reuse refreshes the modification time, which prune() reads as "last used".
     try:
-        os.utime(name, dir_fd=dir_fd, follow_symlinks=False)
+        folder.touch(name)
     except OSError:
         pass  # a read-only store still serves its artifacts
 
