@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from budgetware import _diagnostics
+from budgetware._files import open_private_dir
 from budgetware._json import dumps_bytes
 from budgetware._models import ToolResult
 
@@ -52,7 +53,6 @@ _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
 def redact_url(url: str) -> str:
@@ -129,15 +129,14 @@ class Recorder:
         if self._fd is not None and self._pid == os.getpid():
             return self._fd
         # A forked child writes its own file: two processes never interleave one record.
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        dir_fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+        folder = open_private_dir(str(self.directory))
         try:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             name = f"submitted-{stamp}-{os.getpid()}.jsonl"
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY
-            self._fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+            self._fd = folder.open(name, flags, 0o600)
         finally:
-            os.close(dir_fd)
+            folder.close()
         self._pid = os.getpid()
         self._path = self.directory / name
         return self._fd

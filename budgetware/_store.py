@@ -10,8 +10,9 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from budgetware._files import Folder, open_private_dir
 from budgetware._json import dumps_bytes, loads
 
 __all__ = [
@@ -26,7 +27,6 @@ __all__ = [
 _KEY = re.compile(r"[0-9a-f]{64}")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
 def _file_name(key: str, suffix: str) -> str:
@@ -34,61 +34,6 @@ def _file_name(key: str, suffix: str) -> str:
     if not _KEY.fullmatch(key):
         raise ValueError("artifact keys are lower-case hex SHA-256 digests")
     return key + suffix
-
-
-# Relative to an open directory descriptor where the platform allows it (POSIX): the
-# directory cannot be swapped for a symlink between checks and writes. Elsewhere
-# (Windows) the same operations go by path.
-# (os.replace shares os.rename's implementation but is not listed in supports_dir_fd.)
-_USE_DIR_FD = {os.open, os.stat, os.link, os.unlink, os.rename, os.utime} <= os.supports_dir_fd
-
-
-class _Dir:
-    """File operations on names inside the store directory."""
-
-    def __init__(self, path: str, fd: int | None) -> None:
-        self.path = path
-        self.fd = fd
-
-    def _at(self, name: str) -> tuple[str, dict[str, Any]]:
-        if self.fd is None:
-            return os.path.join(self.path, name), {}
-        return name, {"dir_fd": self.fd}
-
-    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
-        path, kw = self._at(name)
-        return os.open(path, flags, mode, **kw)
-
-    def lstat(self, name: str) -> os.stat_result:
-        path, kw = self._at(name)
-        return os.stat(path, follow_symlinks=False, **kw)
-
-    def link(self, src: str, dst: str) -> None:
-        if self.fd is None:
-            os.link(os.path.join(self.path, src), os.path.join(self.path, dst))
-        else:
-            os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
-
-    def replace(self, src: str, dst: str) -> None:
-        if self.fd is None:
-            os.replace(os.path.join(self.path, src), os.path.join(self.path, dst))
-        else:
-            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-
-    def unlink(self, name: str) -> None:
-        path, kw = self._at(name)
-        os.unlink(path, **kw)
-
-    def touch(self, name: str) -> None:
-        path, kw = self._at(name)
-        if self.fd is None:
-            os.utime(path)  # the name was just checked to be a regular file
-        else:
-            os.utime(path, follow_symlinks=False, **kw)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
 
 
 class ArtifactStoreError(OSError):
@@ -296,29 +241,11 @@ class LocalArtifactStore:
                 lock = self._key_locks[key] = threading.Lock()
             return lock
 
-    def _open_dir(self, *, create: bool = True) -> _Dir:
-        if create:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        if not _USE_DIR_FD:
-            if os.path.islink(self._dir) or not os.path.isdir(self._dir):
-                raise ArtifactStoreError(errno.ENOTDIR, "artifact path is not a directory")
-            return _Dir(self._dir, None)
-        fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISDIR(info.st_mode):
-                raise ArtifactStoreError(errno.ENOTDIR, "artifact path is not a directory")
-            # Our own directory: keep it private even if something loosened it.
-            mine = hasattr(os, "getuid") and info.st_uid == os.getuid()
-            if create and mine and stat.S_IMODE(info.st_mode) & 0o077:
-                os.fchmod(fd, 0o700)
-        except BaseException:
-            os.close(fd)
-            raise
-        return _Dir(self._dir, fd)
+    def _open_dir(self, *, create: bool = True) -> Folder:
+        return open_private_dir(self._dir, create=create)
 
     @staticmethod
-    def _existing_size(folder: _Dir, name: str) -> int | None:
+    def _existing_size(folder: Folder, name: str) -> int | None:
         try:
             info = folder.lstat(name)
         except FileNotFoundError:
@@ -339,7 +266,7 @@ class LocalArtifactStore:
         with self._lock:
             self._reserved -= size
 
-    def _write_new(self, folder: _Dir, name: str, data: bytes, *, count: bool = True) -> None:
+    def _write_new(self, folder: Folder, name: str, data: bytes, *, count: bool = True) -> None:
         if count:
             self._reserve(len(data))
         tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -380,7 +307,7 @@ class LocalArtifactStore:
             except FileNotFoundError:
                 pass
 
-    def _existing_size_quiet(self, folder: _Dir, name: str) -> int | None:
+    def _existing_size_quiet(self, folder: Folder, name: str) -> int | None:
         try:
             return self._existing_size(folder, name)
         except OSError:
@@ -414,7 +341,7 @@ def _summarize(entries: list[_Entry]) -> StoreUsage:
     )
 
 
-def _mark_used(folder: _Dir, name: str) -> None:
+def _mark_used(folder: Folder, name: str) -> None:
     # Reuse refreshes the modification time, which prune() reads as "last used".
     try:
         folder.touch(name)

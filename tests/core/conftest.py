@@ -52,9 +52,9 @@ def store(tmp_path: Path) -> LocalArtifactStore:
 def store_file_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run every core test with both ways the store reaches files: relative to a directory
     descriptor (POSIX) and by path (Windows, where os.open takes no dir_fd)."""
-    from budgetware import _store
+    from budgetware import _files
 
-    if request.param == "dir_fd" and not _store._USE_DIR_FD:
+    if request.param == "dir_fd" and not _files.USE_DIR_FD:
         pytest.skip("this platform has no dir_fd file operations")
-    monkeypatch.setattr(_store, "_USE_DIR_FD", request.param == "dir_fd")
+    monkeypatch.setattr(_files, "USE_DIR_FD", request.param == "dir_fd")
     return str(request.param)

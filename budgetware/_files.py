@@ -1,0 +1,94 @@
+"""Private directories and the files in them, without following symlinks where possible."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Any
+
+__all__ = ["USE_DIR_FD", "Folder", "open_private_dir"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+# Relative to an open directory descriptor where the platform allows it (POSIX): the
+# directory cannot be swapped for a symlink between checks and writes. Elsewhere
+# (Windows) the same operations go by path.
+# (os.replace shares os.rename's implementation but is not listed in supports_dir_fd.)
+USE_DIR_FD = {os.open, os.stat, os.link, os.unlink, os.rename, os.utime} <= os.supports_dir_fd
+
+
+class Folder:
+    """File operations on names inside the store directory."""
+
+    def __init__(self, path: str, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def _at(self, name: str) -> tuple[str, dict[str, Any]]:
+        if self.fd is None:
+            return os.path.join(self.path, name), {}
+        return name, {"dir_fd": self.fd}
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        path, kw = self._at(name)
+        return os.open(path, flags, mode, **kw)
+
+    def lstat(self, name: str) -> os.stat_result:
+        path, kw = self._at(name)
+        return os.stat(path, follow_symlinks=False, **kw)
+
+    def link(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.link(os.path.join(self.path, src), os.path.join(self.path, dst))
+        else:
+            os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self.fd is None:
+            os.replace(os.path.join(self.path, src), os.path.join(self.path, dst))
+        else:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        path, kw = self._at(name)
+        os.unlink(path, **kw)
+
+    def touch(self, name: str) -> None:
+        path, kw = self._at(name)
+        if self.fd is None:
+            os.utime(path)  # the name was just checked to be a regular file
+        else:
+            os.utime(path, follow_symlinks=False, **kw)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def open_private_dir(path: str, *, create: bool = True) -> Folder:
+    """The directory at ``path`` (created 0700 if asked), checked to be a real directory.
+
+    On POSIX it is opened without following a symlink and kept private (0700) when it is
+    ours; file operations then go relative to that descriptor.
+    """
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    if not USE_DIR_FD:
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        return Folder(path, None)
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        # Our own directory: keep it private even if something loosened it.
+        mine = hasattr(os, "getuid") and info.st_uid == os.getuid()
+        if create and mine and stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, 0o700)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Folder(path, fd)
