@@ -127,3 +127,15 @@ def test_a_token_cut_keeps_at_most_four_bytes_per_token() -> None:
     head = cut_prefix(text, 10, "tokens")
     assert measure(head, "tokens") <= 10
     assert len(head.encode()) == 39  # 13 whole characters of 3 bytes fit in 40
+
+
+@pytest.mark.parametrize("unit", ["a", "汉", "😀", '"\\\n', "\x01é"])
+def test_long_strings_serialize_in_slices_exactly_as_whole(unit: str) -> None:
+    orjson = pytest.importorskip("orjson")
+    from budgetware._json import STR_CHUNK, dumps_str_bytes
+
+    text = (unit * (STR_CHUNK // len(unit) + 1)) * 3 + "tail"
+    assert len(text) > STR_CHUNK
+    assert dumps_str_bytes(text) == orjson.dumps(text)
+    assert json_string_bytes(text) == len(orjson.dumps(text))
+    assert json_string_bytes(text + "\ud800") == len(orjson.dumps(text)) + 6
