@@ -113,7 +113,6 @@ STAGES = frozenset(
         "http_wire",
     }
 )
-WIRE_STAGES = frozenset({"acp_wire", "headless_wire", "http_wire"})
 REPRESENTATIONS = frozenset(
     {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
 )

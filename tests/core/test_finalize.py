@@ -19,6 +19,7 @@ from budgetware import (
     LocalArtifactStore,
     ToolResult,
     finalize_batch,
+    finalize_body,
     guard_batch,
     measure,
 )
@@ -213,14 +214,22 @@ def test_case14_guard_logs_a_warning_only_when_it_changes_something(
     assert [r.levelname for r in caplog.records] == ["WARNING"]
 
 
-def test_case15_guard_never_touches_user_text_beside_tool_results() -> None:
-    # The guard only ever sees tool-result entries; text around them is never an entry, so
-    # it is neither counted nor changed: a huge user message does not shrink tool results.
+def test_case15_guard_never_touches_user_text_beside_tool_results(tmp_path: Path) -> None:
+    # Through the whole send path (finalizer, then guard): a huge user message beside the
+    # tool results is neither counted (results within budget stay whole) nor changed.
     user_text = "u" * 1_000_000
-    batch = [entry("r" * 4000)]
-    result = guard_batch(batch, config=cfg(5000))
-    assert result[0] is batch[0]
-    assert len(user_text) == 1_000_000
+    messages = [
+        {"role": "user", "content": user_text},
+        {"role": "tool", "tool_call_id": "a", "content": "r" * 4_000},
+    ]
+    body = json.dumps({"messages": messages}).encode()
+    config = cfg(5_000, artifact_dir=tmp_path)
+    assert finalize_body("https://x/v1/chat/completions", body, config=config) is body
+    messages.append({"role": "tool", "tool_call_id": "b", "content": "s" * 9_000})
+    body = json.dumps({"messages": messages}).encode()
+    sent = json.loads(finalize_body("https://x/v1/chat/completions", body, config=config))
+    assert sent["messages"][0]["content"] == user_text
+    assert sum(len(m["content"]) for m in sent["messages"][1:]) <= 5_000
 
 
 @pytest.mark.parametrize("budget", [0, -1, -200_000])

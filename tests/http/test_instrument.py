@@ -159,8 +159,9 @@ def test_library_imported_after_instrument_is_patched_on_import() -> None:
 
 def test_instrument_without_warnings_on_a_healthy_install() -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error")  # a missing patch target would warn, and so fail
         instrument()
+    assert _instrument.is_instrumented()
 
 
 def test_http_layer_modules_import_no_http_library_or_sdk() -> None:

@@ -33,8 +33,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
@@ -376,24 +374,11 @@ def anthropic_messages(results: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def anthropic_keepalive_socket_options() -> list[tuple[int, int, int]]:
-    """The TCP keep-alive options ``anthropic.DefaultHttpxClient`` sets on its own transport.
+    """The TCP keep-alive options ``anthropic.DefaultHttpxClient`` sets on its own transport
+    (passing ``transport=`` skips them): the anthropic integration's own list."""
+    from budgetware.integrations.anthropic import _keepalive_socket_options
 
-    Passing ``transport=`` to ``DefaultHttpxClient`` skips them, so a wrapped transport
-    has to be built with them (mirrors anthropic/_base_client.py).
-    """
-    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    keepintvl = getattr(socket, "TCP_KEEPINTVL", None)
-    if keepintvl is not None:
-        options.append((socket.IPPROTO_TCP, keepintvl, 60))
-    elif sys.platform == "darwin":  # pragma: no cover - macOS
-        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
-    keepcnt = getattr(socket, "TCP_KEEPCNT", None)
-    if keepcnt is not None:
-        options.append((socket.IPPROTO_TCP, keepcnt, 5))
-    keepidle = getattr(socket, "TCP_KEEPIDLE", None)
-    if keepidle is not None:
-        options.append((socket.IPPROTO_TCP, keepidle, 60))
-    return options
+    return _keepalive_socket_options()
 
 
 def _anthropic_text(message: Any) -> str:
