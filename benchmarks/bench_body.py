@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
+from budgetware.core.config import BudgetConfig
+from budgetware.wire.body import finalize_body
 
 URL = "https://api.openai.com/v1/chat/completions"
 
@@ -73,8 +73,8 @@ def _conversation(turns: list[list[int]]) -> bytes:
 
 _RSS_CHILD = """
 import gc, sys
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
+from budgetware.wire.body import finalize_body
+from budgetware.core.config import BudgetConfig
 
 def high_water():
     # VmHWM: this process's peak resident set (ru_maxrss would include the parent's

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table
 
 from budgetware import fit_text, json_string_bytes
-from budgetware._measure import _json_string_bytes_slow
+from budgetware.core.measure import _json_string_bytes_slow
 
 try:
     import orjson

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson
 from _harness import best_time, print_table
 
-from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET, bound_tool_result
-from budgetware._store import LocalArtifactStore
+from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, bound_tool_result
+from budgetware.store.local import LocalArtifactStore
 
 
 def result_of(text: str, *, structured: bool) -> dict[str, Any]:

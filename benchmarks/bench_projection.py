@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import best_time, print_table
 
-from budgetware._projection import project_acp_update, project_headless_message
+from budgetware.display.projection import project_acp_update, project_headless_message
 
 try:
     import orjson

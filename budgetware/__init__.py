@@ -1,20 +1,29 @@
 """budgetware: keep the tool results inside LLM requests within a budget, losing nothing."""
 
-from budgetware._allocate import allocate
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig, ConfigError, budget
-from budgetware._finalize import finalize_batch, guard_batch
-from budgetware._fit import fit_text
-from budgetware._headless import HeadlessWriter
-from budgetware._instrument import Instrumentation, instrument, is_instrumented, uninstrument
-from budgetware._mcp_bound import McpBudget, McpServerBudget
-from budgetware._measure import json_string_bytes, measure
-from budgetware._models import ToolResult
-from budgetware._payload import bound_payload
-from budgetware._projection import project_acp_frame, project_acp_update, project_headless_message
-from budgetware._recorder import Recorder, set_recorder
-from budgetware._store import ArtifactStore, ArtifactStoreError, LocalArtifactStore, StoreUsage
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport, BudgetwareWarning
+# The public API, one flat namespace; the layers below are private (docs/architecture.md).
+from budgetware.core.allocate import allocate
+from budgetware.core.artifacts import ArtifactStore, ArtifactStoreError
+from budgetware.core.config import BudgetConfig, ConfigError, budget
+from budgetware.core.errors import BudgetwareWarning
+from budgetware.core.finalize import finalize_batch, guard_batch
+from budgetware.core.fit import fit_text
+from budgetware.core.measure import json_string_bytes, measure
+from budgetware.core.models import ToolResult
+from budgetware.diagnostics.recorder import Recorder, set_recorder
+from budgetware.display.headless import HeadlessWriter
+from budgetware.display.projection import (
+    project_acp_frame,
+    project_acp_update,
+    project_headless_message,
+)
+from budgetware.http.instrument import Instrumentation, instrument, is_instrumented, uninstrument
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.mcp import http as _mcp_http  # noqa: F401  (registers its response rewriter)
+from budgetware.mcp.bound import McpBudget, McpServerBudget
+from budgetware.store.lifecycle import StoreUsage
+from budgetware.store.local import LocalArtifactStore
+from budgetware.wire.body import finalize_body
+from budgetware.wire.payload import bound_payload
 
 __version__ = "0.1.0"
 

@@ -1,9 +1,11 @@
-"""Test-wide settings: internal errors raise, artifacts stay in a temporary directory."""
+"""Test-wide settings and fixtures: internal errors raise, artifacts stay in a temporary
+directory, a fake provider per test, and no test leaves ``instrument()`` in effect."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 
 # Set before any test imports an SDK: litellm would otherwise fetch a price map online.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -11,3 +13,22 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["BUDGETWARE_RAISE_ERRORS"] = "1"
 # Never write artifacts into the developer's real cache directory.
 os.environ["BUDGETWARE_ARTIFACT_DIR"] = tempfile.mkdtemp(prefix="budgetware-test-artifacts-")
+
+import pytest
+
+from budgetware.http.instrument import uninstrument
+from budgetware.testing import FakeProvider
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(autouse=True)
+def _never_leave_instrumented() -> Iterator[None]:
+    """No test leaves ``instrument()`` in effect for the next one."""
+    yield
+    uninstrument()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from budgetware.testing._fake_provider import (
+from budgetware.testing.apis import (
     API_NAMES,
     ApiName,
-    FakeProvider,
     RecordedRequest,
     Reply,
     ReplyPolicy,
@@ -14,6 +13,7 @@ from budgetware.testing._fake_provider import (
     detect_api,
     scripted_tool_calls,
 )
+from budgetware.testing.provider import FakeProvider
 
 __all__ = [
     "API_NAMES",

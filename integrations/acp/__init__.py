@@ -12,10 +12,10 @@ import logging
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from budgetware import _diagnostics
-from budgetware._errors import fail_open
-from budgetware._json import dumps_bytes, loads
-from budgetware._projection import FIELD_BUDGET, project_acp_frame
+from budgetware.core.errors import fail_open
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.diagnostics import events as diagnostics
+from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent
@@ -84,8 +84,8 @@ class ProjectingTransport:
             # Fail open: a bug in the projection must never cost the editor a frame.
             fail_open("project an ACP frame")
             projected = message
-        if _diagnostics.enabled:
-            _diagnostics.display_pair("acp", message, projected)
+        if diagnostics.enabled:
+            diagnostics.display_pair("acp", message, projected)
         await self._inner.send(projected)
 
     async def receive(self) -> dict[str, Any] | None:
@@ -120,8 +120,8 @@ class NdjsonStreamTransport:
         async with self._lock:
             self._writer.write(data)
             await self._writer.drain()
-        if _diagnostics.enabled:
-            _diagnostics.display_wire("acp", message, data)
+        if diagnostics.enabled:
+            diagnostics.display_wire("acp", message, data)
 
     async def receive(self) -> dict[str, Any] | None:
         while True:

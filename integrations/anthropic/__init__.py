@@ -16,9 +16,11 @@ import socket
 import sys
 from typing import Any
 
-from budgetware._config import BudgetConfig, resolve_config
-from budgetware._payload import bound_payload, split_headers, upper_layer_bounded
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.core.config import BudgetConfig, resolve_config
+from budgetware.http.context import upper_layer_bounded
+from budgetware.http.headers import split_headers
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.wire.payload import bound_payload
 
 __all__ = ["budget_async_http_client", "budget_http_client", "budget_middleware"]
 

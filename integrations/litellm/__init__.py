@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware._config import BudgetConfig
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.core.config import BudgetConfig
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 
 __all__ = ["BudgetCallback", "budget_async_http_handler", "budget_callback", "budget_http_handler"]
 

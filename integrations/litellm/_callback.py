@@ -12,11 +12,11 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
-from budgetware._config import BudgetConfig, ConfigError, check_overrides, resolve_config
-from budgetware._errors import fail_open
-from budgetware._measure import Unit
-from budgetware._payload import bound_payload
-from budgetware._transport import REQUEST_HEADER_PREFIX, BudgetwareWarning, header_overrides
+from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, resolve_config
+from budgetware.core.errors import BudgetwareWarning, fail_open
+from budgetware.core.measure import Unit
+from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.wire.payload import bound_payload
 
 __all__ = ["METADATA_KEYS", "BudgetCallback"]
 

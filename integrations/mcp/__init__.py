@@ -13,7 +13,7 @@ Three ways in, all bounding ``tools/call`` results the same way (``McpBudget``):
 
 from __future__ import annotations
 
-from budgetware._mcp_bound import (
+from budgetware.mcp.bound import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RESULT_BUDGET,
     META_ARTIFACTS,
@@ -22,8 +22,8 @@ from budgetware._mcp_bound import (
     McpServerBudget,
     bound_tool_result,
 )
-from budgetware._mcp_http import configure_mcp as configure
-from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
+from budgetware.mcp.http import configure_mcp as configure
+from budgetware.mcp.http import current_mcp_budget, rewrite_mcp_response
 
 from ._client import (
     BoundedTransport,

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-from budgetware._config import resolve_config
-from budgetware._mcp_bound import McpBudget, bound_tool_result, default_store
-from budgetware._mcp_http import current_mcp_budget, rewrite_mcp_response
-from budgetware._store import ArtifactStore
-from budgetware._transport import library_of
+from budgetware.core.artifacts import ArtifactStore
+from budgetware.core.config import resolve_config
+from budgetware.http.transport import library_of
+from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
+from budgetware.mcp.http import current_mcp_budget, rewrite_mcp_response
 
 __all__ = [
     "BoundedTransport",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware._config import BudgetConfig
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.core.config import BudgetConfig
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 
 __all__ = ["budget_aiohttp_client", "budget_async_http_client", "budget_http_client"]
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from budgetware import BudgetConfig, ConfigError, budget
-from budgetware._config import default_artifact_dir, resolve_config
+from budgetware.core.config import default_artifact_dir, resolve_config
 
 
 def test_defaults() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fs_watch import watch_file_system
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,9 +24,7 @@ from budgetware import (
     guard_batch,
     measure,
 )
-from budgetware._store import text_key
-
-from .conftest import watch_file_system
+from budgetware.core.artifacts import text_key
 
 
 def cfg(budget: int, **kw: Any) -> BudgetConfig:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from budgetware import json_string_bytes, measure
-from budgetware._measure import _json_string_bytes_slow, cut_prefix, cut_suffix
+from budgetware.core.measure import _json_string_bytes_slow, cut_prefix, cut_suffix
 
 REFERENCE = [
     ("", 2),
@@ -132,7 +132,7 @@ def test_a_token_cut_keeps_at_most_four_bytes_per_token() -> None:
 @pytest.mark.parametrize("unit", ["a", "汉", "😀", '"\\\n', "\x01é"])
 def test_long_strings_serialize_in_slices_exactly_as_whole(unit: str) -> None:
     orjson = pytest.importorskip("orjson")
-    from budgetware._json import STR_CHUNK, dumps_str_bytes
+    from budgetware.core.jsonio import STR_CHUNK, dumps_str_bytes
 
     text = (unit * (STR_CHUNK // len(unit) + 1)) * 3 + "tail"
     assert len(text) > STR_CHUNK

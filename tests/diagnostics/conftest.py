@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from budgetware import _diagnostics
+from budgetware.diagnostics import events as diagnostics
 
 KEY = bytes(range(32))
 
@@ -43,10 +43,10 @@ class Log:
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(_diagnostics.ENV_VAR, raising=False)
-    _diagnostics.reset()
+    monkeypatch.delenv(diagnostics.ENV_VAR, raising=False)
+    diagnostics.reset()
     yield
-    _diagnostics.reset()
+    diagnostics.reset()
 
 
 @pytest.fixture
@@ -58,5 +58,5 @@ def clock() -> FakeClock:
 def log(clock: FakeClock) -> Log:
     """Diagnostics on, writing into memory, with a fixed key and the fake clock."""
     sink = Log()
-    _diagnostics.configure(key=KEY, clock=clock, sink=sink)
+    diagnostics.configure(key=KEY, clock=clock, sink=sink)
     return sink

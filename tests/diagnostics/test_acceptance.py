@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from budgetware import BudgetConfig, ToolResult, finalize_batch, guard_batch
-from budgetware import _diagnostics as diagnostics
-from budgetware._diagnostics import ArtifactInfo, keyed_hash
+from budgetware.diagnostics import events as diagnostics
+from budgetware.diagnostics.events import ArtifactInfo, keyed_hash
 
 from .conftest import FakeClock, Log
 

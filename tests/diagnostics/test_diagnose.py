@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from budgetware import BudgetConfig, ToolResult, finalize_batch, guard_batch
-from budgetware import _diagnostics as diagnostics
-from budgetware._cli import main as cli
+from budgetware.cli.main import main as cli
+from budgetware.diagnostics import events as diagnostics
 
 from .conftest import Log
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import _diagnostics as diagnostics
+from budgetware.diagnostics import events as diagnostics
 
 
 def _emit(text: str = "v") -> None:
@@ -135,7 +135,7 @@ def test_the_hot_path_flag_follows_refresh_and_active(
 
 
 def test_import_decides_from_the_environment(tmp_path: Path) -> None:
-    code = "from budgetware import _diagnostics as d; print(d.enabled)"
+    code = "from budgetware.diagnostics import events as d; print(d.enabled)"
     env = {**os.environ, diagnostics.ENV_VAR: str(tmp_path / "debug.jsonl")}
     on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     env[diagnostics.ENV_VAR] = "off"

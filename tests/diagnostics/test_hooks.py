@@ -7,12 +7,12 @@ import io
 import json
 from typing import Any
 
-from budgetware import _diagnostics as diagnostics
-from budgetware._acp_proxy import _pump_stdout
-from budgetware._headless import HeadlessWriter
-from budgetware._mcp_bound import bound_tool_result
-from budgetware._store import LocalArtifactStore
+from budgetware.diagnostics import events as diagnostics
+from budgetware.display.acp_proxy import pump_stdout
+from budgetware.display.headless import HeadlessWriter
 from budgetware.integrations.acp import NdjsonStreamTransport, ProjectingTransport
+from budgetware.mcp.bound import bound_tool_result
+from budgetware.store.local import LocalArtifactStore
 
 from .conftest import Log
 
@@ -61,12 +61,12 @@ def test_headless_wire_bytes_are_the_bytes_written(log: Log) -> None:
 def test_acp_proxy_emits_projection_and_wire(log: Log) -> None:
     lines = json.dumps(_update("c1", BIG)).encode() + b"\n"
     sink = io.BytesIO()
-    _pump_stdout(io.BytesIO(lines), sink, 10**9)  # unprojected: the wire carries it whole
+    pump_stdout(io.BytesIO(lines), sink, 10**9)  # unprojected: the wire carries it whole
     (wire,) = [e for e in log.events if e["stage"] == "acp_wire"]
     assert wire["wire_utf8_bytes"] == len(sink.getvalue())
     assert wire["tool_call_hmacs"] == [diagnostics.keyed_hash("c1")]
     log.lines.clear()
-    _pump_stdout(io.BytesIO(lines), io.BytesIO(), 65_536)
+    pump_stdout(io.BytesIO(lines), io.BytesIO(), 65_536)
     stages = [e["stage"] for e in log.events]
     assert stages == ["acp_projection_input", "acp_projection_output"]
 
@@ -131,7 +131,7 @@ def test_hooks_are_silent_when_off() -> None:
 def test_http_transport_emits_http_wire_for_the_bytes_sent(log: Log) -> None:
     import httpx
 
-    from budgetware._transport import BudgetTransport
+    from budgetware.http.transport import BudgetTransport
 
     received: list[bytes] = []
 

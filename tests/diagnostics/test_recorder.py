@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from budgetware import BudgetConfig, ToolResult, finalize_batch
-from budgetware import _diagnostics as diagnostics
-from budgetware import _recorder as recorder
-from budgetware._recorder import Recorder, record_submission, redact_url
+from budgetware.diagnostics import events as diagnostics
+from budgetware.diagnostics import recorder as recorder
+from budgetware.diagnostics.recorder import Recorder, record_submission, redact_url
 
 from .conftest import Log
 

@@ -1,21 +1,12 @@
-"""Fixtures for the HTTP-layer tests: a fake provider, a budget config, no leftover patches."""
+"""Fixtures for the HTTP-layer tests: an artifact directory and a budget config using it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from budgetware._config import BudgetConfig
-from budgetware._instrument import uninstrument
-from budgetware.testing import FakeProvider
-
-
-@pytest.fixture
-def fake_provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
+from budgetware.core.config import BudgetConfig
 
 
 @pytest.fixture
@@ -26,9 +17,3 @@ def artifact_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def config(artifact_dir: Path) -> BudgetConfig:
     return BudgetConfig(batch_budget=50_000, artifact_dir=artifact_dir)
-
-
-@pytest.fixture(autouse=True)
-def _never_leave_instrumented() -> Iterator[None]:
-    yield
-    uninstrument()

@@ -17,11 +17,12 @@ import pytest
 from http_helpers import big_results, tool_result_texts
 from test_transport import URL, chat_body, mock
 
-import budgetware._transport as transport_module
-from budgetware import _instrument
-from budgetware._config import BudgetConfig
-from budgetware._instrument import PATCH_TARGETS, PatchTarget, instrument, uninstrument
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport, BudgetwareWarning
+import budgetware.http.transport as transport_module
+from budgetware.core.config import BudgetConfig
+from budgetware.core.errors import BudgetwareWarning
+from budgetware.http import instrument as _instrument
+from budgetware.http.instrument import PATCH_TARGETS, PatchTarget, instrument, uninstrument
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 
 
 @pytest.fixture(params=["httpx", "httpx2"])
@@ -147,7 +148,7 @@ def test_a_missing_patch_target_warns_and_patches_the_rest(
 
 def test_library_imported_after_instrument_is_patched_on_import() -> None:
     code = (
-        "import sys, budgetware._instrument as i\n"
+        "import sys, budgetware.http.instrument as i\n"
         "assert 'httpx2' not in sys.modules\n"
         "i.instrument()\n"
         "import httpx2\n"
@@ -167,7 +168,7 @@ def test_instrument_without_warnings_on_a_healthy_install() -> None:
 def test_http_layer_modules_import_no_http_library_or_sdk() -> None:
     code = (
         "import sys\n"
-        "import budgetware._transport, budgetware._instrument, budgetware._payload\n"
+        "import budgetware.http.transport, budgetware.http.instrument, budgetware.wire.payload\n"
         "import budgetware.integrations.openai, budgetware.integrations.anthropic\n"
         "import budgetware.integrations.google_genai, budgetware.integrations.litellm\n"
         "sdks = {'httpx', 'httpx2', 'openai', 'anthropic', 'google', 'litellm'}\n"
@@ -181,7 +182,7 @@ def test_http_layer_modules_import_no_http_library_or_sdk() -> None:
 async def test_instrumented_send_delivers_each_response_through_the_rewriters_once(
     lib: ModuleType, wrapped: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetware import _hooks
+    from budgetware.http import hooks as _hooks
 
     calls: list[int] = []
 

@@ -14,10 +14,10 @@ import pytest
 from http_helpers import big_results, tool_result_texts
 from test_transport import URL, chat_body, mock
 
-from budgetware import _transport
-from budgetware._config import BudgetConfig, budget
-from budgetware._instrument import instrument
-from budgetware._transport import OFFLOAD_BYTES, AsyncBudgetTransport
+from budgetware.core.config import BudgetConfig, budget
+from budgetware.http import transport as _transport
+from budgetware.http.instrument import instrument
+from budgetware.http.transport import OFFLOAD_BYTES, AsyncBudgetTransport
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ from typing import Any
 import httpx2
 import pytest
 from http_helpers import big_results, tool_result_texts
-from sdk.drivers import asend_openai_chat, send_openai_chat
 from test_transport import URL, chat_body, mock
+from testing.drivers import asend_openai_chat, send_openai_chat
 
-from budgetware._config import BudgetConfig, budget
-from budgetware._instrument import instrument
-from budgetware._transport import BudgetTransport, BudgetwareWarning
+from budgetware.core.config import BudgetConfig, budget
+from budgetware.core.errors import BudgetwareWarning
+from budgetware.http.instrument import instrument
+from budgetware.http.transport import BudgetTransport
 from budgetware.testing import FakeProvider
 
 BUDGETS = [6_000, 12_000, 24_000, 48_000]

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from http_helpers import assert_bounded, big_results, small_results
-from sdk.drivers import DRIVERS, Driver
+from testing.drivers import DRIVERS, Driver
 
-from budgetware._config import BudgetConfig
-from budgetware._instrument import instrument
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.core.config import BudgetConfig
+from budgetware.http.instrument import instrument
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 from budgetware.testing import FakeProvider
 
 pytestmark = [
@@ -127,7 +127,7 @@ async def test_batch_under_budget_arrives_byte_identical_async(
 async def test_google_genai_default_aiohttp_path_is_bounded_under_instrument(
     fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
 ) -> None:
-    from sdk.drivers import DRIVERS_BY_NAME
+    from testing.drivers import DRIVERS_BY_NAME
 
     driver = DRIVERS_BY_NAME["google_genai_aiohttp"]
     with instrument(config=config):
@@ -140,7 +140,7 @@ async def test_google_genai_default_aiohttp_path_is_untouched_after_uninstrument
     fake_provider: FakeProvider, config: BudgetConfig
 ) -> None:
     from google.genai._api_client import BaseApiClient
-    from sdk.drivers import DRIVERS_BY_NAME
+    from testing.drivers import DRIVERS_BY_NAME
 
     original = vars(BaseApiClient)["_use_aiohttp"]
     with instrument(config=config):

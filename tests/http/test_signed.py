@@ -11,12 +11,13 @@ from typing import Any
 import httpx2
 import pytest
 from http_helpers import assert_bounded, big_results
-from sdk.drivers import anthropic_messages
 from test_transport import chat_body
+from testing.drivers import anthropic_messages
 
-from budgetware._config import BudgetConfig
-from budgetware._instrument import instrument
-from budgetware._transport import BudgetTransport, BudgetwareWarning
+from budgetware.core.config import BudgetConfig
+from budgetware.core.errors import BudgetwareWarning
+from budgetware.http.instrument import instrument
+from budgetware.http.transport import BudgetTransport
 from budgetware.testing import FakeProvider, RecordedRequest
 
 botocore_auth = pytest.importorskip("botocore.auth")

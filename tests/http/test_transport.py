@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from http_helpers import big_results, tool_result_texts
 
-from budgetware import _hooks
-from budgetware._config import BudgetConfig
-from budgetware._transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.core.config import BudgetConfig
+from budgetware.http import hooks as _hooks
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 
@@ -210,7 +210,7 @@ async def test_every_async_response_goes_through_the_response_rewriters(
 def test_invalid_config_fails_when_the_transport_is_built(
     lib: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetware._config import ConfigError
+    from budgetware.core.config import ConfigError
 
     monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "lots")
     with pytest.raises(ConfigError, match="BUDGETWARE_BATCH_BUDGET"):

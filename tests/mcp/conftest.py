@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 from mcp_server_app import build_server, gzip_everything
 
-from budgetware._store import LocalArtifactStore
+from budgetware.store.local import LocalArtifactStore
 
 
 @dataclass(frozen=True)

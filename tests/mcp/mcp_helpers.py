@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
-from budgetware._mcp_bound import META_ARTIFACTS
+from budgetware.mcp.bound import META_ARTIFACTS
 
 
 async def call_over_http(

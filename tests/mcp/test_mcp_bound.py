@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from budgetware._config import ConfigError
-from budgetware._json import dumps_bytes
-from budgetware._mcp_bound import (
+from budgetware.core.artifacts import ArtifactStoreError, text_key
+from budgetware.core.config import ConfigError
+from budgetware.core.jsonio import dumps_bytes
+from budgetware.integrations.mcp import budget_http_client
+from budgetware.mcp.bound import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RESULT_BUDGET,
     META_ARTIFACTS,
@@ -18,8 +20,7 @@ from budgetware._mcp_bound import (
     McpServerBudget,
     bound_tool_result,
 )
-from budgetware._store import ArtifactStoreError, LocalArtifactStore, text_key
-from budgetware.integrations.mcp import budget_http_client
+from budgetware.store.local import LocalArtifactStore
 
 
 class FailingPutStore(LocalArtifactStore):
@@ -138,7 +139,7 @@ def test_a_bad_environment_value_names_the_setting() -> None:
 
 def test_importing_budgetware_and_the_mcp_integration_pulls_in_no_sdk() -> None:
     code = (
-        "import sys, budgetware, budgetware._hooks, budgetware.integrations.mcp\n"
+        "import sys, budgetware, budgetware.http.hooks, budgetware.integrations.mcp\n"
         "print(','.join(m for m in ('httpx', 'httpx2', 'mcp') if m in sys.modules))\n"
     )
     out = subprocess.run(

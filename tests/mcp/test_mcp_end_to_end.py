@@ -9,7 +9,7 @@ import openai
 import pytest
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
-from budgetware._instrument import instrument
+from budgetware.http.instrument import instrument
 from budgetware.integrations.mcp import McpBudget, configure
 from budgetware.testing import FakeProvider
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
-from budgetware._config import BudgetConfig
-from budgetware._finalize import finalize_batch
-from budgetware._models import ToolResult
-from budgetware._store import LocalArtifactStore
+from budgetware.core.config import BudgetConfig
+from budgetware.core.finalize import finalize_batch
+from budgetware.core.models import ToolResult
 from budgetware.integrations.mcp import budget_http_client
+from budgetware.store.local import LocalArtifactStore
 
 
 async def test_finalizer_names_the_producer_artifact_and_writes_no_second_one(

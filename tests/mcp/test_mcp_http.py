@@ -17,9 +17,10 @@ from mcp_helpers import (
 )
 from mcp_server_app import BIG, PNG, SMALL
 
-from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET
-from budgetware._store import LocalArtifactStore, text_key
+from budgetware.core.artifacts import text_key
 from budgetware.integrations.mcp import McpBudget, McpServerBudget, budget_http_client
+from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET
+from budgetware.store.local import LocalArtifactStore
 
 
 def assert_bounded_big_text(text: str, budget: int, refs: list[str]) -> None:

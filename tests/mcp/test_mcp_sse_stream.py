@@ -13,9 +13,9 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE
 
-from budgetware._mcp_bound import DEFAULT_MAX_MESSAGE_BYTES
-from budgetware._store import LocalArtifactStore
 from budgetware.integrations.mcp import McpBoundTransport, McpBudget, rewrite_mcp_response
+from budgetware.mcp.bound import DEFAULT_MAX_MESSAGE_BYTES
+from budgetware.store.local import LocalArtifactStore
 
 URL = "http://127.0.0.1:9/mcp"
 BIG = "start " + "z" * 300_000 + " end"

@@ -13,14 +13,14 @@ from mcp.shared.message import SessionMessage
 from mcp_server_app import BIG, PNG, SMALL
 from mcp_types import JSONRPCRequest, JSONRPCResponse
 
-from budgetware._mcp_bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
-from budgetware._store import LocalArtifactStore
 from budgetware.integrations.mcp import (
     BoundedTransport,
     McpBudget,
     McpServerBudget,
     bound_streams,
 )
+from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
+from budgetware.store.local import LocalArtifactStore
 
 SERVER = StdioServerParameters(
     command=sys.executable, args=[str(Path(__file__).with_name("mcp_server_app.py"))]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
-from budgetware._store import text_key
+from budgetware.core.artifacts import text_key
+from budgetware.core.config import BudgetConfig
+from budgetware.wire.body import finalize_body
 
 from ._bodies import FORMAT_IDS, FORMATS, Fmt, blank_slots, get
 
@@ -115,8 +115,8 @@ def test_shared_messages_are_identical_across_twenty_turns(fmt: Fmt, tmp_path: P
 
 _CHILD = """
 import json, sys
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
+from budgetware.wire.body import finalize_body
+from budgetware.core.config import BudgetConfig
 url, path, artifacts = sys.argv[1:4]
 config = BudgetConfig(batch_budget=3000, artifact_dir=artifacts, raise_errors=True)
 body = open(path, "rb").read()

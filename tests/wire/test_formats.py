@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
-from budgetware._formats import format_for_path, sniff_format
-from budgetware._formats.anthropic_messages import FORMAT as ANTHROPIC
-from budgetware._formats.bedrock_converse import FORMAT as BEDROCK
-from budgetware._formats.cohere_v2 import FORMAT as COHERE
-from budgetware._formats.gemini import FORMAT as GEMINI
-from budgetware._formats.ollama_chat import FORMAT as OLLAMA
-from budgetware._formats.openai_chat import FORMAT as OPENAI_CHAT
-from budgetware._formats.openai_responses import FORMAT as RESPONSES
+from budgetware.core.config import BudgetConfig
+from budgetware.wire.body import finalize_body
+from budgetware.wire.detect import format_for_path, sniff_format
+from budgetware.wire.formats.anthropic_messages import FORMAT as ANTHROPIC
+from budgetware.wire.formats.bedrock_converse import FORMAT as BEDROCK
+from budgetware.wire.formats.cohere_v2 import FORMAT as COHERE
+from budgetware.wire.formats.gemini import FORMAT as GEMINI
+from budgetware.wire.formats.ollama_chat import FORMAT as OLLAMA
+from budgetware.wire.formats.openai_chat import FORMAT as OPENAI_CHAT
+from budgetware.wire.formats.openai_responses import FORMAT as RESPONSES
 
 BIG = "B" * 3_000
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
-from budgetware._measure import measure
+from budgetware.core.config import BudgetConfig
+from budgetware.core.measure import measure
+from budgetware.wire.body import finalize_body
 
 from ._bodies import FORMAT_IDS, FORMATS, Fmt, blank_slots, get
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from budgetware import _body, _formats
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig, budget
+from budgetware.core.config import BudgetConfig, budget
+from budgetware.wire import body as _body
+from budgetware.wire import detect
+from budgetware.wire.body import finalize_body
 
 from ._bodies import FORMATS
 
@@ -47,7 +48,7 @@ def test_a_body_no_longer_than_the_budget_is_returned_without_parsing(
     def no_parse(data: bytes) -> Any:
         raise AssertionError("parsed")
 
-    monkeypatch.setattr(_formats, "loads", no_parse)
+    monkeypatch.setattr(detect, "loads", no_parse)
     body = _chat_body("y" * 500)
     config = _config(tmp_path, batch_budget=len(body))
     assert finalize_body(CHAT_URL, body, config=config) is body
@@ -271,7 +272,7 @@ def test_an_unknown_endpoint_without_tool_markers_is_never_parsed(
     def no_parse(data: bytes) -> Any:
         raise AssertionError("parsed")
 
-    monkeypatch.setattr(_formats, "loads", no_parse)
+    monkeypatch.setattr(detect, "loads", no_parse)
     # A large JSON upload to some other API, seen by instrument(): no parse, same bytes.
     body = json.dumps({"records": [{"id": i, "text": "z" * 100} for i in range(5_000)]}).encode()
     config = _config(tmp_path, batch_budget=1_000)

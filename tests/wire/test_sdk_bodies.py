@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 # tests/ is on sys.path (rootdir-relative packages), so the SDK drivers import as ``sdk``.
-from sdk.drivers import DRIVERS
+from testing.drivers import DRIVERS
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
+from budgetware.core.config import BudgetConfig
 from budgetware.testing import FakeProvider, RecordedRequest
+from budgetware.wire.body import finalize_body
 
 pytestmark = [
     pytest.mark.sdk,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware._body import finalize_body
-from budgetware._config import BudgetConfig
-from budgetware._formats._splice import encode_string, locate, replace_values
-from budgetware._measure import measure
+from budgetware.core.config import BudgetConfig
+from budgetware.core.measure import measure
+from budgetware.wire.body import finalize_body
+from budgetware.wire.splice import encode_string, locate, replace_values
 
 URL = "https://api.openai.com/v1/chat/completions"
 

@@ -1,0 +1,90 @@
+"""``budgetware acp-proxy -- <agent>``: a stdio proxy that bounds an ACP agent's tool output.
+
+It sits between an editor and an agent written in any language (see
+``budgetware.display.acp_proxy`` for what it rewrites). Signals (SIGINT, SIGTERM, SIGHUP)
+are forwarded to the agent, whose exit code is returned.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import threading
+
+from budgetware.cli.process import exit_code, forward_signals, restore_signals
+from budgetware.display.acp_proxy import CHUNK, pump_stdin, pump_stdout
+from budgetware.display.projection import FIELD_BUDGET
+
+__all__ = ["main"]
+
+USAGE = """\
+usage: budgetware acp-proxy [--budget BYTES] -- <agent command> [args...]
+
+Run an ACP agent over stdio and bound the text of its tool results (tool_call_update
+content and rawOutput) to BYTES JSON bytes per field (default 65536) on the way to the
+editor. Everything else passes through unchanged.
+"""
+
+
+def _parse_args(argv: list[str]) -> tuple[int, list[str]] | int:
+    budget = FIELD_BUDGET
+    args = list(argv)
+    while args and args[0] != "--":
+        option = args.pop(0)
+        if option in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if option == "--budget" and args:
+            try:
+                budget = int(args.pop(0))
+            except ValueError:
+                print("budgetware acp-proxy: --budget needs an integer", file=sys.stderr)
+                return 2
+            continue
+        # No "--": the first word that is not an option starts the command.
+        if not option.startswith("-"):
+            args.insert(0, option)
+            return budget, args
+        print(f"budgetware acp-proxy: unknown option {option!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    command = args[1:]
+    if not command:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    return budget, command
+
+
+def main(argv: list[str]) -> int:
+    """Run the proxy; returns the agent's exit code."""
+    parsed = _parse_args(argv)
+    if isinstance(parsed, int):
+        return parsed
+    budget, command = parsed
+    try:
+        # Unbuffered pipes: the stdin pump writes to the descriptor itself, and the stdout
+        # pump gets its own buffered reader below.
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    except OSError as exc:
+        print(f"budgetware acp-proxy: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+    assert child.stdin is not None
+    assert child.stdout is not None
+    previous = forward_signals(child)
+    try:
+        stdin_thread = threading.Thread(
+            target=pump_stdin, args=(sys.stdin.fileno(), child.stdin), daemon=True
+        )
+        stdout_thread = threading.Thread(
+            target=pump_stdout,
+            args=(io.BufferedReader(child.stdout, CHUNK), sys.stdout.buffer, budget),
+            daemon=True,
+        )
+        stdin_thread.start()
+        stdout_thread.start()
+        returncode = child.wait()
+        # Everything the agent wrote before exiting still reaches the editor.
+        stdout_thread.join()
+    finally:
+        restore_signals(previous)
+    return exit_code(returncode)

@@ -1,0 +1,35 @@
+"""The narrow protocol through which the core persists full outputs, and their content address."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Protocol, runtime_checkable
+
+__all__ = ["ArtifactStore", "ArtifactStoreError", "text_key"]
+
+
+class ArtifactStoreError(OSError):
+    """An artifact could not be written or read; the caller bounds without a reference."""
+
+
+def text_key(text: str) -> str:
+    """The content address of a text: hex SHA-256 of its UTF-8 bytes (surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """Persists full tool outputs and remembers producer decisions.
+
+    ``put`` returns the reference a preview names (for the local store, the absolute path
+    of the file). Decisions let a producer boundary (an MCP client) tell the finalizer
+    downstream what it already did with a text it bounded, keyed by ``text_key`` of that
+    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable".
+    Any method may raise; callers treat a failure as "no reference".
+    """
+
+    def put(self, text: str, *, key: str | None = None) -> str: ...
+
+    def record_decision(self, key: str, refs: tuple[str, ...]) -> None: ...
+
+    def lookup_decision(self, key: str) -> tuple[str, ...] | None: ...

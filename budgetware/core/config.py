@@ -1,0 +1,221 @@
+"""One validated configuration model, its environment variables, and per-request overrides."""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from budgetware.core.measure import Unit
+
+__all__ = [
+    "ENV_PREFIX",
+    "BudgetConfig",
+    "ConfigError",
+    "budget",
+    "current_overrides",
+    "default_artifact_dir",
+    "resolve_config",
+]
+
+ENV_PREFIX = "BUDGETWARE_"
+MIB = 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """A setting has an invalid value; the message names the setting."""
+
+
+def default_artifact_dir() -> Path:
+    """The user's cache directory for budgetware artifacts (XDG on Linux)."""
+    if sys.platform == "win32":  # pragma: no cover - platform specific
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "budgetware" / "Cache" / "artifacts"
+    if sys.platform == "darwin":  # pragma: no cover - platform specific
+        return Path.home() / "Library" / "Caches" / "budgetware" / "artifacts"
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base_dir / "budgetware" / "artifacts"
+
+
+class BudgetConfig(BaseModel):
+    """Every budgetware setting, validated; unset fields fall back to the environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    batch_budget: int = Field(
+        200_000,
+        description="Budget per batch of tool results, in `unit`; 0 or less disables.",
+    )
+    unit: Unit = Field(
+        "chars",
+        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+    )
+    persist: bool = Field(True, description="Write the full output of a cut result once.")
+    artifact_dir: Path | None = Field(
+        None, description="Where artifacts go; default: the user's cache directory."
+    )
+    max_artifact_bytes: int = Field(50 * MIB, gt=0, description="Largest single artifact.")
+    max_store_bytes: int = Field(
+        500 * MIB, gt=0, description="Most bytes one store writes in a process (a session)."
+    )
+    raise_errors: bool = Field(
+        False,
+        description="Raise internal errors instead of sending the original request unchanged.",
+    )
+
+    @field_validator("batch_budget", mode="before")
+    @classmethod
+    def _finite_budget(cls, value: Any) -> Any:
+        # A non-finite budget (inf, nan) disables bounding, as 0 does.
+        if isinstance(value, float) and not math.isfinite(value):
+            return 0
+        if isinstance(value, str) and value.strip().lower() in {"inf", "infinity", "nan"}:
+            return 0
+        return value
+
+    @field_validator("artifact_dir", mode="before")
+    @classmethod
+    def _expand_dir(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            return Path(value).expanduser()
+        if isinstance(value, Path):
+            return value.expanduser()
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        """Whether this configuration bounds anything at all."""
+        return self.batch_budget > 0
+
+    def resolved_artifact_dir(self) -> Path:
+        """The artifact directory in effect (configured, or the default)."""
+        return self.artifact_dir if self.artifact_dir is not None else default_artifact_dir()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:
+        """Defaults, then ``BUDGETWARE_*`` variables, then ``overrides``."""
+        values = env_values(os.environ if environ is None else environ)
+        values.update(overrides)
+        return _validate(values, source="environment")
+
+    def merged(self, overrides: Mapping[str, Any]) -> BudgetConfig:
+        """A copy with ``overrides`` applied and validated."""
+        if not overrides:
+            return self
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        values.update(overrides)
+        return _validate(values, source="override")
+
+
+def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings present in ``environ`` as ``BUDGETWARE_<FIELD>``, unvalidated."""
+    found: dict[str, Any] = {}
+    for name in BudgetConfig.model_fields:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is not None:
+            found[name] = raw
+    return found
+
+
+def _validate(values: Mapping[str, Any], *, source: str) -> BudgetConfig:
+    try:
+        return BudgetConfig.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    parts = []
+    for error in exc.errors():
+        name = ".".join(str(p) for p in error["loc"]) or "config"
+        env = f" ({ENV_PREFIX}{name.upper()})" if source == "environment" else ""
+        parts.append(f"{name}{env}: {error['msg']} (got {error.get('input')!r})")
+    return "invalid budgetware setting: " + "; ".join(parts)
+
+
+def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a partial set of settings now, so a mistake fails where it is made."""
+    unknown = sorted(set(overrides) - set(BudgetConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown budgetware setting(s): {', '.join(unknown)}")
+    checked = BudgetConfig.model_construct().merged(overrides) if overrides else None
+    if checked is None:
+        return {}
+    return {name: getattr(checked, name) for name in overrides}
+
+
+_NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
+_OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "budgetware_overrides", default=_NO_OVERRIDES
+)
+
+
+def current_overrides() -> Mapping[str, Any]:
+    """The settings of the innermost active ``budget(...)`` block (empty outside one)."""
+    return _OVERRIDES.get()
+
+
+@contextmanager
+def budget(**settings: Any) -> Iterator[None]:
+    """Apply settings (``batch_budget=...``, ``persist=False``, ...) to requests made inside.
+
+    Blocks nest (the inner one wins per setting). The settings live in a ContextVar, so they
+    follow the code into asyncio tasks created inside the block, and into threads started
+    with ``contextvars.copy_context().run``; they never leak into unrelated threads or tasks.
+    """
+    checked = check_overrides(settings)
+    token = _OVERRIDES.set(MappingProxyType({**_OVERRIDES.get(), **checked}))
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def resolve_config(
+    base: BudgetConfig | None = None,
+    *,
+    request_overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BudgetConfig:
+    """The configuration in effect for one request, from wide to narrow.
+
+    environment < ``base`` (fields explicitly set on it) < the active ``budget(...)``
+    block < ``request_overrides`` (from ``x-budgetware-*`` headers).
+    """
+    values = env_values(os.environ if environ is None else environ)
+    if base is not None:
+        values.update({name: getattr(base, name) for name in base.model_fields_set})
+    values.update(current_overrides())
+    if request_overrides:
+        values.update(request_overrides)
+    if not values:
+        return _DEFAULT
+    source = "environment" if base is None else "config"
+    # Every request resolves its configuration; the same settings recur, so the validated
+    # model (immutable) is reused instead of validating again.
+    try:
+        key = (source, tuple(sorted(values.items())))
+        cached = _RESOLVED.get(key)
+    except TypeError:  # an unhashable value: validate without caching
+        return _validate(values, source=source)
+    if cached is None:
+        cached = _validate(values, source=source)
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        _RESOLVED[key] = cached
+    return cached
+
+
+_DEFAULT = BudgetConfig()
+_RESOLVED: dict[tuple[str, tuple[tuple[str, Any], ...]], BudgetConfig] = {}

@@ -1,0 +1,39 @@
+"""The one policy for internal errors (raise under the test suite, else log and fail open),
+and the warning budgetware gives when it cannot do something for a request."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
+
+__all__ = ["BudgetwareWarning", "fail_open"]
+
+logger = logging.getLogger("budgetware")
+
+
+class BudgetwareWarning(UserWarning):
+    """Something budgetware could not do for a request, and how to get it done."""
+
+
+def _raise_errors(config: BudgetConfig | None) -> bool:
+    if config is not None:
+        return config.raise_errors
+    try:
+        return resolve_config().raise_errors
+    except ConfigError:
+        return False
+
+
+def fail_open(what: str, *, config: BudgetConfig | None = None) -> None:
+    """Call from an ``except`` block: re-raise when errors must raise, else log an error.
+
+    Only the exception's type is logged: messages and tracebacks can quote tool output or
+    prompts, and logs must carry none (the diagnostics log says where a result changed).
+    """
+    if _raise_errors(config):
+        raise
+    exc = sys.exc_info()[1]
+    name = type(exc).__name__ if exc is not None else "unknown error"
+    logger.error("budgetware could not %s (%s); it goes out unchanged", what, name)

@@ -1,0 +1,142 @@
+"""Measuring and cutting text: lengths in a budget unit, and exact JSON UTF-8 byte sizes.
+
+Everything here is vectorized through C-level string and bytes operations (encode,
+translate, slicing); nothing loops over the characters of a large input in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from budgetware.core.jsonio import str_token_sizes
+
+Unit = Literal["chars", "utf8_bytes", "tokens"]
+
+# The "tokens" unit is an estimate, not a model's tokenizer: UTF-8 bytes / 4, rounded up,
+# the usual rule of thumb for BPE tokenizers on English text and code (exact tokenizers
+# need per-model vocabularies, which a request-path budget cannot fetch or afford).
+BYTES_PER_TOKEN = 4
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "Unit",
+    "cut_prefix",
+    "cut_suffix",
+    "json_string_bytes",
+    "measure",
+]
+
+# Bytes of the UTF-8 encoding that are not JSON-escaped and take their own size: every
+# byte except the controls U+0000-U+001F, the quote and the backslash.
+_PLAIN = bytes(b for b in range(256) if b >= 0x20 and b not in (0x22, 0x5C))
+# Escaped with two bytes (\" \\ \b \t \n \f \r); the other controls take six (\u00XX).
+_SHORT_ESCAPES = b'"\\\b\t\n\f\r'
+
+
+def json_string_bytes(s: str, limit: int | None = None) -> int:
+    """Exact UTF-8 byte length of ``s`` serialized as a compact JSON string, quotes included.
+
+    Non-ASCII text counts as its UTF-8 bytes (U+2028/U+2029 unescaped), controls as their
+    escapes, and a lone surrogate as its six-byte ``\\udXXX`` escape. With ``limit``, the
+    result may stop early at any value greater than ``limit`` once the string is known to
+    exceed it.
+    """
+    n = len(s)
+    if limit is not None and n + 2 > limit:
+        # Every character costs at least one byte: already over, and the caller only asks
+        # whether it fits. Return the cheapest honest lower bound above the limit.
+        return n + 2
+    sizes = str_token_sizes(s)
+    if sizes is not None:
+        total = 2
+        try:
+            for size in sizes:
+                total += size - 2  # each slice's token carries its own two quotes
+                if limit is not None and total > limit:
+                    return total
+        except TypeError:  # orjson refuses lone surrogates: measure them by the table
+            return _json_string_bytes_slow(s)
+        return total
+    return _json_string_bytes_slow(s)
+
+
+def _json_string_bytes_slow(s: str) -> int:
+    try:
+        encoded = s.encode("utf-8")
+        surrogate_bytes = 0
+    except UnicodeEncodeError:  # fails at the first lone surrogate, so this costs little
+        encoded = s.encode("utf-8", "surrogatepass")
+        # A lone surrogate encodes to 3 bytes under surrogatepass and to none under
+        # "ignore"; in JSON it is a 6-byte escape: 3 more than its surrogatepass size.
+        surrogate_bytes = len(encoded) - len(s.encode("utf-8", "ignore"))
+    specials = encoded.translate(None, _PLAIN)
+    long_escapes = len(specials.translate(None, _SHORT_ESCAPES))
+    return 2 + len(encoded) + surrogate_bytes + len(specials) + 4 * long_escapes
+
+
+def measure(s: str, unit: Unit = "chars") -> int:
+    """Length of ``s`` in the budget unit: code points, UTF-8 bytes, or estimated tokens."""
+    if unit == "chars":
+        return len(s)
+    # A lone surrogate has no UTF-8 form; count it as the 3 bytes of U+FFFD, as a decoder
+    # that replaces it would send.
+    size = len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+    if unit == "tokens":
+        return -(-size // BYTES_PER_TOKEN)
+    return size
+
+
+def _is_high_surrogate(c: str) -> bool:
+    return "\ud800" <= c <= "\udbff"
+
+
+def _is_low_surrogate(c: str) -> bool:
+    return "\udc00" <= c <= "\udfff"
+
+
+def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
+    """The longest prefix of ``s`` whose length in ``unit`` is at most ``size``.
+
+    Never ends between the halves of a surrogate pair held as two code points. Work is
+    proportional to ``size``, not to ``len(s)``.
+    """
+    if size <= 0:
+        return ""
+    if unit == "tokens":  # at most 4 * size bytes is at most size estimated tokens
+        unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
+    head = s[:size]
+    if unit == "utf8_bytes" and not head.isascii():
+        raw = head.encode("utf-8", "surrogatepass")
+        if len(raw) > size:
+            cut = size
+            while cut > 0 and (raw[cut] & 0xC0) == 0x80:
+                cut -= 1  # back to the first byte of the character that straddles
+            head = raw[:cut].decode("utf-8", "surrogatepass")
+    if (
+        head
+        and len(head) < len(s)
+        and _is_high_surrogate(head[-1])
+        and (_is_low_surrogate(s[len(head)]))
+    ):
+        head = head[:-1]
+    return head
+
+
+def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
+    """The longest suffix of ``s`` whose length in ``unit`` is at most ``size``."""
+    if size <= 0:
+        return ""
+    if unit == "tokens":
+        unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
+    tail = s[-size:]
+    if unit == "utf8_bytes" and not tail.isascii():
+        raw = tail.encode("utf-8", "surrogatepass")
+        if len(raw) > size:
+            cut = len(raw) - size
+            while cut < len(raw) and (raw[cut] & 0xC0) == 0x80:
+                cut += 1  # forward to the start of the next whole character
+            tail = raw[cut:].decode("utf-8", "surrogatepass")
+    start = len(s) - len(tail)
+    if tail and start > 0 and _is_low_surrogate(tail[0]) and _is_high_surrogate(s[start - 1]):
+        tail = tail[1:]
+    return tail

@@ -1,0 +1,1 @@
+"""Privacy-safe boundary diagnostics: events, values per boundary, the log, the recorder."""

@@ -1,0 +1,92 @@
+"""The ACP stdio proxy's streams: agent stdout lines projected, editor stdin passed through.
+
+It sits between an editor and an agent written in any language. Editor stdin goes to the
+agent byte for byte and the agent's stderr is inherited. Each line of the agent's stdout
+that is a ``session/update`` with a ``tool_call_update`` is projected and written back as
+one compact JSON line; every other line, including lines that do not parse, is forwarded
+byte for byte. ``budgetware acp-proxy`` (``budgetware.cli.acp_proxy``) runs the agent and these
+pumps. Only the standard library (and budgetware's own JSON codec) is used; blocking
+threads over binary pipes read lines of any length.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from budgetware.core.errors import fail_open
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.diagnostics import events as diagnostics
+from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
+
+__all__ = ["CHUNK", "pump_stdin", "pump_stdout", "rewrite_line"]
+
+CHUNK = 64 * 1024
+# Cheap byte tests before parsing: only these lines can need a rewrite.
+_NEEDLES = (b"session/update", b"tool_call_update")
+
+
+def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
+    """The bytes to send to the editor for one line of agent stdout (newline included).
+
+    This is the wire boundary of the proxy: the line itself when nothing changes, else the
+    projected frame as compact JSON with the line's own ending.
+    """
+    if not all(needle in line for needle in _NEEDLES):
+        return line
+    body = line.rstrip(b"\r\n")
+    ending = line[len(body) :]
+    try:
+        frame = loads(body)
+    except (ValueError, RecursionError):
+        return line  # not JSON (or nested beyond the parser): not ours to touch
+    if not isinstance(frame, dict):
+        return line
+    projected = project_acp_frame(frame, budget)
+    if diagnostics.enabled:
+        diagnostics.display_pair("acp", frame, projected)
+    if projected is frame:
+        return line
+    return dumps_bytes(projected) + ending
+
+
+def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
+    # Plain file descriptors, no buffered file objects: this daemon thread may still be
+    # blocked in a read when the interpreter exits, and it must not hold an io lock then.
+    target_fd = child_stdin.fileno()
+    try:
+        while True:
+            data = os.read(source_fd, CHUNK)
+            if not data:
+                break
+            view = memoryview(data)
+            while view:
+                view = view[os.write(target_fd, view) :]
+    except OSError:
+        pass  # the agent is gone (broken pipe); its exit code tells the story
+    finally:
+        try:
+            child_stdin.close()
+        except OSError:
+            pass
+
+
+def pump_stdout(child_stdout: IO[bytes], sink: IO[bytes], budget: int) -> None:
+    # readline on a buffered binary file has no line-length limit.
+    sink_open = True
+    for line in iter(child_stdout.readline, b""):
+        if not sink_open:
+            continue  # keep draining so that the agent never blocks on a full pipe
+        try:
+            out = rewrite_line(line, budget)
+        except Exception:
+            # Fail open: a bug in the projection must never drop or corrupt a frame.
+            fail_open("project an ACP frame")
+            out = line
+        try:
+            sink.write(out)
+            sink.flush()
+            if diagnostics.enabled:
+                diagnostics.display_wire_bytes("acp", out)
+        except (BrokenPipeError, ValueError, OSError):
+            sink_open = False

@@ -1,0 +1,99 @@
+"""Headless output writer: stream-json or JSON messages with tool results bounded for display."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from types import TracebackType
+from typing import IO, Any, Literal, cast
+
+from budgetware.core.jsonio import dumps_bytes
+from budgetware.diagnostics import events as diagnostics
+from budgetware.display.projection import FIELD_BUDGET, project_headless_message
+
+__all__ = ["HeadlessMode", "HeadlessWriter"]
+
+HeadlessMode = Literal["stream-json", "json"]
+
+
+class HeadlessWriter:
+    """Write the messages of a non-interactive agent run, projecting tool results on the way.
+
+    ``stream-json`` writes one compact JSON message per line, flushed as it goes, so that a
+    consumer can follow the run live. ``json`` writes one array of all messages and a
+    newline; the array is written incrementally (nothing is held in memory) and closed by
+    :meth:`close`. The stream may be binary or text; text streams get the same UTF-8
+    characters. Messages passed in are never modified.
+    """
+
+    def __init__(
+        self,
+        stream: IO[bytes] | IO[str],
+        mode: HeadlessMode = "stream-json",
+        *,
+        budget: int = FIELD_BUDGET,
+    ) -> None:
+        if mode not in ("stream-json", "json"):
+            raise ValueError(f"mode must be 'stream-json' or 'json', not {mode!r}")
+        self._stream = stream
+        if isinstance(stream, io.TextIOBase):
+            text_stream = stream
+            self._write: Callable[[bytes], object] = lambda data: text_stream.write(
+                data.decode("utf-8")
+            )
+        else:
+            self._write = cast("IO[bytes]", stream).write
+        self._mode: HeadlessMode = mode
+        self._budget = budget
+        self._count = 0
+        self._closed = False
+
+    @property
+    def mode(self) -> HeadlessMode:
+        return self._mode
+
+    def write(self, message: dict[str, Any]) -> None:
+        """Project one message and write it."""
+        if self._closed:
+            raise ValueError("write to a closed HeadlessWriter")
+        data = self.encode(message)
+        if self._mode == "stream-json":
+            self._emit(data + b"\n")
+        else:
+            self._emit((b"[" if self._count == 0 else b",") + data)
+        self._count += 1
+
+    def encode(self, message: dict[str, Any]) -> bytes:
+        """The compact JSON of one projected message: the wire boundary of this writer."""
+        projected = project_headless_message(message, self._budget)
+        if diagnostics.enabled:
+            diagnostics.display_pair("headless", message, projected)
+        return dumps_bytes(projected)
+
+    def close(self) -> None:
+        """Finish the output (the array's closing bracket in JSON mode) and flush it.
+
+        The underlying stream is left open: it usually is ``sys.stdout``.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._mode == "json":
+            self._emit(b"[]\n" if self._count == 0 else b"]\n")
+
+    def __enter__(self) -> HeadlessWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _emit(self, data: bytes) -> None:
+        self._write(data)
+        if diagnostics.enabled:
+            diagnostics.display_wire_bytes("headless", data)
+        self._stream.flush()

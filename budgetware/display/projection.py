@@ -1,0 +1,325 @@
+"""Display projection: bound the textual tool output that ACP and headless transports carry.
+
+The projection works on the transport copy only. It never mutates its input and returns the
+very same object when nothing had to change, so the model-facing text, the artifacts and
+any transcript built from the original objects stay lossless.
+
+Sizes are JSON bytes: the UTF-8 length of the compact JSON serialization, measured with
+``budgetware.core.measure.json_string_bytes``. The cutting helpers below work in "payload
+bytes" (a string's JSON bytes without its two quotes), which add up over concatenation:
+the cost of ``a + b`` is the cost of ``a`` plus the cost of ``b``, because every code point
+is escaped on its own. That is what lets the cuts binary-search over slices of the part
+they keep instead of re-measuring from the start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from budgetware.core.allocate import allocate
+from budgetware.core.measure import json_string_bytes
+
+__all__ = [
+    "ACP_MARKER",
+    "BLOCK_SKELETON_BYTES",
+    "FIELD_BUDGET",
+    "HEADLESS_MARKER",
+    "content_array_bytes",
+    "json_prefix_length",
+    "json_suffix_length",
+    "payload_bytes",
+    "project_acp_frame",
+    "project_acp_update",
+    "project_headless_message",
+    "project_string",
+]
+
+#: Bytes allowed per eligible field, as compact UTF-8 JSON (quotes and wrappers included).
+FIELD_BUDGET = 65_536
+#: Inserted where ACP text was cut; 41 payload bytes (each newline is a 2-byte escape).
+ACP_MARKER = "\n[... truncated for ACP transport ...]\n"
+#: Inserted where headless text was cut; 46 payload bytes.
+HEADLESS_MARKER = "\n[... truncated for headless transport ...]\n"
+#: JSON bytes of one empty text block: ``{"type":"content","content":{"type":"text","text":""}}``.
+BLOCK_SKELETON_BYTES = 54
+# Share of the kept bytes that goes to the head; the tail (where errors and summaries
+# usually are) gets the rest.
+_HEAD_NUMERATOR, _HEAD_DENOMINATOR = 1, 5
+
+# Machine-parsed UI commands: cutting them would break the UI, so the update stays whole.
+_A2UI_TOOL = re.compile(r"(^|__)(present_ui|present_choices|a2ui_action)$")
+_TEXT_BLOCK_KEYS = frozenset({"type", "content"})
+_TEXT_KEYS = frozenset({"type", "text"})
+
+
+# -- cutting one string ---------------------------------------------------------------------
+
+
+def payload_bytes(s: str, limit: int | None = None) -> int:
+    """JSON bytes of ``s`` without the quotes; with ``limit``, any value above it once over."""
+    return json_string_bytes(s, None if limit is None else limit + 2) - 2
+
+
+def _is_pair(high: str, low: str) -> bool:
+    return "\ud800" <= high <= "\udbff" and "\udc00" <= low <= "\udfff"
+
+
+def json_prefix_length(s: str, size: int) -> int:
+    """Length of the longest prefix of ``s`` within ``size`` payload bytes.
+
+    Never ends between the two halves of a surrogate pair held as two code points; a lone
+    surrogate counts as its 6-byte escape. Work is proportional to ``size``, not ``len(s)``:
+    each character costs at least one byte, so only ``s[:size]`` can matter.
+    """
+    if size <= 0 or not s:
+        return 0
+    window = s[:size]
+    cost = payload_bytes(window)
+    if cost <= size:
+        k = len(window)
+    else:
+        k = _largest_fitting(window, size, cost, from_end=False)
+    if 0 < k < len(s) and _is_pair(s[k - 1], s[k]):
+        k -= 1
+    return k
+
+
+def json_suffix_length(s: str, size: int) -> int:
+    """Length of the longest suffix of ``s`` within ``size`` payload bytes (see the prefix)."""
+    if size <= 0 or not s:
+        return 0
+    window = s[-size:]
+    cost = payload_bytes(window)
+    if cost <= size:
+        k = len(window)
+    else:
+        k = _largest_fitting(window, size, cost, from_end=True)
+    start = len(s) - k
+    if k > 0 and start > 0 and _is_pair(s[start - 1], s[start]):
+        k -= 1
+    return k
+
+
+def _largest_fitting(window: str, size: int, window_cost: int, *, from_end: bool) -> int:
+    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``.
+
+    Invariant: ``k = lo`` fits with cost ``lo_cost``, ``k = hi`` does not (cost ``hi_cost``).
+    Steps alternate between interpolation (exact in one step for text of uniform cost, such
+    as all-CJK) and bisection (which bounds the step count by 2·log2). Only the slice between
+    ``lo`` and the probe is measured, so the whole search reads about one window's worth.
+    """
+    lo, lo_cost, hi, hi_cost = 0, 0, len(window), window_cost
+    n = len(window)
+    interpolate = True
+    while hi - lo > 1:
+        if interpolate:
+            mid = lo + (hi - lo) * (size - lo_cost) // (hi_cost - lo_cost)
+            mid = min(max(mid, lo + 1), hi - 1)
+        else:
+            mid = (lo + hi) // 2
+        interpolate = not interpolate
+        piece = window[n - mid : n - lo] if from_end else window[lo:mid]
+        cost = lo_cost + payload_bytes(piece)
+        if cost <= size:
+            lo, lo_cost = mid, cost
+            if cost == size:
+                break
+        else:
+            hi, hi_cost = mid, cost
+    return lo
+
+
+def project_string(s: str, budget: int, marker: str) -> str:
+    """Bound ``s`` to ``budget`` JSON bytes (quotes included), cutting out of the middle.
+
+    Returns ``s`` itself when it fits. Otherwise keeps the longest prefix within 20 % and
+    the longest suffix within 80 % of the bytes left after the marker, joined by the marker;
+    when the marker alone does not fit, the longest fitting prefix and no marker.
+    """
+    if json_string_bytes(s, limit=budget) <= budget:
+        return s
+    room = budget - 2
+    marker_bytes = payload_bytes(marker)
+    if room < marker_bytes:
+        return s[: json_prefix_length(s, room)]
+    source = room - marker_bytes
+    head = source * _HEAD_NUMERATOR // _HEAD_DENOMINATOR
+    tail = source - head
+    keep_tail = json_suffix_length(s, tail)
+    return s[: json_prefix_length(s, head)] + marker + s[len(s) - keep_tail :]
+
+
+# -- ACP ------------------------------------------------------------------------------------
+
+
+def content_array_bytes(texts: Sequence[str]) -> int:
+    """JSON bytes of a ``content`` array of text blocks holding ``texts``."""
+    n = len(texts)
+    skeleton = 2 + BLOCK_SKELETON_BYTES * n + max(n - 1, 0)
+    return skeleton + sum(payload_bytes(t) for t in texts)
+
+
+def _text_block_text(block: Any) -> str | None:
+    """The text of ``{"type":"content","content":{"type":"text","text":str}}``, else None."""
+    if not isinstance(block, dict) or block.keys() != _TEXT_BLOCK_KEYS:
+        return None
+    if block["type"] != "content":
+        return None
+    inner = block["content"]
+    if not isinstance(inner, dict) or inner.keys() != _TEXT_KEYS or inner["type"] != "text":
+        return None
+    text = inner["text"]
+    return text if isinstance(text, str) else None
+
+
+def _is_a2ui(update: dict[str, Any]) -> bool:
+    meta = update.get("_meta")
+    if not isinstance(meta, dict):
+        return False
+    server_id = meta.get("serverId")
+    if isinstance(server_id, str) and "a2ui" in server_id.lower():
+        return True
+    tool_name = meta.get("toolName")
+    return isinstance(tool_name, str) and _A2UI_TOOL.search(tool_name) is not None
+
+
+def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
+    # Copies of both levels, keeping the key order of the original block.
+    new_block = dict(block)
+    inner = dict(block["content"])
+    inner["text"] = text
+    new_block["content"] = inner
+    return new_block
+
+
+def _project_text_blocks(
+    blocks: list[Any], texts: list[str], budget: int, marker: str
+) -> list[Any]:
+    """Bound a list of text blocks to ``budget`` bytes as one array; same list if it fits."""
+    n = len(blocks)
+    skeleton = 2 + BLOCK_SKELETON_BYTES * n + max(n - 1, 0)
+    marker_bytes = payload_bytes(marker)
+    room = budget - skeleton
+    # A block longer than the whole budget can never be kept whole, so its size is only
+    # needed up to there: payload_bytes stops early past the limit.
+    sizes = [min(payload_bytes(t, limit=budget), budget) for t in texts]
+    if room >= 0 and sum(sizes) <= room:
+        return blocks
+    minimums = [min(size, marker_bytes) for size in sizes]
+    if room < 0 or sum(minimums) > room:
+        return [{"type": "content", "content": {"type": "text", "text": marker}}]
+    extra = allocate([size - low for size, low in zip(sizes, minimums)], room - sum(minimums))
+    out = list(blocks)
+    for i, (size, low, more) in enumerate(zip(sizes, minimums, extra)):
+        share = low + more
+        if share < size:
+            out[i] = _with_text(blocks[i], project_string(texts[i], share + 2, marker))
+    return out
+
+
+def project_acp_update(update: dict[str, Any], budget: int = FIELD_BUDGET) -> dict[str, Any]:
+    """Bound the textual ``content`` and string ``rawOutput`` of an ACP ``tool_call_update``.
+
+    Every other update, A2UI tool output, and non-text content (diff, terminal, media, blocks
+    with extra keys) come back as the same object. A changed update is a shallow copy that
+    shares ``_meta`` and every untouched block with the input.
+    """
+    if not isinstance(update, dict) or update.get("sessionUpdate") != "tool_call_update":
+        return update
+    if _is_a2ui(update):
+        return update
+    content = update.get("content")
+    raw = update.get("rawOutput")
+    texts: list[str] | None = None
+    if isinstance(content, list):
+        texts = []
+        for block in content:
+            text = _text_block_text(block)
+            if text is None:
+                texts = None
+                break
+            texts.append(text)
+    new_content = content
+    new_raw = raw
+    if texts is not None:
+        assert isinstance(content, list)
+        new_content = _project_text_blocks(content, texts, budget, ACP_MARKER)
+    if isinstance(raw, str):
+        if texts is not None and len(texts) == 1 and raw == texts[0]:
+            # The same output twice: cut it once so that the editor shows one text.
+            if new_content is not content:
+                assert isinstance(new_content, list)
+                new_raw = _text_block_text(new_content[0])
+        else:
+            new_raw = project_string(raw, budget, ACP_MARKER)
+    if new_content is content and new_raw is raw:
+        return update
+    projected = dict(update)
+    if new_content is not content:
+        projected["content"] = new_content
+    if new_raw is not raw:
+        projected["rawOutput"] = new_raw
+    return projected
+
+
+def project_acp_frame(frame: dict[str, Any], budget: int = FIELD_BUDGET) -> dict[str, Any]:
+    """Project the update of a JSON-RPC ``session/update`` notification; other frames as is."""
+    if not isinstance(frame, dict) or frame.get("method") != "session/update":
+        return frame
+    params = frame.get("params")
+    if not isinstance(params, dict):
+        return frame
+    update = params.get("update")
+    if not isinstance(update, dict):
+        return frame
+    projected = project_acp_update(update, budget)
+    if projected is update:
+        return frame
+    new_params = dict(params)
+    new_params["update"] = projected
+    new_frame = dict(frame)
+    new_frame["params"] = new_params
+    return new_frame
+
+
+# -- headless -------------------------------------------------------------------------------
+
+
+def project_headless_message(
+    message: dict[str, Any], budget: int = FIELD_BUDGET
+) -> dict[str, Any]:
+    """Bound the string ``content`` of each ``tool_result`` block of a headless user message.
+
+    Each block is bounded on its own; ``is_error`` and everything else are kept. Returns the
+    same object when nothing changed, otherwise copies along the path to the changed blocks.
+    """
+    inner = message.get("message")
+    if not isinstance(inner, dict):
+        return message
+    blocks = inner.get("content")
+    if not isinstance(blocks, list):
+        return message
+    new_blocks: list[Any] | None = None
+    for i, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        text = block.get("content")
+        if not isinstance(text, str):
+            continue
+        cut = project_string(text, budget, HEADLESS_MARKER)
+        if cut is text:
+            continue
+        if new_blocks is None:
+            new_blocks = list(blocks)
+        new_block = dict(block)
+        new_block["content"] = cut
+        new_blocks[i] = new_block
+    if new_blocks is None:
+        return message
+    new_inner = dict(inner)
+    new_inner["content"] = new_blocks
+    projected = dict(message)
+    projected["message"] = new_inner
+    return projected

@@ -1,0 +1,307 @@
+"""Transports that bound the tool results in each outgoing request, for httpx and httpx2 alike."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from types import ModuleType, TracebackType
+from typing import Any, Protocol, TypeVar, cast
+
+from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
+from budgetware.core.errors import BudgetwareWarning, fail_open
+from budgetware.diagnostics import recorder as _recorder
+from budgetware.http.context import bounded_above
+from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.http.hooks import rewrite_response
+from budgetware.wire.body import finalize_body
+from budgetware.wire.signing import signed_header_names
+
+__all__ = [
+    "HANDLED_EXTENSION",
+    "AsyncBudgetTransport",
+    "BudgetTransport",
+    "is_handled",
+    "library_of",
+    "mark_handled",
+    "off_loop",
+    "prepare_request",
+]
+
+logger = logging.getLogger("budgetware")
+
+# Set on a request that one layer already bounded, so a lower layer leaves it alone.
+HANDLED_EXTENSION = "budgetware.handled"
+_LIBRARIES = ("httpx", "httpx2")
+
+
+class HttpLibrary(Protocol):
+    """What budgetware uses of an HTTP library module: httpx and httpx2 both provide it."""
+
+    Request: Any
+    RequestNotRead: type[Exception]
+
+
+# --- the one code path shared by the transports and instrument() ---------------------------
+
+
+def library_of(obj: object) -> ModuleType | None:
+    """The httpx or httpx2 module that ``obj``'s class comes from, without importing any."""
+    for klass in type(obj).__mro__:
+        root = klass.__module__.partition(".")[0]
+        if root in _LIBRARIES:
+            return sys.modules.get(root)
+    return None
+
+
+_WARNED_LOCK = threading.Lock()
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
+_WARNED_IDS: set[int] = set()
+
+
+def _warn_signed_once(owner: object, host: str) -> None:
+    with _WARNED_LOCK:
+        try:
+            if owner in _WARNED:
+                return
+            _WARNED.add(owner)
+        except TypeError:  # an owner that cannot be weakly referenced: remember its id
+            if id(owner) in _WARNED_IDS:
+                return
+            _WARNED_IDS.add(id(owner))
+    warnings.warn(
+        f"budgetware: requests to {host} are signed (AWS SigV4) and pass through unbounded: "
+        "changing a signed body would break its signature. Bound them before they are signed: "
+        "anthropic.AnthropicBedrock(middleware=[budgetware.integrations.anthropic."
+        "budget_middleware()]), or your SDK's own request hook (see docs/sdks.md).",
+        BudgetwareWarning,
+        stacklevel=3,
+    )
+
+
+def prepare_request(
+    request: Any,
+    lib: ModuleType,
+    base: BudgetConfig | None,
+    owner: object,
+) -> Any:
+    """The request to send instead of ``request``: bounded, without ``x-budgetware-*`` headers.
+
+    Returns ``request`` itself when nothing changes. ``owner`` (a transport or a client)
+    is who warns once about signed requests.
+    """
+    library = cast(HttpLibrary, lib)
+    headers = request.headers
+    url = str(request.url)
+    own = [name for name in headers if name.lower().startswith(REQUEST_HEADER_PREFIX)]
+    signed = signed_header_names(headers, url)
+    if signed is not None:
+        _warn_signed_once(owner, request.url.host)
+        # Removing a header the signature covers would break it as surely as a new body.
+        strip = [name for name in own if name.lower() not in signed]
+        if not strip:
+            return request
+        try:
+            return _rebuild(library, request, request.content, strip)
+        except library.RequestNotRead:
+            return _rebuild_headers_only(request, strip)
+    try:
+        body = request.content
+    except library.RequestNotRead:  # a streaming body: not ours to buffer
+        return _rebuild_headers_only(request, own) if own else request
+    overrides = header_overrides(headers) if own else {}
+    config = _effective_config(base, overrides)
+    new_body = body
+    if config is not None and config.enabled and body:
+        try:
+            new_body = finalize_body(url, body, headers=headers, config=config)
+        except Exception:
+            fail_open("bound a request", config=config)
+            new_body = body
+    _recorder.submitted(url, new_body)  # http_wire diagnostic and record; off: two checks
+    if new_body is body and not own:
+        return request
+    return _rebuild(library, request, new_body, own)
+
+
+def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> BudgetConfig | None:
+    try:
+        return resolve_config(base, request_overrides=overrides)
+    except ConfigError:
+        # Configuration mistakes surface when a transport or instrument() is set up; one
+        # that appears later (the environment changed) must not break the call.
+        # A ConfigError names the setting and its value, never request content.
+        logger.warning("budgetware: %s; request sent unchanged", sys.exc_info()[1])
+        return None
+
+
+def _rebuild(library: HttpLibrary, request: Any, body: bytes, drop: list[str]) -> Any:
+    dropped = {name.lower() for name in drop} | {"content-length"}
+    headers = [
+        (key, value)
+        for key, value in request.headers.raw
+        if key.decode("latin-1").lower() not in dropped
+    ]
+    # The library adds the Content-Length of the new body itself.
+    return library.Request(
+        request.method,
+        request.url,
+        headers=headers,
+        content=body,
+        extensions=dict(request.extensions),
+    )
+
+
+def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
+    # A streaming body cannot be read twice: the only way left is to edit the headers.
+    for name in drop:
+        del request.headers[name]
+    return request
+
+
+def is_handled(request: Any) -> bool:
+    """Whether a layer above already bounded ``request``."""
+    return bool(request.extensions.get(HANDLED_EXTENSION))
+
+
+def mark_handled(request: Any) -> None:
+    """Tell the layers below that ``request`` is bounded already."""
+    request.extensions[HANDLED_EXTENSION] = True
+
+
+# --- the transports ------------------------------------------------------------------------
+
+
+_CONCRETE_LOCK = threading.Lock()
+_CONCRETE: dict[tuple[type, str], type] = {}
+
+
+class _TransportBase:
+    """State and forwarding shared by the sync and async transports.
+
+    ``BudgetTransport(inner)`` returns an instance of a subclass that also derives from the
+    inner transport's library base class (``httpx.BaseTransport`` or
+    ``httpx2.AsyncBaseTransport``, ...), built the first time that library is seen: code
+    that checks ``isinstance(transport, httpx2.BaseTransport)`` accepts it, and neither
+    library is imported by budgetware itself.
+    """
+
+    lib: ModuleType | None = None
+    """The HTTP library module (httpx or httpx2), learned from the inner transport."""
+    _library_base = "BaseTransport"
+
+    def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Any:
+        lib = library_of(inner)
+        if lib is None or cls.lib is not None:
+            return super().__new__(cls)
+        key = (cls, lib.__name__)
+        with _CONCRETE_LOCK:
+            concrete = _CONCRETE.get(key)
+            if concrete is None:
+                base = getattr(lib, cls._library_base)
+                namespace = {"lib": lib, "__module__": cls.__module__}
+                concrete = type(cls.__name__, (cls, base), namespace)
+                _CONCRETE[key] = concrete
+        return super().__new__(concrete)
+
+    def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
+        if config is not None and not isinstance(config, BudgetConfig):
+            raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
+        resolve_config(config)  # a configuration mistake fails here, not on a request
+        self.inner = inner
+        self.config = config
+
+    def _prepare(self, request: Any) -> Any:
+        if is_handled(request) or bounded_above():
+            return request
+        lib = self.lib or library_of(request)
+        if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
+            return request
+        prepared = prepare_request(request, lib, self.config, self)
+        return prepared
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+
+class BudgetTransport(_TransportBase):
+    """A sync transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
+
+    def handle_request(self, request: Any) -> Any:
+        """Bound the request body, send it through the inner transport."""
+        handled = is_handled(request)
+        outgoing = request if handled else self._prepare(request)
+        response = self.inner.handle_request(outgoing)
+        return response if handled else rewrite_response(outgoing, response)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> BudgetTransport:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        self.inner.__exit__(exc_type, exc_value, traceback)
+
+
+# Bounding a large body parses it, hashes each cut output and may write (and fsync)
+# artifacts: milliseconds to tens of milliseconds that must not stall an event loop serving
+# other requests. Above this size the async paths do it in a worker thread (a thread hop
+# costs tens of microseconds, far below a parse of this size).
+OFFLOAD_BYTES = 1 << 20
+
+T = TypeVar("T")
+
+
+async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in a worker thread when ``request`` carries a large body.
+
+    The thread sees the caller's context variables (``budget(...)`` blocks), as anyio
+    copies the context into it.
+    """
+    try:
+        size = int(request.headers.get("content-length") or 0)
+    except (AttributeError, ValueError):
+        size = 0
+    if size < OFFLOAD_BYTES:
+        return fn(*args)
+    import anyio.to_thread  # httpx and httpx2 both depend on anyio
+
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+class AsyncBudgetTransport(_TransportBase):
+    """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
+
+    _library_base = "AsyncBaseTransport"
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Bound the request body, send it through the inner transport."""
+        handled = is_handled(request)
+        outgoing = request if handled else await off_loop(request, self._prepare, request)
+        response = await self.inner.handle_async_request(outgoing)
+        return response if handled else rewrite_response(outgoing, response)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> AsyncBudgetTransport:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self.inner.__aexit__(exc_type, exc_value, traceback)

@@ -1,0 +1,1 @@
+"""The MCP producer boundary: ``tools/call`` results bounded where they enter the agent."""

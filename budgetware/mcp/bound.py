@@ -1,0 +1,467 @@
+"""Bounding one MCP ``tools/call`` result where it enters the agent (the producer boundary)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from budgetware.core.allocate import allocate
+from budgetware.core.artifacts import ArtifactStore, text_key
+from budgetware.core.config import ENV_PREFIX, ConfigError, resolve_config
+from budgetware.core.fit import fit_text
+from budgetware.core.jsonio import dumps_bytes
+from budgetware.core.measure import Unit, json_string_bytes, measure
+from budgetware.diagnostics import events as diagnostics
+from budgetware.store.local import store_for
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_RESULT_BUDGET",
+    "META_ARTIFACTS",
+    "BoundResult",
+    "McpBudget",
+    "McpServerBudget",
+    "bound_response_message",
+    "bound_tool_result",
+    "default_store",
+]
+
+logger = logging.getLogger("budgetware")
+
+# One result may use half of the default model-facing batch budget (200,000 chars): two
+# oversized results of one turn then still reach the model without a second cut.
+DEFAULT_RESULT_BUDGET = 100_000
+# The mcp client refuses a server-sent event larger than this many UTF-8 bytes
+# (mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE; a test pins the two together).
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+# Room kept under the event limit for the SSE field lines around the JSON (event, id, data).
+SSE_FRAMING_RESERVE = 1024
+# The _meta entry naming the artifacts that hold the full output of a bounded result.
+META_ARTIFACTS = "budgetware/artifacts"
+# Strings of structuredContent this short are identifiers, enums and the like: never cut.
+_MIN_STRUCTURED_SLOT = 64
+
+_ENV_MCP = ENV_PREFIX + "MCP_"
+_V = TypeVar("_V")
+
+
+class McpServerBudget(BaseModel):
+    """Overrides for one MCP server: its default result budget and per-tool budgets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result_budget: int | None = Field(
+        None, description="Budget per tools/call result of this server; None: the global one."
+    )
+    tools: dict[str, int] = Field(
+        default_factory=dict, description="Tool name (or fnmatch pattern) -> result budget."
+    )
+
+
+class McpBudget(BaseModel):
+    """How MCP tool results are bounded as they arrive, independent of the batch budget.
+
+    ``result_budget`` (characters, or ``unit``) applies to the distinct text of one
+    ``tools/call`` result: its text blocks and the long strings of its
+    ``structuredContent``; 0 or less disables it. ``max_message_bytes`` is the most a
+    rewritten result message may take on the wire (the mcp client's SSE event limit);
+    it always applies, even when the result budget is disabled; 0 or less disables it.
+    Overrides: ``servers`` by server name or URL, then ``tools`` by tool name; the most
+    specific one wins (server+tool, server, tool, default).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result_budget: int = Field(DEFAULT_RESULT_BUDGET, description="Per tools/call result.")
+    unit: Unit = Field(
+        "chars",
+        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+    )
+    max_message_bytes: int = Field(
+        DEFAULT_MAX_MESSAGE_BYTES, description="Largest rewritten result message, in bytes."
+    )
+    tools: dict[str, int] = Field(
+        default_factory=dict, description="Tool name (or fnmatch pattern) -> result budget."
+    )
+    servers: dict[str, McpServerBudget] = Field(
+        default_factory=dict, description="Server name or URL (or pattern) -> overrides."
+    )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> McpBudget:
+        """Defaults, then ``BUDGETWARE_MCP_*`` variables, then ``overrides``.
+
+        ``BUDGETWARE_MCP_RESULT_BUDGET``, ``BUDGETWARE_MCP_UNIT``,
+        ``BUDGETWARE_MCP_MAX_MESSAGE_BYTES``, and ``BUDGETWARE_MCP_TOOLS`` /
+        ``BUDGETWARE_MCP_SERVERS`` as JSON objects.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = env.get(_ENV_MCP + name.upper())
+            if raw is None:
+                continue
+            if name in ("tools", "servers"):
+                try:
+                    values[name] = json.loads(raw)
+                except ValueError as exc:
+                    raise ConfigError(f"{_ENV_MCP}{name.upper()}: not a JSON object") from exc
+            else:
+                values[name] = raw
+        values.update(overrides)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid budgetware MCP setting: {exc}") from None
+
+    def names_server(self, name: str) -> bool:
+        """Whether ``servers`` has overrides for this server name or URL."""
+        return _match(self.servers, name) is not None
+
+    def budget_for(self, server: str | None = None, tool: str | None = None) -> int:
+        """The result budget for one tool of one server (most specific override wins)."""
+        overrides = _match(self.servers, server) if server else None
+        if overrides is not None:
+            if tool is not None:
+                by_tool = _match(overrides.tools, tool)
+                if by_tool is not None:
+                    return by_tool
+            if overrides.result_budget is not None:
+                return overrides.result_budget
+        if tool is not None:
+            by_tool = _match(self.tools, tool)
+            if by_tool is not None:
+                return by_tool
+        return self.result_budget
+
+
+def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
+    if name is None or not table:
+        return None
+    if name in table:
+        return table[name]
+    for pattern, value in table.items():
+        if fnmatch.fnmatchcase(name, pattern):
+            return value
+    return None
+
+
+def default_store() -> tuple[ArtifactStore, bool]:
+    """The store the finalizer uses too (so decisions are found), and whether to persist."""
+    config = resolve_config()
+    store = store_for(
+        config.resolved_artifact_dir(), config.max_artifact_bytes, config.max_store_bytes
+    )
+    return store, config.persist
+
+
+@dataclass(frozen=True)
+class BoundResult:
+    """What bounding one result did: the result to deliver and the references it names.
+
+    ``refs`` is None when nothing changed (``result`` is then the very same object).
+    """
+
+    result: Any
+    refs: tuple[str, ...] | None
+
+
+# A place in the result that holds one string: (container, key or index).
+_Where = tuple[Any, Any]
+
+
+@diagnostics.observes_mcp_results
+def bound_tool_result(
+    result: Any,
+    *,
+    budget: int,
+    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    reserve_bytes: int = 0,
+    store: ArtifactStore | None = None,
+    persist: bool = True,
+    unit: Unit = "chars",
+) -> BoundResult:
+    """Bound one ``tools/call`` result dict; the input is never modified.
+
+    Text blocks and long strings of ``structuredContent`` are the slots: equal strings are
+    one slot and get one bounded value (servers repeat a string result in both places),
+    keys and types are kept, media, resources, ``isError`` and ``_meta`` are left alone
+    (``_meta`` gains ``budgetware/artifacts``). The full output is persisted once; every
+    bounded text is recorded as decided in ``store`` so the finalizer downstream reuses the
+    reference. The serialized result plus ``reserve_bytes`` stays within ``max_bytes``.
+    """
+    if not isinstance(result, dict):
+        return BoundResult(result, None)
+    places: dict[str, list[_Where]] = {}
+    text_blocks: list[str] = []
+    content = result.get("content")
+    if isinstance(content, list):
+        for index, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    text_blocks.append(text)
+                    places.setdefault(text, []).append((index, "text"))
+    structured = result.get("structuredContent")
+    structured_values: set[str] = set()
+    if isinstance(structured, (dict, list)):
+        for container, key, value in _strings(structured):
+            if len(value) >= _MIN_STRUCTURED_SLOT:
+                structured_values.add(value)
+                places.setdefault(value, []).append((container, key))
+    values = list(places)
+    lengths = [measure(v, unit) for v in values]
+    total = sum(lengths)
+    limit = max_bytes - reserve_bytes if max_bytes > 0 else None
+    size = len(dumps_bytes(result)) if limit is not None else 0
+    over_budget = budget > 0 and total > budget
+    if not over_budget and (limit is None or size <= limit):
+        return BoundResult(result, None)
+
+    artifacts = _Artifacts(store if persist else None, text_blocks, structured)
+    counts = [len(places[v]) for v in values]
+    effective = budget if over_budget else total
+    # Bytes of the result that are not slot text: what is left is the room for the slots.
+    fixed = size - sum(n * (json_string_bytes(v) - 2) for v, n in zip(values, counts))
+    room = None if limit is None else limit - fixed - 512  # 512: the _meta entry we add
+    bounded: dict[str, str] = {}
+    for _ in range(32):
+        allocation = allocate(lengths, max(effective, 0))
+        cut = [v for v, a, n in zip(values, allocation, lengths) if a < n]
+        refs = artifacts.refs_for(cut, structured_values)
+        bounded = {
+            v: (fit_text(v, a, refs=refs, unit=unit) if a < n else v)
+            for v, a, n in zip(values, allocation, lengths)
+        }
+        if room is None:
+            break
+        used = sum(n * (json_string_bytes(bounded[v]) - 2) for v, n in zip(values, counts))
+        if used <= room:
+            break
+        if effective <= 0 or room <= 0:
+            return _fallback(result, artifacts, limit, store)
+        # Shrink in proportion to the overshoot (escapes and multi-byte text make bytes
+        # exceed characters); the loop settles in a few steps.
+        effective = min(effective - 1, int(effective * room / used * 0.97))
+    else:  # pragma: no cover - the proportional shrink settles long before
+        return _fallback(result, artifacts, limit, store)
+
+    new = _rebuild(result, places, bounded, structured is not None)
+    refs = artifacts.refs_for([v for v in values if bounded[v] != v], structured_values)
+    meta = dict(new["_meta"]) if isinstance(new.get("_meta"), dict) else {}
+    meta[META_ARTIFACTS] = list(refs)
+    new["_meta"] = meta
+    _record(store, refs, [bounded[v] for v in values if bounded[v] != v], new)
+    return BoundResult(new, refs)
+
+
+def bound_response_message(
+    message: Any,
+    *,
+    budget: int,
+    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    reserve_bytes: int = 0,
+    store: ArtifactStore | None = None,
+    persist: bool = True,
+    unit: Unit = "chars",
+) -> Any:
+    """A JSON-RPC response message with its result bounded; the same object if unchanged.
+
+    ``max_bytes`` applies to the whole serialized message plus ``reserve_bytes``.
+    """
+    if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
+        return message
+    envelope = len(dumps_bytes({**message, "result": {}})) - 2
+    outcome = bound_tool_result(
+        message["result"],
+        budget=budget,
+        max_bytes=max_bytes,
+        reserve_bytes=reserve_bytes + envelope,
+        store=store,
+        persist=persist,
+        unit=unit,
+    )
+    if outcome.refs is None:
+        return message
+    return {**message, "result": outcome.result}
+
+
+def _strings(value: Any) -> list[tuple[Any, Any, str]]:
+    """Every string leaf of a JSON value with its container and key (keys never change)."""
+    found: list[tuple[Any, Any, str]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            if isinstance(child, str):
+                found.append((node, key, child))
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
+    return found
+
+
+def _rebuild(
+    result: dict[str, Any],
+    places: dict[str, list[_Where]],
+    bounded: dict[str, str],
+    has_structured: bool,
+) -> dict[str, Any]:
+    """A copy of ``result`` with every slot replaced; untouched parts stay the same objects."""
+    new = dict(result)
+    content = result.get("content")
+    if isinstance(content, list):
+        blocks = list(content)
+        for index, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str) and bounded.get(text, text) != text:
+                    blocks[index] = {**block, "text": bounded[text]}
+        new["content"] = blocks
+    if has_structured:
+        changed = {
+            (id(container), key): bounded[value]
+            for value, where in places.items()
+            if bounded[value] != value
+            for container, key in where
+            if not isinstance(container, int)
+        }
+        if changed:
+            new["structuredContent"] = _copy_replacing(result["structuredContent"], changed)
+    return new
+
+
+def _copy_replacing(node: Any, changed: dict[tuple[int, Any], str]) -> Any:
+    # Copies every container (cheap next to the strings it holds); strings are shared.
+    if isinstance(node, dict):
+        return {
+            k: changed.get((id(node), k), v) if isinstance(v, str) else _copy_replacing(v, changed)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [
+            changed.get((id(node), i), v) if isinstance(v, str) else _copy_replacing(v, changed)
+            for i, v in enumerate(node)
+        ]
+    return node
+
+
+class _Artifacts:
+    """Persists the full output lazily and at most once per kind, never raising."""
+
+    def __init__(self, store: ArtifactStore | None, texts: list[str], structured: Any) -> None:
+        self._store = store
+        self._full_text = "\n\n".join(texts)
+        self._text_blocks = set(texts)
+        self._has_text = bool(texts)
+        self._structured = structured
+        self._refs: dict[str, tuple[str, ...]] = {}
+
+    def refs_for(self, cut: list[str], structured_values: set[str]) -> tuple[str, ...]:
+        """The references of the full output, given which slot values are cut."""
+        refs: list[str] = []
+        # The joined text blocks hold every cut text block, and often a cut structured
+        # string too (servers repeat a string result in both places).
+        if self._has_text and any(self._in_text(v) for v in cut):
+            refs += self._put("text", lambda: self._full_text)
+        # A cut structured string the text does not hold needs the structured content
+        # persisted as well (structured-only results, or values the text lacks).
+        if any(v in structured_values and not self._in_text(v) for v in cut):
+            refs += self._put("structured", lambda: dumps_bytes(self._structured).decode())
+        return tuple(refs)
+
+    def _in_text(self, value: str) -> bool:
+        # A whole text block is in the joined text by construction: skip the substring
+        # search, which costs a scan of megabytes for a large result.
+        return value in self._text_blocks or value in self._full_text
+
+    def put_whole(self, result: Any) -> tuple[str, ...]:
+        return self._put("result", lambda: dumps_bytes(result).decode())
+
+    def _put(self, kind: str, text: Callable[[], str]) -> tuple[str, ...]:
+        if kind in self._refs:
+            return self._refs[kind]
+        refs: tuple[str, ...] = ()
+        if self._store is not None:
+            try:
+                full = text()
+                refs = (self._store.put(full, key=text_key(full)),)
+            except Exception as exc:  # a store must never fail the call
+                logger.warning(
+                    "budgetware could not persist an MCP tool result (%s); bounded without "
+                    "a reference",
+                    type(exc).__name__,
+                )
+        self._refs[kind] = refs
+        return refs
+
+
+def _fallback(
+    result: dict[str, Any],
+    artifacts: _Artifacts,
+    limit: int | None,
+    store: ArtifactStore | None,
+) -> BoundResult:
+    """A result whose fixed parts (media, numbers) alone exceed the message limit.
+
+    The client would refuse it outright; an error result that names the artifact holding
+    the whole result is the most useful thing that still arrives.
+    """
+    refs = artifacts.put_whole(result)
+    full = dumps_bytes(result).decode()
+    meta = dict(result["_meta"]) if isinstance(result.get("_meta"), dict) else {}
+    meta[META_ARTIFACTS] = list(refs)
+    # The preview is JSON text inside JSON: its quotes double on the wire; halve until fits.
+    room = max((limit or 0) - len(dumps_bytes(meta)) - 256, 0)
+    allocation = room // 2
+    while True:
+        text = fit_text(full, allocation, refs=refs, unit="utf8_bytes")
+        if json_string_bytes(text) <= room or allocation == 0:
+            break
+        allocation //= 2
+    new = {"content": [{"type": "text", "text": text}], "isError": True, "_meta": meta}
+    _record(store, refs, [text], new)
+    return BoundResult(new, refs)
+
+
+def _record(
+    store: ArtifactStore | None,
+    refs: tuple[str, ...],
+    bounded_values: list[str],
+    new: dict[str, Any],
+) -> None:
+    """Tell the finalizer downstream, keyed by the bounded text, what was decided.
+
+    Agents hand a result to the model as its text blocks (one slot each, or joined), or as
+    the JSON of its structured content: each of those shapes is recorded, so whichever one
+    reaches the model is found without parsing any text. The original texts stay
+    undecided: the finalizer may still meet them whole from another path.
+    """
+    if store is None:
+        return
+    texts = [
+        b["text"]
+        for b in new.get("content", [])
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    shapes = list(bounded_values)
+    if len(texts) > 1:
+        shapes += ["\n\n".join(texts), "\n".join(texts), "".join(texts)]
+    structured = new.get("structuredContent")
+    if structured is not None:
+        shapes.append(dumps_bytes(structured).decode())
+        shapes.append(json.dumps(structured, ensure_ascii=False))
+        shapes.append(json.dumps(structured))
+    for key in dict.fromkeys(text_key(s) for s in shapes):
+        try:
+            store.record_decision(key, refs)
+        except Exception as exc:  # a store must never fail the call
+            logger.warning("budgetware could not record an MCP decision (%s)", type(exc).__name__)
+            return

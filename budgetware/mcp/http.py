@@ -1,0 +1,407 @@
+"""The HTTP-level MCP producer boundary: bound ``tools/call`` results in JSON and SSE responses.
+
+Library-neutral: works on httpx and httpx2 objects alike by duck typing and never imports
+either (the response's own library supplies the stream base classes). Importing this
+module registers ``rewrite_mcp_response`` with the HTTP layer's response hooks.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
+from typing import Any
+
+from budgetware.core.artifacts import ArtifactStore
+from budgetware.core.config import resolve_config
+from budgetware.core.errors import fail_open
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.http.hooks import register_response_rewriter
+from budgetware.http.transport import library_of
+from budgetware.mcp.bound import (
+    SSE_FRAMING_RESERVE,
+    McpBudget,
+    bound_response_message,
+    default_store,
+)
+
+__all__ = [
+    "configure_mcp",
+    "current_mcp_budget",
+    "rewrite_mcp_response",
+]
+
+
+# Set on a response this module produced, so a second layer (transport and send) skips it.
+EXTENSION = "budgetware_mcp"
+_TOOLS_CALL = b'"tools/call"'
+_DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+
+_configured: McpBudget | None = None
+
+
+def configure_mcp(budget: McpBudget | None) -> None:
+    """Set the process-wide MCP budget (``None``: read ``BUDGETWARE_MCP_*`` again)."""
+    global _configured
+    _configured = budget
+
+
+def current_mcp_budget() -> McpBudget:
+    """The process-wide MCP budget: the configured one, else from the environment."""
+    return _configured if _configured is not None else McpBudget.from_env()
+
+
+def rewrite_mcp_response(
+    request: Any,
+    response: Any,
+    *,
+    budget: McpBudget | None = None,
+    server: str | None = None,
+    store: ArtifactStore | None = None,
+) -> Any:
+    """The response with its ``tools/call`` result bounded; the same object otherwise.
+
+    Only a 200 answer to a POSTed JSON-RPC ``tools/call`` request with an
+    ``application/json`` or ``text/event-stream`` body is touched. A streaming response
+    is wrapped, not read: its events go through one by one as they complete, and only the
+    event holding this call's result is rewritten. Compressed bodies are decoded first;
+    the new response has no ``Content-Encoding`` or ``Content-Length``.
+    """
+    call = _tools_call(request, response)
+    if call is None:
+        return response
+    call_id, tool = call
+    budget = budget or current_mcp_budget()
+    limit = _result_budget(budget, server, request, tool)
+    if limit <= 0 and budget.max_message_bytes <= 0:
+        return response
+    if store is None:
+        store, persist = default_store()
+    else:
+        persist = resolve_config().persist
+
+    def bound(message: Any) -> Any:
+        return bound_response_message(
+            message,
+            budget=limit,
+            max_bytes=budget.max_message_bytes,
+            reserve_bytes=0,
+            store=store,
+            persist=persist,
+            unit=budget.unit,
+        )
+
+    content_type = response.headers.get("content-type", "").lower()
+    transform: Callable[[], _Transform]
+    if content_type.startswith("text/event-stream"):
+        max_bytes = budget.max_message_bytes
+
+        def transform() -> _Transform:
+            return _SseTransform(call_id, limit, max_bytes, store, persist, budget.unit)
+
+    else:
+
+        def transform() -> _Transform:
+            return _JsonTransform(call_id, bound)
+
+    return _replace(response, transform)
+
+
+def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
+    """(request id, tool name) when this exchange is one the MCP boundary rewrites."""
+    try:
+        if getattr(request, "method", None) != "POST" or response.status_code != 200:
+            return None
+        if response.extensions.get(EXTENSION):
+            return None
+        content_type = response.headers.get("content-type", "").lower()
+        if not content_type.startswith(("application/json", "text/event-stream")):
+            return None
+        # Streamable HTTP clients must accept both answers on every POST; model API
+        # requests do not, so their (large) bodies are never scanned.
+        if "text/event-stream" not in request.headers.get("accept", "").lower():
+            return None
+        body = request.content  # raises when the request body is a stream: not MCP
+    except Exception:
+        return None
+    if not isinstance(body, bytes) or _TOOLS_CALL not in body:
+        return None
+    try:
+        message = loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    if "id" not in message:
+        return None
+    params = message.get("params")
+    tool = params.get("name") if isinstance(params, dict) else None
+    return message["id"], tool if isinstance(tool, str) else None
+
+
+def _result_budget(budget: McpBudget, server: str | None, request: Any, tool: str | None) -> int:
+    if server is None and budget.servers:
+        url = request.url
+        # Overrides may name the endpoint URL or just its host[:port].
+        for name in (str(url.copy_with(query=None, fragment=None)), url.netloc.decode()):
+            if budget.names_server(name):
+                server = name
+                break
+    return budget.budget_for(server, tool)
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+# Bytes to deliver as they are, or a rewrite to run first (it may write an artifact: an
+# async stream runs it in a worker thread so the event loop never blocks on the disk).
+_Out = bytes | Callable[[], bytes]
+
+
+class _Transform:
+    """Turns the decoded body, chunk by chunk, into the bytes to deliver."""
+
+    def feed(self, chunk: bytes) -> list[_Out]:
+        raise NotImplementedError
+
+    def finish(self) -> list[_Out]:
+        raise NotImplementedError
+
+
+class _JsonTransform(_Transform):
+    """One JSON-RPC message: it has to be whole before it can be bounded."""
+
+    def __init__(self, call_id: Any, bound: Callable[[Any], Any]) -> None:
+        self._call_id = call_id
+        self._bound = bound
+        self._parts: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[_Out]:
+        self._parts.append(chunk)
+        return []
+
+    def finish(self) -> list[_Out]:
+        body = b"".join(self._parts)
+        return [partial(_guarded, body, partial(self._rewrite, body))]
+
+    def _rewrite(self, body: bytes) -> bytes:
+        message = loads(body)
+        if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
+            return body
+        bounded = self._bound(message)
+        return body if bounded is message else dumps_bytes(bounded)
+
+
+# A line ends with CRLF, LF or CR (the SSE grammar); a lone CR at the end of a chunk may
+# still be the first half of a CRLF, so it waits for the next chunk.
+_EOL = re.compile(rb"\r\n|\n|\r")
+
+
+class _SseTransform(_Transform):
+    """Passes every event through as soon as it is complete; rewrites only this call's result."""
+
+    def __init__(
+        self,
+        call_id: Any,
+        limit: int,
+        max_bytes: int,
+        store: ArtifactStore,
+        persist: bool,
+        unit: Any,
+    ) -> None:
+        self._call_id = call_id
+        self._limit = limit
+        self._max_bytes = max_bytes
+        self._store = store
+        self._persist = persist
+        self._unit = unit
+        self._buf = bytearray()
+        self._scan = 0  # where the search for the next line ending resumes
+        self._line_start = 0
+
+    def feed(self, chunk: bytes) -> list[_Out]:
+        self._buf += chunk
+        return self._events(final=False)
+
+    def finish(self) -> list[_Out]:
+        out = self._events(final=True)
+        if self._buf:
+            out.append(bytes(self._buf))  # an unterminated last event: the client drops it
+            self._buf.clear()
+        return out
+
+    def _events(self, *, final: bool) -> list[_Out]:
+        out: list[_Out] = []
+        buf = self._buf
+        while True:
+            match = _EOL.search(buf, self._scan)
+            if match is None:
+                self._scan = len(buf)
+                break
+            if match.group() == b"\r" and match.end() == len(buf) and not final:
+                self._scan = match.start()
+                break
+            empty = match.start() == self._line_start
+            self._scan = self._line_start = match.end()
+            if empty:
+                event = bytes(buf[: match.end()])
+                del buf[: match.end()]
+                self._scan = self._line_start = 0
+                if b'"result"' in event:
+                    out.append(partial(_guarded, event, partial(self._rewrite, event)))
+                else:
+                    out.append(event)  # not a response: through untouched, right away
+        return out
+
+    def _rewrite(self, event: bytes) -> bytes:
+        terminators = _EOL.findall(event)
+        try:
+            lines = [p.decode("utf-8") for p in _EOL.split(event)[: len(terminators)]]
+        except UnicodeDecodeError:
+            return event
+        data: list[str] = []
+        other_bytes = 0
+        kind = "message"
+        for line in lines:
+            if not line or line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data.append(value)
+            else:
+                other_bytes += len(line.encode("utf-8"))
+                if field == "event":
+                    kind = value
+        if kind != "message" or not data:
+            return event
+        try:
+            message = loads("\n".join(data))
+        except ValueError:
+            return event
+        if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
+            return event
+        size = other_bytes + sum(len(f"data: {d}".encode()) for d in data)
+        bounded = bound_response_message(
+            message,
+            budget=self._limit,
+            max_bytes=self._max_bytes,
+            reserve_bytes=other_bytes + SSE_FRAMING_RESERVE,
+            store=self._store,
+            persist=self._persist,
+            unit=self._unit,
+        )
+        if bounded is message and (self._max_bytes <= 0 or size <= self._max_bytes):
+            return event
+        # Over the limit only as the server spelled it (escapes, spaces): the same
+        # message re-serialized compactly may still fit, and is the same message.
+        payload = b"data: " + dumps_bytes(bounded)
+        out = bytearray()
+        wrote = False
+        for line, end in zip(lines, terminators):
+            if line.startswith("data:") or line == "data":
+                if not wrote:
+                    out += payload + end
+                    wrote = True
+                continue
+            out += line.encode("utf-8") + end
+        return bytes(out)
+
+
+def _guarded(original: bytes, rewrite: Callable[[], bytes]) -> bytes:
+    """The rewritten bytes; on an internal error the original ones, unless errors raise."""
+    try:
+        return rewrite()
+    except Exception:
+        fail_open("bound an MCP tool result")
+        return original
+
+
+_STREAM_CLASSES: dict[str, type] = {}
+_STREAM_LOCK = threading.Lock()
+
+
+def _stream_class(library: Any) -> type:
+    """A byte stream of the response's own library (httpx or httpx2) that applies a transform."""
+    name = library.__name__
+    with _STREAM_LOCK:
+        cls = _STREAM_CLASSES.get(name)
+        if cls is None:
+            cls = _STREAM_CLASSES[name] = type(
+                "BoundedMcpStream",
+                (_BoundedStream, library.SyncByteStream, library.AsyncByteStream),
+                {},
+            )
+        return cls
+
+
+class _BoundedStream:
+    """Reads the source response's decoded bytes and yields the transformed ones."""
+
+    def __init__(self, source: Any, transform: Callable[[], _Transform]) -> None:
+        self._source = source
+        self._transform = transform
+
+    def __iter__(self) -> Iterator[bytes]:
+        transform = self._transform()
+        for chunk in self._source.iter_bytes():
+            for out in transform.feed(chunk):
+                yield out if isinstance(out, bytes) else out()
+        for out in transform.finish():
+            yield out if isinstance(out, bytes) else out()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import anyio.to_thread  # every httpx/httpx2 install has it; works under trio too
+
+        transform = self._transform()
+        async for chunk in self._source.aiter_bytes():
+            for out in transform.feed(chunk):
+                yield out if isinstance(out, bytes) else await anyio.to_thread.run_sync(out)
+        for out in transform.finish():
+            yield out if isinstance(out, bytes) else await anyio.to_thread.run_sync(out)
+
+    def close(self) -> None:
+        self._source.close()
+
+    async def aclose(self) -> None:
+        await self._source.aclose()
+
+
+def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
+    """A new response of the same library whose body goes through ``transform``."""
+    library = library_of(response)
+    if library is None:  # not an httpx or httpx2 response: nothing we can rebuild
+        return response
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROP_HEADERS]
+    extensions = {**response.extensions, EXTENSION: True}
+    request = getattr(response, "_request", None)
+    if hasattr(response, "_content"):
+        # Already read (a non-streaming send): transform the whole body now.
+        run = transform()
+        outs = run.feed(response.content) + run.finish()
+        body = b"".join(out if isinstance(out, bytes) else out() for out in outs)
+        if body == response.content:
+            return response
+        new = type(response)(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=extensions,
+        )
+    else:
+        stream = _stream_class(library)(response, transform)
+        new = type(response)(
+            response.status_code,
+            headers=headers,
+            stream=stream,
+            request=request,
+            extensions=extensions,
+        )
+    new.default_encoding = response.default_encoding
+    return new
+
+
+register_response_rewriter(rewrite_mcp_response)

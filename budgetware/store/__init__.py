@@ -1,0 +1,1 @@
+"""Artifact stores: the local content-addressed directory, private files, lifecycle."""

@@ -1,0 +1,309 @@
+"""A local fake of the LLM provider APIs, so real SDKs can be driven and their requests inspected.
+
+Standard library only (it ships with the demo). One ``ThreadingHTTPServer`` on 127.0.0.1
+answers just enough of OpenAI Chat Completions and Responses, Anthropic Messages, Gemini,
+Ollama and Cohere v2 for the real client libraries to complete a call, streaming or not,
+and records every request it receives, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from budgetware.testing.apis import (
+    GEMINI_PATH,
+    ApiName,
+    RecordedRequest,
+    Reply,
+    ReplyPolicy,
+    default_policy,
+    detect_api,
+)
+from budgetware.testing.renderers import (
+    anthropic,
+    cohere,
+    gemini,
+    ollama,
+    openai_chat,
+    openai_responses,
+)
+from budgetware.testing.renderers.common import Rendered, Usage, error, json_body
+
+__all__ = ["FakeProvider"]
+
+
+def render(
+    api: ApiName, operation: str, path: str, body: dict[str, Any], raw: bytes, reply: Reply
+) -> Rendered:
+    if reply.status != 200:
+        return error(reply.status, reply.text or "fake provider error", "api_error")
+    usage = Usage(raw, reply)
+    model = str(body.get("model") or "fake-model")
+    stream = body.get("stream") is True
+    if api == "openai_chat":
+        return openai_chat.render(model, reply, usage, stream, body)
+    if api == "openai_responses":
+        return openai_responses.render(model, reply, usage, stream)
+    if api == "anthropic":
+        if operation == "count_tokens":
+            return json_body({"input_tokens": usage.input})
+        return anthropic.render(model, reply, usage, stream)
+    if api == "gemini":
+        m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/"))
+        model = m.group("model") if m else model
+        if operation == "countTokens":
+            return json_body({"totalTokens": usage.input})
+        query = parse_qs(urlsplit(path).query)
+        return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
+    if api == "ollama":
+        # The raw Ollama API streams unless told otherwise.
+        return ollama.render(model, reply, usage, body.get("stream", True) is not False)
+    return cohere.render(reply, usage, stream)
+
+
+# --- server --------------------------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Clients keep connections alive in their pools; stop() closes them itself instead of
+    # waiting for handler threads that may sit on an idle keep-alive connection.
+    block_on_close = False
+    allow_reuse_address = False
+
+    def __init__(self, provider: FakeProvider) -> None:
+        self.provider = provider
+        self.connections: set[socket.socket] = set()
+        self.handler_threads: set[threading.Thread] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind resolves the host name with socket.getfqdn, a reverse DNS
+        # lookup that can stall for seconds on a machine without a resolver.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = "127.0.0.1"
+        self.server_port = int(self.server_address[1])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    # HTTP/1.1 so the SDKs' keep-alive pools work as against a real API; every answer
+    # carries a Content-Length, so no chunked encoding is needed.
+    protocol_version = "HTTP/1.1"
+    server_version = "budgetware-fake-provider/1"
+    sys_version = ""
+    # An idle keep-alive connection gives up after this long, so no thread waits forever.
+    timeout = 30
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.conn_lock:
+            self.server.connections.add(self.connection)
+            self.server.handler_threads.add(threading.current_thread())
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.server.conn_lock:
+                self.server.connections.discard(self.connection)
+                self.server.handler_threads.discard(threading.current_thread())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Quiet: the default handler writes a line to stderr for every request.
+        return
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size_line = self.rfile.readline(65537)
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    # Trailers end with an empty line.
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(65537)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _serve(self) -> None:
+        try:
+            raw = self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            self._send(error(400, "unreadable request body"))
+            return
+        headers: dict[str, str] = {}
+        for name, value in self.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        detected = detect_api(self.path)
+        api = detected[0] if detected else None
+        self.server.provider._record(
+            RecordedRequest(self.command, self.path, headers, raw, api, time.time())
+        )
+        self._send(self.server.provider._answer(self.command, self.path, raw, detected))
+
+    def _send(self, rendered: Rendered) -> None:
+        try:
+            self.send_response(rendered.status)
+            self.send_header("Content-Type", rendered.content_type)
+            self.send_header("Content-Length", str(len(rendered.body)))
+            if rendered.content_type == "text/event-stream":
+                self.send_header("Cache-Control", "no-cache")
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(rendered.body)
+            self.wfile.flush()
+        except OSError:
+            # The client went away mid-answer: nothing to tell it.
+            self.close_connection = True
+
+
+class FakeProvider:
+    """A local fake of the LLM provider APIs that records every request.
+
+    Use it as a context manager (``with FakeProvider() as fp:``) or call ``start()`` and
+    ``stop()``. Point an SDK at ``fp.url``; read what it sent from ``fp.requests``.
+    ``reply`` decides each answer from ``(api, request_json)`` and may be swapped at any
+    time through the attribute of the same name.
+    """
+
+    def __init__(self, reply: ReplyPolicy | None = None) -> None:
+        self.reply: ReplyPolicy = reply or default_policy
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> FakeProvider:
+        """Listen on an ephemeral port of 127.0.0.1 and serve from a daemon thread."""
+        if self._server is not None:
+            return self
+        server = _Server(self)
+        thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"FakeProvider:{server.server_address[1]}",
+            daemon=True,
+        )
+        thread.start()
+        self._server, self._thread = server, thread
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, drop open keep-alive connections and close the listening socket."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._server = self._thread = None
+        server.shutdown()
+        with server.conn_lock:
+            connections = list(server.connections)
+            handlers = list(server.handler_threads)
+        for conn in connections:
+            # Wakes handler threads blocked on an idle keep-alive connection; they close
+            # the socket themselves on the way out.
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for handler in handlers:
+            handler.join(timeout=5)
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("FakeProvider is not running: call start() or use `with`")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``, without a trailing slash."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # recordings
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last(self) -> RecordedRequest:
+        """The most recent request (raises ``LookupError`` when there is none)."""
+        with self._lock:
+            if not self._requests:
+                raise LookupError("the fake provider has received no request")
+            return self._requests[-1]
+
+    def clear(self) -> None:
+        """Forget the recorded requests."""
+        with self._lock:
+            self._requests.clear()
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _answer(
+        self, method: str, path: str, raw: bytes, detected: tuple[ApiName, str] | None
+    ) -> Rendered:
+        if detected is None:
+            return error(404, f"no fake endpoint for {method} {urlsplit(path).path}", "not_found")
+        if method != "POST":
+            return error(405, f"{method} is not supported on {urlsplit(path).path}")
+        api, operation = detected
+        try:
+            body = json.loads(raw) if raw.strip() else None
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "the request body is not valid JSON")
+        if not isinstance(body, dict):
+            return error(400, "the request body must be a JSON object")
+        try:
+            reply = self.reply(api, body)
+        except Exception as exc:  # a broken test policy must not hang the SDK call
+            return error(500, f"reply policy failed: {exc!r}", "api_error")
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        return render(api, operation, path, body, raw, reply)

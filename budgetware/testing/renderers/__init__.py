@@ -1,0 +1,1 @@
+"""One renderer per provider API: the fake model's reply in that API's wire format."""

@@ -1,0 +1,155 @@
+"""Bounding the tool results inside one HTTP request body (the wire-format entry point)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+from budgetware.core.artifacts import ArtifactStore
+from budgetware.core.config import BudgetConfig, resolve_config
+from budgetware.core.errors import fail_open
+from budgetware.core.finalize import finalize_batch, guard_batch
+from budgetware.core.measure import measure
+from budgetware.store.local import store_for
+from budgetware.wire.detect import Batch, JsonPath, read_body
+from budgetware.wire.signing import signed_header_names
+from budgetware.wire.splice import replace_values
+
+__all__ = ["finalize_body", "is_untouchable"]
+
+logger = logging.getLogger("budgetware")
+
+_warned_signed = False
+
+
+def finalize_body(
+    url: str,
+    body: bytes,
+    *,
+    headers: Mapping[str, str] | None = None,
+    config: BudgetConfig | None = None,
+) -> bytes:
+    """Return ``body`` itself when nothing changes, else the body with bounded tool results.
+
+    ``config`` None means the configuration in effect (environment and ``budget(...)``
+    blocks). Every batch of the body is finalized, then guarded. An internal error returns
+    ``body`` unchanged and is logged, unless ``config.raise_errors`` is set.
+    """
+    if config is None:
+        config = resolve_config()
+    budget = config.batch_budget
+    # Every string inside a JSON text takes at least as many bytes there as it measures
+    # (one char is >= 1 byte; an escape is longer than the UTF-8 it stands for), so a body
+    # no longer than the budget cannot hold an over-budget batch: skip the parse.
+    if budget <= 0 or len(body) <= budget:
+        return body
+    try:
+        return _finalize(url, body, headers, config)
+    except Exception:
+        fail_open("bound a request body", config=config)
+        return body
+
+
+def is_untouchable(
+    headers: Mapping[str, str] | Mapping[bytes, bytes], url: str = ""
+) -> str | None:
+    """Why a request with these headers must keep its body ("signed", "encoded"), or None."""
+    lowered: dict[str, str] = {}
+    for raw_key, raw_value in headers.items():
+        # Raw header lists may carry bytes; a signature must not slip through as bytes.
+        key = raw_key.decode("latin-1") if isinstance(raw_key, bytes) else str(raw_key)
+        value = raw_value.decode("latin-1") if isinstance(raw_value, bytes) else str(raw_value)
+        lowered[key.lower()] = value
+    if signed_header_names(lowered, url) is not None:
+        return "signed"
+    if lowered.get("content-encoding", "").strip().lower() not in ("", "identity"):
+        return "encoded"
+    return None
+
+
+def _finalize(
+    url: str, body: bytes, headers: Mapping[str, str] | None, config: BudgetConfig
+) -> bytes:
+    if not isinstance(cast(object, body), bytes):
+        return body  # bytearray, memoryview or str: not ours to rewrite
+    if headers is not None:
+        reason = is_untouchable(headers, url)
+        if reason is not None:
+            if reason == "signed":
+                _warn_signed()
+            return body
+    read = read_body(url, body)
+    if read is None:
+        return body
+    decoded, all_batches = read
+    batches = [batch for batch in all_batches if _over_budget(batch, config)]
+    if not batches:
+        return body
+    changes = _bound(batches, config)
+    if not changes:
+        return body
+    spliced = replace_values(body, decoded, changes)
+    if spliced is not None:
+        return spliced
+    return _reserialize(body, decoded, changes)
+
+
+def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
+    unit = config.unit
+    total = 0
+    for found in batch:
+        for slot in found.slots:
+            total += measure(slot, unit)
+    return total > config.batch_budget
+
+
+def _bound(batches: list[Batch], config: BudgetConfig) -> dict[JsonPath, tuple[str, str]]:
+    """Finalize every batch, then guard every result; the slots that changed, by path."""
+    store: ArtifactStore | None = None
+    if config.persist:
+        store = store_for(
+            config.resolved_artifact_dir(), config.max_artifact_bytes, config.max_store_bytes
+        )
+    finalized = [
+        finalize_batch(
+            [found.entry() for found in batch],
+            config=config,
+            store=store,
+        )
+        for batch in batches
+    ]
+    guarded = [guard_batch(entries, config=config) for entries in finalized]
+    changes: dict[JsonPath, tuple[str, str]] = {}
+    for batch, entries in zip(batches, guarded):
+        for found, entry in zip(batch, entries):
+            for path, old, new in zip(found.paths, found.slots, entry.slots):
+                if new is not old and new != old:
+                    changes[path] = (old, new)
+    return changes
+
+
+def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
+    """Last resort when a changed value has no token to splice: write the whole body again.
+
+    Key order and every value are kept (the standard library writes big integers and NaN
+    back as they were read); only whitespace may differ from the original.
+    """
+    for path, (_old, new) in changes.items():
+        container: Any = decoded
+        for key in path[:-1]:
+            container = container[key]
+        container[path[-1]] = new
+    text = json.dumps(decoded, ensure_ascii=body.isascii(), separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace_json")
+
+
+def _warn_signed() -> None:
+    global _warned_signed
+    if not _warned_signed:
+        _warned_signed = True
+        logger.warning(
+            "budgetware does not rewrite signed request bodies (AWS SigV4); bound those "
+            "requests above the HTTP layer (for example anthropic middleware)"
+        )

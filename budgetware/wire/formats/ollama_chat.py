@@ -1,0 +1,33 @@
+"""Ollama ``/api/chat``: role "tool" messages named by ``tool_name`` (SDK) or call id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from budgetware.wire.formats.base import Batch, chat_tool_batches
+
+__all__ = ["FORMAT", "OllamaChat"]
+
+
+class OllamaChat:
+    """``POST /api/chat``: a batch is a run of consecutive tool messages.
+
+    ``/api/generate`` flattens everything into one prompt and is never matched.
+    """
+
+    name = "ollama_chat"
+    sniff_markers: tuple[bytes, ...] = (b'"tool"',)
+
+    def match_path(self, path: str) -> bool:
+        return path.endswith("/api/chat")
+
+    def match_body(self, body: Mapping[str, Any]) -> bool:
+        # Indistinguishable from an OpenAI chat body by shape: detection goes by path only.
+        return False
+
+    def batches(self, body: Mapping[str, Any]) -> list[Batch]:
+        return chat_tool_batches(body.get("messages"), media_keys=("images",))
+
+
+FORMAT = OllamaChat()

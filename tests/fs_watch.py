@@ -1,0 +1,61 @@
+"""A watcher of file-system access (audit hooks), and the store fixtures that core and store
+tests share: a store in tmp_path, run with both ways the store reaches files."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetware import LocalArtifactStore
+
+_FILE_EVENTS = {"open", "os.mkdir", "os.rename", "os.link", "os.remove", "os.listdir", "os.chmod"}
+_WATCHING: list[list[tuple[str, Any]]] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _WATCHING and event in _FILE_EVENTS:
+        _WATCHING[-1].append((event, args))
+
+
+# Audit hooks cannot be removed; this one only records while a test is watching.
+sys.addaudithook(_audit)
+
+
+@contextmanager
+def watch_file_system() -> Iterator[list[tuple[str, Any]]]:
+    """Every file-system open/mkdir/rename/link/remove made inside the block."""
+    events: list[tuple[str, Any]] = []
+    _WATCHING.append(events)
+    try:
+        yield events
+    finally:
+        _WATCHING.remove(events)
+
+
+@pytest.fixture
+def file_system_watch() -> Iterator[list[tuple[str, Any]]]:
+    """Every file-system access made while the fixture is active."""
+    with watch_file_system() as events:
+        yield events
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalArtifactStore:
+    return LocalArtifactStore(tmp_path / "artifacts")
+
+
+@pytest.fixture(autouse=True, params=["dir_fd", "paths"])
+def store_file_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run every core test with both ways the store reaches files: relative to a directory
+    descriptor (POSIX) and by path (Windows, where os.open takes no dir_fd)."""
+    from budgetware.store import files as _files
+
+    if request.param == "dir_fd" and not _files.USE_DIR_FD:
+        pytest.skip("this platform has no dir_fd file operations")
+    monkeypatch.setattr(_files, "USE_DIR_FD", request.param == "dir_fd")
+    return str(request.param)

@@ -1,0 +1,184 @@
+"""The per-SDK helpers in budgetware.integrations, each driving its real SDK on loopback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from http_helpers import assert_bounded, big_results
+from testing import drivers
+
+from budgetware.core.config import BudgetConfig
+from budgetware.testing import FakeProvider
+
+pytestmark = [
+    pytest.mark.sdk,
+    pytest.mark.filterwarnings("ignore:Items? .*ReadOnly.*qualifier:UserWarning"),
+]
+BIG = big_results()
+
+
+def test_openai_budget_http_client_bounds_the_batch(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from budgetware.integrations.openai import budget_http_client
+
+    with budget_http_client(config=config) as http_client:
+        drivers.send_openai_chat(fake_provider.url, BIG, http_client=http_client)
+    assert_bounded("openai_chat", fake_provider.last.json(), BIG, artifact_dir)
+
+
+async def test_openai_budget_aiohttp_client_bounds_the_batch(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from budgetware.integrations.openai import budget_aiohttp_client
+
+    async with budget_aiohttp_client(config=config) as http_client:
+        await drivers.asend_openai_responses(fake_provider.url, BIG, http_client=http_client)
+    assert_bounded("openai_responses", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def test_anthropic_budget_http_client_bounds_the_batch(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from budgetware.integrations.anthropic import budget_http_client
+
+    with budget_http_client(config=config) as http_client:
+        drivers.send_anthropic(fake_provider.url, BIG, http_client=http_client)
+    assert_bounded("anthropic", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def _anthropic_with_middleware(url: str, config: BudgetConfig, *, asynchronous: bool) -> Any:
+    import anthropic
+
+    from budgetware.integrations.anthropic import budget_middleware
+
+    cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+    return cls(
+        base_url=url,
+        api_key=drivers.DUMMY_KEY,
+        max_retries=0,
+        middleware=[budget_middleware(config=config)],
+    )
+
+
+def test_anthropic_middleware_bounds_the_body_sync(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    with _anthropic_with_middleware(fake_provider.url, config, asynchronous=False) as client:
+        client.messages.create(
+            model=drivers.ANTHROPIC_MODEL,
+            max_tokens=64,
+            messages=drivers.anthropic_messages(BIG),
+            extra_headers={"x-budgetware-unit": "chars"},
+        )
+    assert not [h for h in fake_provider.last.headers if h.startswith("x-budgetware")]
+    assert_bounded("anthropic", fake_provider.last.json(), BIG, artifact_dir)
+
+
+async def test_anthropic_middleware_bounds_the_body_async(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    async with _anthropic_with_middleware(fake_provider.url, config, asynchronous=True) as client:
+        await client.messages.create(
+            model=drivers.ANTHROPIC_MODEL, max_tokens=64, messages=drivers.anthropic_messages(BIG)
+        )
+    assert_bounded("anthropic", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def _genai_client(url: str, config: BudgetConfig) -> Any:
+    from google import genai
+
+    from budgetware.integrations.google_genai import budget_http_options
+
+    options = budget_http_options(config=config, base_url=url)
+    return genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
+
+
+async def test_google_genai_async_goes_through_the_budget_instead_of_aiohttp(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    client = _genai_client(fake_provider.url, config)
+    assert not client._api_client._use_aiohttp()
+    try:
+        await client.aio.models.generate_content(
+            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
+        )
+    finally:
+        await client.aio.aclose()
+        client.close()
+    assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def test_google_genai_sync_goes_through_the_budget(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    client = _genai_client(fake_provider.url, config)
+    try:
+        client.models.generate_content(
+            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
+        )
+    finally:
+        client.close()
+    assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def test_litellm_budget_http_handler_bounds_the_batch(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from budgetware.integrations.litellm import budget_http_handler
+
+    handler = budget_http_handler(config=config)
+    try:
+        drivers.send_litellm(fake_provider.url, BIG, provider="anthropic", http_client=handler)
+    finally:
+        handler.close()
+    assert_bounded("anthropic", fake_provider.last.json(), BIG, artifact_dir)
+
+
+async def test_litellm_budget_async_http_handler_bounds_the_batch(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    from budgetware.integrations.litellm import budget_async_http_handler
+
+    handler = budget_async_http_handler(config=config)
+    try:
+        await drivers.asend_litellm(fake_provider.url, BIG, provider="gemini", http_client=handler)
+    finally:
+        await handler.close()
+    assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
+
+
+@pytest.mark.parametrize(
+    ("module", "helper", "sdk_module", "extra"),
+    [
+        ("openai", "budget_http_client", "openai", "openai"),
+        ("google_genai", "budget_http_options", "google.genai", "google-genai"),
+        ("litellm", "budget_http_handler", "litellm.llms.custom_httpx", "litellm"),
+    ],
+)
+def test_missing_sdk_raises_import_error_naming_the_extra(
+    module: str, helper: str, sdk_module: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    integration = importlib.import_module(f"budgetware.integrations.{module}")
+    monkeypatch.setitem(sys.modules, sdk_module, None)
+    with pytest.raises(ImportError, match=rf'pip install "budgetware\[{extra}\]"'):
+        getattr(integration, helper)()
+
+
+def test_anthropic_missing_sdk_raises_import_error_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from budgetware.integrations import anthropic as integration
+
+    integration._middleware_class.cache_clear()
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+    try:
+        with pytest.raises(ImportError, match=r'pip install "budgetware\[anthropic\]"'):
+            integration.budget_middleware()
+    finally:
+        integration._middleware_class.cache_clear()
