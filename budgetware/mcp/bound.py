@@ -19,7 +19,7 @@ from budgetware.core.fit import fit_text
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.diagnostics import events as diagnostics
-from budgetware.store.local import store_for
+from budgetware.store.select import store_for_config
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -153,13 +153,10 @@ def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
     return None
 
 
-def default_store() -> tuple[ArtifactStore, bool]:
+def default_store() -> tuple[ArtifactStore | None, bool]:
     """The store the finalizer uses too (so decisions are found), and whether to persist."""
     config = resolve_config()
-    store = store_for(
-        config.resolved_artifact_dir(), config.max_artifact_bytes, config.max_store_bytes
-    )
-    return store, config.persist
+    return store_for_config(config), config.persist
 
 
 @dataclass(frozen=True)

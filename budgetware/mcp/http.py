@@ -207,7 +207,7 @@ class _SseTransform(_Transform):
         call_id: Any,
         limit: int,
         max_bytes: int,
-        store: ArtifactStore,
+        store: ArtifactStore | None,
         persist: bool,
         unit: Any,
     ) -> None:

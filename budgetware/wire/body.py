@@ -7,12 +7,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
-from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch, guard_batch
 from budgetware.core.measure import measure
-from budgetware.store.local import store_for
+from budgetware.store.select import store_for_config
 from budgetware.wire.detect import Batch, JsonPath, read_body
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import replace_values
@@ -107,11 +106,7 @@ def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
 
 def _bound(batches: list[Batch], config: BudgetConfig) -> dict[JsonPath, tuple[str, str]]:
     """Finalize every batch, then guard every result; the slots that changed, by path."""
-    store: ArtifactStore | None = None
-    if config.persist:
-        store = store_for(
-            config.resolved_artifact_dir(), config.max_artifact_bytes, config.max_store_bytes
-        )
+    store = store_for_config(config)
     finalized = [
         finalize_batch(
             [found.entry() for found in batch],
