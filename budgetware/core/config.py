@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import math
 import os
 import sys
@@ -18,6 +19,8 @@ from budgetware.core.measure import Unit
 
 __all__ = [
     "ENV_PREFIX",
+    "FORMAT_NAMES",
+    "NO_FORMAT",
     "BudgetConfig",
     "ConfigError",
     "budget",
@@ -28,6 +31,19 @@ __all__ = [
 
 ENV_PREFIX = "BUDGETWARE_"
 MIB = 1024 * 1024
+
+# The wire formats an endpoint may be declared as (``budgetware.wire.formats``: a test keeps
+# the two lists equal), and the value that declares an endpoint as none of them.
+FORMAT_NAMES = (
+    "openai_chat",
+    "openai_responses",
+    "anthropic_messages",
+    "gemini",
+    "ollama_chat",
+    "cohere_v2",
+    "bedrock_converse",
+)
+NO_FORMAT = "none"
 
 
 class ConfigError(ValueError):
@@ -71,6 +87,17 @@ class BudgetConfig(BaseModel):
         False,
         description="Raise internal errors instead of sending the original request unchanged.",
     )
+    endpoints: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "URL pattern (host and/or path glob) -> wire format, for gateways and "
+            "self-hosted servers with their own paths; 'none' leaves an endpoint alone."
+        ),
+    )
+    sniff_unknown_endpoints: bool = Field(
+        False,
+        description="Also bound unknown endpoints whose body looks like a model request.",
+    )
 
     @field_validator("batch_budget", mode="before")
     @classmethod
@@ -91,6 +118,38 @@ class BudgetConfig(BaseModel):
             return Path(value).expanduser()
         if isinstance(value, Path):
             return value.expanduser()
+        return value
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _parse_endpoints(cls, value: Any) -> Any:
+        # From the environment: a JSON object, or ``pattern=format,pattern=format``.
+        if isinstance(value, str):
+            text = value.strip()
+            if not text:
+                return {}
+            if text.startswith("{"):
+                return json.loads(text)  # a ValueError becomes a validation error
+            pairs = {}
+            for item in text.split(","):
+                pattern, sep, name = item.strip().rpartition("=")
+                if not sep or not pattern.strip():
+                    raise ValueError(f"expected pattern=format, got {item.strip()!r}")
+                pairs[pattern.strip()] = name.strip()
+            return pairs
+        return value
+
+    @field_validator("endpoints")
+    @classmethod
+    def _check_endpoints(cls, value: dict[str, str]) -> dict[str, str]:
+        for pattern, name in value.items():
+            if not pattern.strip():
+                raise ValueError("an endpoint pattern is empty")
+            if name not in FORMAT_NAMES and name != NO_FORMAT:
+                raise ValueError(
+                    f"unknown wire format {name!r} for {pattern!r} "
+                    f"(one of {', '.join(FORMAT_NAMES)}, or {NO_FORMAT!r})"
+                )
         return value
 
     @property
@@ -205,7 +264,7 @@ def resolve_config(
     # Every request resolves its configuration; the same settings recur, so the validated
     # model (immutable) is reused instead of validating again.
     try:
-        key = (source, tuple(sorted(values.items())))
+        key = (source, tuple(sorted((k, _hashable(v)) for k, v in values.items())))
         cached = _RESOLVED.get(key)
     except TypeError:  # an unhashable value: validate without caching
         return _validate(values, source=source)
@@ -215,6 +274,11 @@ def resolve_config(
             _RESOLVED.clear()
         _RESOLVED[key] = cached
     return cached
+
+
+def _hashable(value: Any) -> Any:
+    # Dict settings (endpoints) are part of the key in their order: the first match wins.
+    return tuple(value.items()) if isinstance(value, dict) else value
 
 
 _DEFAULT = BudgetConfig()

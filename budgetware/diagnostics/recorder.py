@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from budgetware.core.config import BudgetConfig
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.models import ToolResult
 from budgetware.diagnostics import events as diagnostics
@@ -232,7 +233,12 @@ def record_submission(
 
 
 def submitted(
-    url: str, body: bytes, *, session: str | None = None, request: str | None = None
+    url: str,
+    body: bytes,
+    *,
+    config: BudgetConfig | None = None,
+    session: str | None = None,
+    request: str | None = None,
 ) -> None:
     """The HTTP layer's one call with the exact bytes it sends: ``http_wire`` and a record.
 
@@ -244,7 +250,7 @@ def submitted(
         return
     global failures
     try:
-        batches = wire_batches(url, body)
+        batches = wire_batches(url, body, config)
         if not batches:
             return
         if diagnostics.active():
@@ -261,14 +267,18 @@ def submitted(
         failures += 1
 
 
-def wire_batches(url: str, body: bytes) -> list[list[ToolResult]]:
+def wire_batches(
+    url: str, body: bytes, config: BudgetConfig | None = None
+) -> list[list[ToolResult]]:
     """The tool-result batches a provider request body carries, as ToolResults, in order.
+
+    ``config`` says which endpoints are model endpoints (declared ones, sniffing).
 
     Artifact state cannot be read back from a body: every entry is "undecided" (None).
     """
     from budgetware.wire.detect import read_body
 
-    read = read_body(url, body)
+    read = read_body(url, body, config)
     if read is None:
         return []
     return [[found.entry() for found in batch] for batch in read[1]]

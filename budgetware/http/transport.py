@@ -121,7 +121,8 @@ def prepare_request(
         except Exception:
             fail_open("bound a request", config=config)
             new_body = body
-    _recorder.submitted(url, new_body)  # http_wire diagnostic and record; off: two checks
+    # http_wire diagnostic and record; off: two checks
+    _recorder.submitted(url, new_body, config=config)
     if new_body is body and not own:
         return request
     return _rebuild(library, request, new_body, own)

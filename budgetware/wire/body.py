@@ -36,6 +36,8 @@ def finalize_body(
     blocks). Every batch of the body is finalized, then guarded. An internal error returns
     ``body`` unchanged and is logged, unless ``config.raise_errors`` is set.
     """
+    if not isinstance(cast(object, body), bytes):
+        return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
         config = resolve_config()
     budget = config.batch_budget
@@ -71,15 +73,13 @@ def is_untouchable(
 def _finalize(
     url: str, body: bytes, headers: Mapping[str, str] | None, config: BudgetConfig
 ) -> bytes:
-    if not isinstance(cast(object, body), bytes):
-        return body  # bytearray, memoryview or str: not ours to rewrite
     if headers is not None:
         reason = is_untouchable(headers, url)
         if reason is not None:
             if reason == "signed":
                 _warn_signed()
             return body
-    read = read_body(url, body)
+    read = read_body(url, body, config)
     if read is None:
         return body
     decoded, all_batches = read

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+import functools
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
+from budgetware.core.config import NO_FORMAT, BudgetConfig
 from budgetware.core.jsonio import loads
 from budgetware.wire.formats import (
     anthropic_messages,
@@ -21,11 +25,13 @@ from budgetware.wire.formats.base import Batch, Found, JsonPath, WireFormat
 __all__ = [
     "FORMATS",
     "PASS_THROUGH_PATHS",
+    "SNIFF",
     "Batch",
     "Found",
     "JsonPath",
     "WireFormat",
     "format_for_path",
+    "format_for_url",
     "read_body",
     "sniff_format",
 ]
@@ -56,24 +62,28 @@ _SNIFF_ORDER: tuple[WireFormat, ...] = (
 )
 
 
-def read_body(url: str, body: bytes) -> tuple[dict[str, Any], list[Batch]] | None:
+def read_body(
+    url: str, body: bytes, config: BudgetConfig | None = None
+) -> tuple[dict[str, Any], list[Batch]] | None:
     """The decoded body and its tool-result batches, or None when it carries none we handle.
 
-    Pass-through endpoints are refused before decoding. A body that is not a JSON object,
-    not UTF-8, too deep or otherwise undecodable is robust input, not an error: None.
+    Only model endpoints are read (``format_for_url``): an endpoint ``config.endpoints``
+    declares, else a known model API path; an unknown endpoint only when
+    ``config.sniff_unknown_endpoints`` is on and its body looks like a model request.
+    A body that is not a JSON object, not UTF-8, too deep or otherwise undecodable is
+    robust input, not an error: None.
     """
-    path = urlsplit(str(url)).path.rstrip("/")
-    if path.endswith(PASS_THROUGH_PATHS):
-        return None
     # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
     # library would decode, but whose byte offsets the splicer cannot use.
     if b"\x00" in body:
         return None
-    fmt = format_for_path(path)
-    if fmt is None and not any(m in body for f in _SNIFF_ORDER for m in f.sniff_markers):
+    fmt = format_for_url(url, config)
+    if fmt is None:
+        return None
+    if fmt is SNIFF and not any(m in body for f in _SNIFF_ORDER for m in f.sniff_markers):
         # An unknown endpoint whose bytes hold no tool-result marker: not a model request
-        # we can bound. instrument() sees every JSON request of the process; this keeps
-        # the cost for the others at a few memory scans instead of a parse.
+        # we can bound. Sniffing sees every JSON request of the process; this keeps the
+        # cost for the others at a few memory scans instead of a parse.
         return None
     try:
         decoded = loads(body)
@@ -81,10 +91,92 @@ def read_body(url: str, body: bytes) -> tuple[dict[str, Any], list[Batch]] | Non
         return None
     if not isinstance(decoded, dict):
         return None
-    fmt = fmt or sniff_format(decoded)
-    if fmt is None:
+    found = sniff_format(decoded) if fmt is SNIFF else fmt
+    if found is None:
         return None
-    return decoded, fmt.batches(decoded)
+    return decoded, found.batches(decoded)
+
+
+class _Sniff:
+    """Stands for "an unknown endpoint whose body shape decides" (opt-in)."""
+
+    name = "sniff"
+
+
+SNIFF: Any = _Sniff()
+
+
+def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat | None:
+    """The wire format of a request to ``url``; None: not a model endpoint, leave it alone.
+
+    In order: the first of ``config.endpoints`` whose pattern matches (``"none"`` leaves
+    the endpoint alone); the pass-through paths (never rewritten); a known model API path;
+    ``SNIFF`` when ``config.sniff_unknown_endpoints`` is on (the body shape decides).
+    """
+    parts = urlsplit(str(url))
+    path = parts.path.rstrip("/")
+    if config is not None and config.endpoints:
+        matched, declared = _declared(parts.netloc, path or "/", tuple(config.endpoints.items()))
+        if matched:
+            return declared
+    if path.endswith(PASS_THROUGH_PATHS):
+        return None
+    fmt = format_for_path(path)
+    if fmt is None and config is not None and config.sniff_unknown_endpoints:
+        return cast(WireFormat, SNIFF)
+    return fmt
+
+
+_BY_NAME: dict[str, WireFormat] = {}
+
+
+def _declared(
+    netloc: str, path: str, endpoints: tuple[tuple[str, str], ...]
+) -> tuple[bool, WireFormat | None]:
+    """(whether a declared pattern matches, its format: None for ``"none"``)."""
+    host = netloc.rpartition("@")[2].lower()
+    bare_host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    for host_re, path_re, name in _rules(endpoints):
+        if host_re is not None and not (host_re.match(host) or host_re.match(bare_host)):
+            continue
+        if path_re is not None and not path_re.match(path):
+            continue
+        return True, (None if name == NO_FORMAT else _format_named(name))
+    return False, None
+
+
+def _format_named(name: str) -> WireFormat:
+    if not _BY_NAME:
+        _BY_NAME.update({fmt.name: fmt for fmt in FORMATS})
+    return _BY_NAME[name]
+
+
+_Rule = tuple["re.Pattern[str] | None", "re.Pattern[str] | None", str]
+
+
+@functools.lru_cache(maxsize=64)
+def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
+    """Compiled endpoint patterns: ``/path-glob``, ``host-glob``, or ``host-glob/path-glob``
+    (a leading ``http://`` or ``https://`` is ignored; ``*`` also matches ``/``)."""
+    rules: list[_Rule] = []
+    for pattern, name in endpoints:
+        text = pattern.strip()
+        for scheme in ("https://", "http://"):
+            if text.lower().startswith(scheme):
+                text = text[len(scheme) :]
+        if text.startswith("/"):
+            host_glob, path_glob = "", text
+        else:
+            host_glob, slash, rest = text.partition("/")
+            path_glob = slash + rest
+        host_re = re.compile(fnmatch.translate(host_glob.lower())) if host_glob else None
+        path_re = (
+            re.compile(fnmatch.translate(path_glob.rstrip("/") or "/"))
+            if path_glob and path_glob != "/*"
+            else None
+        )
+        rules.append((host_re, path_re, name))
+    return rules
 
 
 def format_for_path(path: str) -> WireFormat | None:

@@ -78,11 +78,12 @@ def test_a_gateway_path_is_recognized_by_body_shape(body: dict[str, Any], name: 
     assert fmt.name == name
 
 
-def test_a_gateway_chat_body_is_bounded(tmp_path: Path) -> None:
+def test_a_gateway_chat_body_is_bounded_when_sniffing_is_on(tmp_path: Path) -> None:
     body = json.dumps(
         {"model": "m", "messages": [{"role": "tool", "tool_call_id": "a", "content": BIG}]}
     ).encode()
-    out = finalize_body("https://gateway.example/llm/run?x=1", body, config=_config(tmp_path))
+    config = _config(tmp_path).model_copy(update={"sniff_unknown_endpoints": True})
+    out = finalize_body("https://gateway.example/llm/run?x=1", body, config=config)
     assert len(json.loads(out)["messages"][0]["content"]) <= 1_000
 
 

@@ -274,12 +274,25 @@ def test_an_unknown_endpoint_without_tool_markers_is_never_parsed(
 
     monkeypatch.setattr(detect, "loads", no_parse)
     # A large JSON upload to some other API, seen by instrument(): no parse, same bytes.
+    # Even with sniffing of unknown endpoints on.
     body = json.dumps({"records": [{"id": i, "text": "z" * 100} for i in range(5_000)]}).encode()
-    config = _config(tmp_path, batch_budget=1_000)
-    assert finalize_body("https://storage.example.test/upload", body, config=config) is body
+    for sniff in (False, True):
+        config = _config(tmp_path, batch_budget=1_000, sniff_unknown_endpoints=sniff)
+        assert finalize_body("https://storage.example.test/upload", body, config=config) is body
 
 
-def test_an_unknown_endpoint_with_a_tool_shaped_body_is_still_bounded(tmp_path: Path) -> None:
+def test_an_unknown_endpoint_with_a_tool_shaped_body_is_bounded_only_when_sniffing(
+    tmp_path: Path,
+) -> None:
     body = _chat_body(BIG)
-    out = finalize_body("https://gateway.example.test/llm", body, config=_config(tmp_path))
+    url = "https://gateway.example.test/llm"
+    assert finalize_body(url, body, config=_config(tmp_path)) is body
+    out = finalize_body(url, body, config=_config(tmp_path, sniff_unknown_endpoints=True))
     assert len(out) < len(body)
+
+
+@pytest.mark.parametrize("body", [None, "a str body", bytearray(b"{}"), memoryview(b"{}"), 12])
+def test_a_body_that_is_not_bytes_is_returned_as_it_is(tmp_path: Path, body: Any) -> None:
+    # None is what a request without content gives some callers; no type is an error here.
+    assert finalize_body(CHAT_URL, body, config=_config(tmp_path, batch_budget=1)) is body
+    assert finalize_body(CHAT_URL, body) is body

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,12 +17,23 @@ from budgetware.wire.formats.base import (
 __all__ = ["FORMAT", "AnthropicMessages"]
 
 
+# The same body elsewhere: Claude on Vertex AI (``publishers/anthropic/models/{m}:rawPredict``,
+# ``:streamRawPredict``, ``count-tokens:rawPredict``) and on Bedrock's InvokeModel for an
+# Anthropic model id (``/model/us.anthropic.claude-.../invoke``, unsigned with a Bedrock API
+# key or behind a proxy; a signed request is never rewritten anyway).
+_ELSEWHERE = re.compile(
+    r"(?:/publishers/anthropic/models/[^/]+:(?:stream)?[rR]awPredict"
+    r"|/model/[^/]*anthropic[^/]*/invoke(?:-with-response-stream)?)\Z"
+)
+
+
 def _text_block(block: Mapping[str, Any]) -> str | None:
     return "text" if block.get("type") == "text" else None
 
 
 class AnthropicMessages:
-    """``POST .../v1/messages`` (and ``/count_tokens``): a batch is one user message's results.
+    """``POST .../v1/messages`` (and ``/count_tokens``; Claude on Vertex AI and Bedrock): a
+    batch is one user message's results.
 
     ``is_error``, ``cache_control`` and non-text blocks are never touched; server-tool
     result blocks (``web_search_tool_result``, ...) are not ``tool_result`` and are skipped.
@@ -31,7 +43,9 @@ class AnthropicMessages:
     sniff_markers: tuple[bytes, ...] = (b'"tool_result"',)
 
     def match_path(self, path: str) -> bool:
-        return path.endswith(("/v1/messages", "/v1/messages/count_tokens"))
+        return path.endswith(("/v1/messages", "/v1/messages/count_tokens")) or bool(
+            _ELSEWHERE.search(path)
+        )
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
         return has_content_block(body, lambda block: block.get("type") == "tool_result")
