@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     assert removed >= 2, "no hooks found in budgetware.core.finalize: nothing to compare"
     bare_body, _ = without_hooks(
         body_module,
-        finalize_batch=bare_finalize.finalize_batch,
+        finalize_batch_written=bare_finalize.finalize_batch_written,
         guard_batch=bare_finalize.guard_batch,
     )
     config = BudgetConfig(persist=False)

@@ -98,6 +98,13 @@ class BudgetConfig(BaseModel):
         False,
         description="Also bound unknown endpoints whose body looks like a model request.",
     )
+    telemetry: bool = Field(
+        True,
+        description=(
+            "Report sizes and counts to OpenTelemetry (metrics, span attributes) when "
+            "opentelemetry-api is installed."
+        ),
+    )
 
     @field_validator("batch_budget", mode="before")
     @classmethod

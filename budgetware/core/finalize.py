@@ -13,7 +13,7 @@ from budgetware.core.fit import fit_text
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
 
-__all__ = ["finalize_batch", "guard_batch"]
+__all__ = ["finalize_batch", "finalize_batch_written", "guard_batch"]
 
 logger = logging.getLogger("budgetware")
 
@@ -36,22 +36,34 @@ def finalize_batch(
     through ``store``, unless a producer already recorded a decision for its text; a store
     failure leaves it decided with no reference (``()``), never with an invented one.
     """
+    return finalize_batch_written(entries, config=config, store=store)[0]
+
+
+def finalize_batch_written(
+    entries: Sequence[ToolResult],
+    *,
+    config: BudgetConfig | None = None,
+    store: ArtifactStore | None = None,
+) -> tuple[list[ToolResult], tuple[str, ...]]:
+    """``finalize_batch``, and the references of the artifacts it wrote (not reused)."""
     config = config or _DEFAULT_CONFIG
     persist = store if config.persist else None
+    written: list[str] = []
 
     def decide(entry: ToolResult) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
         if entry.persisted_output_files is not None:
             return entry.persisted_output_files, entry.persisted_output_files
         if persist is None:
             return (), ()
-        refs = _persist(entry, persist, config)
+        refs = _persist(entry, persist, config, written)
         return refs, refs
 
     result = _bound(entries, config, decide)
+    done = tuple(written)
     observer = observe.batch_observer  # off (None): this one read is the whole cost
     if observer is not None:
-        observer("finalizer", entries, result)
-    return result
+        observer("finalizer", entries, result, config, done)
+    return result, done
 
 
 def guard_batch(
@@ -72,7 +84,7 @@ def guard_batch(
     result = _bound(entries, config, decide)
     observer = observe.batch_observer
     if observer is not None:
-        observer("guard", entries, result)
+        observer("guard", entries, result, config, ())
     changed = sum(1 for old, new in zip(entries, result) if old is not new)
     if changed:
         logger.warning(
@@ -118,7 +130,9 @@ def _bound(
     return out
 
 
-def _persist(entry: ToolResult, store: ArtifactStore, config: BudgetConfig) -> tuple[str, ...]:
+def _persist(
+    entry: ToolResult, store: ArtifactStore, config: BudgetConfig, written: list[str]
+) -> tuple[str, ...]:
     """Persist an undecided entry once; any failure means "decided, nothing reusable"."""
     full = entry.full_text
     try:
@@ -131,7 +145,16 @@ def _persist(entry: ToolResult, store: ArtifactStore, config: BudgetConfig) -> t
                     break
         if decided is not None:
             return decided
-        return (store.put(full, key=key),)
+        # A store that can tell (the local one does) says whether this put wrote the
+        # artifact or found it there already; one that cannot counts as written.
+        put_reporting = getattr(store, "put_reporting", None)
+        if put_reporting is not None:
+            ref, wrote = put_reporting(full, key=key)
+        else:
+            ref, wrote = store.put(full, key=key), True
+        if wrote:
+            written.append(ref)
+        return (ref,)
     except Exception as exc:  # a store must never fail the request
         logger.warning(
             "budgetware could not persist a tool output (%s); bounded without a reference",

@@ -34,8 +34,8 @@ Hooks for boundary owners (one guarded line each; off, the cost is the flag chec
     )
 
 The core's finalizer and guard report through ``budgetware.core.observe`` (the core
-imports nothing above it): while diagnostics are on, its ``batch_observer`` is
-``tool_results``. The HTTP layer's ``http_wire`` hook is
+imports nothing above it): while diagnostics are on, they subscribe ``tool_results`` to its
+batch reports. The HTTP layer's ``http_wire`` hook is
 ``budgetware.diagnostics.recorder.submitted(url, body)``.
 ``boundary_pair`` emits an ``*_input`` and an ``*_output`` event together after the work,
 so that an input that was not oversized is still logged when the boundary changed it.
@@ -193,8 +193,24 @@ def _decide(raw: Any) -> bool:
         _log.use(path)
         _on = enabled = _override_sink is not None or path is not None
         # The core's finalizer and guard report through this seam while diagnostics are on.
-        observe.batch_observer = tool_results if _on else None
+        _observe_batches(_on)
         return _on
+
+
+_subscription: observe.Subscription | None = None
+
+
+def _on_batch(report: observe.BatchReport) -> None:
+    tool_results(report.boundary, report.before, report.after)
+
+
+def _observe_batches(on: bool) -> None:
+    global _subscription
+    if on and _subscription is None:
+        _subscription = observe.subscribe(batch=_on_batch)
+    elif not on and _subscription is not None:
+        _subscription.close()
+        _subscription = None
 
 
 # --- configuration (tests inject the key, the clock, the limit and a sink) ---------------

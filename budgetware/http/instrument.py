@@ -15,6 +15,7 @@ import wrapt
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import BudgetwareWarning
 from budgetware.http.context import bounded_above
+from budgetware.http.delivery import settle
 from budgetware.http.hooks import rewrite_response
 from budgetware.http.transport import (
     _TransportBase,
@@ -63,7 +64,7 @@ def _client_transport(client: Any, request: Any) -> Any:
         return None
 
 
-def _outgoing(client: Any, request: Any) -> tuple[Any, bool]:
+def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]:
     """The request to send and whether this layer handles it (False: a layer below will)."""
     if is_handled(request) or isinstance(_client_transport(client, request), _TransportBase):
         return request, False
@@ -73,7 +74,7 @@ def _outgoing(client: Any, request: Any) -> tuple[Any, bool]:
     lib = sys.modules.get(type(request).__module__.partition(".")[0])
     if lib is None:
         return request, False
-    outgoing = prepare_request(request, lib, _STATE.config, client)
+    outgoing = prepare_request(request, lib, _STATE.config, client, asynchronous=asynchronous)
     if outgoing is request:
         mark_handled(request)
     else:
@@ -81,13 +82,15 @@ def _outgoing(client: Any, request: Any) -> tuple[Any, bool]:
     return outgoing, True
 
 
-def _bind(instance: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any, bool]:
+def _bind(
+    instance: Any, args: Any, kwargs: Any, asynchronous: bool = False
+) -> tuple[Any, Any, Any, bool]:
     # send(request, *, stream=..., auth=..., follow_redirects=...): the request may be a keyword.
     if args:
-        request, handled = _outgoing(instance, args[0])
+        request, handled = _outgoing(instance, args[0], asynchronous)
         return (request, *args[1:]), kwargs, request, handled
     if "request" in kwargs:
-        request, handled = _outgoing(instance, kwargs["request"])
+        request, handled = _outgoing(instance, kwargs["request"], asynchronous)
         return args, {**kwargs, "request": request}, request, handled
     return args, kwargs, None, False
 
@@ -96,17 +99,27 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
     if not _STATE.active:
         return wrapped(*args, **kwargs)
     args, kwargs, request, handled = _bind(instance, args, kwargs)
-    response = wrapped(*args, **kwargs)
-    return rewrite_response(request, response) if handled else response
+    if not handled:
+        return wrapped(*args, **kwargs)
+    try:
+        response = wrapped(*args, **kwargs)
+    finally:
+        settle(request)
+    return rewrite_response(request, response)
 
 
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return await wrapped(*args, **kwargs)
     first = args[0] if args else kwargs.get("request")
-    args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs)
-    response = await wrapped(*args, **kwargs)
-    return rewrite_response(request, response) if handled else response
+    args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs, True)
+    if not handled:
+        return await wrapped(*args, **kwargs)
+    try:
+        response = await wrapped(*args, **kwargs)
+    finally:
+        settle(request)
+    return rewrite_response(request, response)
 
 
 def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.diagnostics import recorder as _recorder
 from budgetware.http.context import bounded_above
+from budgetware.http.delivery import attach_report, settle
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.hooks import rewrite_response
-from budgetware.wire.body import finalize_body
+from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.signing import signed_header_names
 
 __all__ = [
@@ -87,11 +89,16 @@ def prepare_request(
     lib: ModuleType,
     base: BudgetConfig | None,
     owner: object,
+    *,
+    asynchronous: bool = False,
 ) -> Any:
     """The request to send instead of ``request``: bounded, without ``x-budgetware-*`` headers.
 
     Returns ``request`` itself when nothing changes. ``owner`` (a transport or a client)
-    is who warns once about signed requests.
+    is who warns once about signed requests. While something watches requests
+    (``core.observe.watching()``), the returned request carries its report, delivered
+    when it reaches the network (``http/delivery.py``; ``asynchronous`` picks the kind of
+    callback httpcore expects); the caller calls ``settle`` after sending it.
     """
     library = cast(HttpLibrary, lib)
     headers = request.headers
@@ -115,17 +122,26 @@ def prepare_request(
     overrides = header_overrides(headers) if own else {}
     config = _effective_config(base, overrides)
     new_body = body
+    report = None
     if config is not None and config.enabled and body:
         try:
-            new_body = finalize_body(url, body, headers=headers, config=config)
+            if observe.watching():
+                new_body, report = observed_finalize_body(
+                    url, body, headers=headers, config=config
+                )
+            else:
+                new_body = finalize_body(url, body, headers=headers, config=config)
         except Exception:
             fail_open("bound a request", config=config)
             new_body = body
     # http_wire diagnostic and record; off: two checks
     _recorder.submitted(url, new_body, config=config)
-    if new_body is body and not own:
-        return request
-    return _rebuild(library, request, new_body, own)
+    outgoing = (
+        request if new_body is body and not own else _rebuild(library, request, new_body, own)
+    )
+    if report is not None:
+        attach_report(outgoing, report, asynchronous=asynchronous)
+    return outgoing
 
 
 def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> BudgetConfig | None:
@@ -215,13 +231,17 @@ class _TransportBase:
         self.inner = inner
         self.config = config
 
+    _asynchronous = False
+
     def _prepare(self, request: Any) -> Any:
         if is_handled(request) or bounded_above():
             return request
         lib = self.lib or library_of(request)
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
             return request
-        prepared = prepare_request(request, lib, self.config, self)
+        prepared = prepare_request(
+            request, lib, self.config, self, asynchronous=self._asynchronous
+        )
         return prepared
 
     def __repr__(self) -> str:
@@ -234,9 +254,14 @@ class BudgetTransport(_TransportBase):
     def handle_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
         handled = is_handled(request)
-        outgoing = request if handled else self._prepare(request)
-        response = self.inner.handle_request(outgoing)
-        return response if handled else rewrite_response(outgoing, response)
+        if handled:
+            return self.inner.handle_request(request)
+        outgoing = self._prepare(request)
+        try:
+            response = self.inner.handle_request(outgoing)
+        finally:
+            settle(outgoing)
+        return rewrite_response(outgoing, response)
 
     def close(self) -> None:
         self.inner.close()
@@ -284,13 +309,18 @@ class AsyncBudgetTransport(_TransportBase):
     """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
     _library_base = "AsyncBaseTransport"
+    _asynchronous = True
 
     async def handle_async_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
-        handled = is_handled(request)
-        outgoing = request if handled else await off_loop(request, self._prepare, request)
-        response = await self.inner.handle_async_request(outgoing)
-        return response if handled else rewrite_response(outgoing, response)
+        if is_handled(request):
+            return await self.inner.handle_async_request(request)
+        outgoing = await off_loop(request, self._prepare, request)
+        try:
+            response = await self.inner.handle_async_request(outgoing)
+        finally:
+            settle(outgoing)
+        return rewrite_response(outgoing, response)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

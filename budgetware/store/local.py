@@ -69,27 +69,36 @@ class LocalArtifactStore:
 
     def put(self, text: str, *, key: str | None = None) -> str:
         """Store ``text`` (once) and return its reference: the artifact's absolute path."""
+        return self.put_reporting(text, key=key)[0]
+
+    def put_reporting(self, text: str, *, key: str | None = None) -> tuple[str, bool]:
+        """``put``, and whether this call wrote the artifact (False: it was there already).
+
+        The finalizer uses it, when a store has it, to report the artifacts a batch wrote.
+        """
         if key is not None and key in self._known:
             # Already written or found by this store: no need to encode the text again.
-            return os.path.join(self._dir, _file_name(key, ".txt"))
+            return os.path.join(self._dir, _file_name(key, ".txt")), False
         data = text.encode("utf-8", "surrogatepass")
         if key is None:
             key = hashlib.sha256(data).hexdigest()
         name = _file_name(key, ".txt")
         ref = os.path.join(self._dir, name)
+        wrote = False
         with self._key_lock(key):
             if key in self._known:
-                return ref
+                return ref, False
             folder = self._open_dir()
             try:
                 if self._existing_size(folder, name) != len(data):
                     self._write_new(folder, name, data)
+                    wrote = True
                 else:
                     _mark_used(folder, name)
             finally:
                 folder.close()
             self._known.add(key)
-        return ref
+        return ref, wrote
 
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
         """Remember what a producer decided for the text with this key."""

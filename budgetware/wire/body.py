@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
-from budgetware.core.finalize import finalize_batch, guard_batch
+from budgetware.core.finalize import finalize_batch_written, guard_batch
 from budgetware.core.measure import measure
+from budgetware.core.observe import BatchReport, RequestReport
 from budgetware.store.select import store_for_config
-from budgetware.wire.detect import Batch, JsonPath, read_body
+from budgetware.wire.detect import Batch, JsonPath, format_for_path, read_body
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import replace_values
 
-__all__ = ["finalize_body", "is_untouchable"]
+__all__ = ["finalize_body", "is_untouchable", "observed_finalize_body"]
 
 logger = logging.getLogger("budgetware")
 
@@ -47,10 +50,52 @@ def finalize_body(
     if budget <= 0 or len(body) <= budget:
         return body
     try:
-        return _finalize(url, body, headers, config)
+        return _finalize(url, body, headers, config, None)
     except Exception:
         fail_open("bound a request body", config=config)
         return body
+
+
+def observed_finalize_body(
+    url: str,
+    body: bytes,
+    *,
+    headers: Mapping[str, str] | None = None,
+    config: BudgetConfig | None = None,
+    entry: str = "http",
+) -> tuple[bytes, RequestReport]:
+    """``finalize_body``, and a report of what it did (sizes, counts, batches, time).
+
+    For entry points while something watches (``core.observe.watching()``); the caller
+    delivers the report. Every batch found is reported, bounded or not.
+    """
+    start = time.perf_counter()
+    if config is None:
+        config = resolve_config()
+    batches: list[BatchReport] = []
+    error: str | None = None
+    new_body = body
+    if config.batch_budget > 0 and len(body) > config.batch_budget:
+        try:
+            new_body = _finalize(url, body, headers, config, batches)
+        except Exception as exc:
+            error = type(exc).__name__
+            fail_open("bound a request body", config=config)
+            new_body = body
+    fmt = format_for_path(urlsplit(str(url)).path)
+    report = RequestReport(
+        api=fmt.name if fmt is not None else None,
+        bytes_before=len(body),
+        bytes_after=len(new_body),
+        batch_budget=config.batch_budget,
+        unit=config.unit,
+        seconds=time.perf_counter() - start,
+        batches=tuple(batches),
+        error=error,
+        telemetry=config.telemetry,
+        entry=entry,
+    )
+    return new_body, report
 
 
 def is_untouchable(
@@ -71,7 +116,11 @@ def is_untouchable(
 
 
 def _finalize(
-    url: str, body: bytes, headers: Mapping[str, str] | None, config: BudgetConfig
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str] | None,
+    config: BudgetConfig,
+    reports: list[BatchReport] | None,
 ) -> bytes:
     if headers is not None:
         reason = is_untouchable(headers, url)
@@ -84,9 +133,14 @@ def _finalize(
         return body
     decoded, all_batches = read
     batches = [batch for batch in all_batches if _over_budget(batch, config)]
-    if not batches:
-        return body
-    changes = _bound(batches, config)
+    bounded: dict[int, BatchReport] | None = None if reports is None else {}
+    try:
+        if not batches:
+            return body
+        changes = _bound(batches, config, bounded)
+    finally:
+        if reports is not None and bounded is not None:
+            reports.extend(_report_batches(all_batches, bounded, config))
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
@@ -104,18 +158,35 @@ def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
     return total > config.batch_budget
 
 
-def _bound(batches: list[Batch], config: BudgetConfig) -> dict[JsonPath, tuple[str, str]]:
+def _report_batches(
+    all_batches: list[Batch], bounded: dict[int, BatchReport], config: BudgetConfig
+) -> list[BatchReport]:
+    """Every batch of the body in order: the bounded ones as ``_bound`` reported them."""
+    out: list[BatchReport] = []
+    for batch in all_batches:
+        report = bounded.get(id(batch))
+        if report is None:
+            entries = tuple(found.entry() for found in batch)
+            report = BatchReport("request", entries, entries, config.batch_budget, config.unit)
+        out.append(report)
+    return out
+
+
+def _bound(
+    batches: list[Batch], config: BudgetConfig, reports: dict[int, BatchReport] | None = None
+) -> dict[JsonPath, tuple[str, str]]:
     """Finalize every batch, then guard every result; the slots that changed, by path."""
     store = store_for_config(config)
+    originals = [[found.entry() for found in batch] for batch in batches]
     finalized = [
-        finalize_batch(
-            [found.entry() for found in batch],
-            config=config,
-            store=store,
-        )
-        for batch in batches
+        finalize_batch_written(entries, config=config, store=store) for entries in originals
     ]
-    guarded = [guard_batch(entries, config=config) for entries in finalized]
+    guarded = [guard_batch(entries, config=config) for entries, _ in finalized]
+    if reports is not None:
+        for batch, before, after, (_, written) in zip(batches, originals, guarded, finalized):
+            reports[id(batch)] = BatchReport(
+                "request", before, after, config.batch_budget, config.unit, written
+            )
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):
         for found, entry in zip(batch, entries):

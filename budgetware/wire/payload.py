@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes, loads
-from budgetware.wire.body import finalize_body
+from budgetware.wire.body import finalize_body, observed_finalize_body
 
 __all__ = ["bound_payload"]
 
@@ -24,6 +25,8 @@ def bound_payload(
 
     ``url`` (or just its path, like ``/v1/messages``) picks the wire format. ``config``
     is resolved like the transports' (environment < config < budget() < overrides).
+    While something watches requests, its report is delivered at once (the caller's span
+    is current: no HTTP request exists yet).
     """
     if not isinstance(payload, dict):
         return payload
@@ -32,7 +35,11 @@ def bound_payload(
         return payload
     try:
         body = dumps_bytes(payload)
-        new_body = finalize_body(url, body, config=effective)
+        if observe.watching():
+            new_body, report = observed_finalize_body(url, body, config=effective, entry="payload")
+            observe.deliver_request(report)
+        else:
+            new_body = finalize_body(url, body, config=effective)
         return payload if new_body is body else loads(new_body)
     except Exception:
         fail_open("bound a request payload", config=effective)

@@ -204,7 +204,7 @@ def test_internal_errors_raise_when_configured(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_body, "finalize_batch", broken)
+    monkeypatch.setattr(_body, "finalize_batch_written", broken)
     with pytest.raises(RuntimeError, match="boom"):
         finalize_body(CHAT_URL, _chat_body(BIG), config=_config(tmp_path))
 
@@ -215,7 +215,7 @@ def test_internal_errors_return_the_original_body_and_log_no_content(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret tool output")
 
-    monkeypatch.setattr(_body, "finalize_batch", broken)
+    monkeypatch.setattr(_body, "finalize_batch_written", broken)
     body = _chat_body(BIG)
     with caplog.at_level(logging.ERROR, logger="budgetware"):
         out = finalize_body(CHAT_URL, body, config=_config(tmp_path, raise_errors=False))
@@ -257,7 +257,9 @@ def test_the_guard_runs_last_and_bounds_without_io(
 ) -> None:
     # A finalizer that bounds nothing: only the guard can make the body fit, and it must
     # do so without writing anything.
-    monkeypatch.setattr(_body, "finalize_batch", lambda entries, **kwargs: list(entries))
+    monkeypatch.setattr(
+        _body, "finalize_batch_written", lambda entries, **kwargs: (list(entries), ())
+    )
     body = _chat_body(BIG, BIG)
     out = finalize_body(CHAT_URL, body, config=_config(tmp_path))
     contents = [m["content"] for m in json.loads(out)["messages"][-2:]]
