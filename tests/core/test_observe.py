@@ -38,14 +38,20 @@ def test_batch_reports_sizes_cuts_and_the_artifacts_written(tmp_path: Path) -> N
         guard_batch(result, config=config)
         # The same output again: its artifact is reused, not written.
         _, again = finalize_batch_written(entries, config=config, store=store)
-    assert len(written) == 1 and Path(written[0]).is_file()
+    assert len(written) == 1
+    assert Path(written[0]).is_file()
     assert again == ()
     first, guard, second = seen
     assert (first.boundary, guard.boundary, second.boundary) == ("finalizer", "guard", "finalizer")
-    assert first.results == 2 and first.cut == 1
-    assert first.size_before == 5_005 and first.size_after <= 1_000
-    assert first.budget == 1_000 and first.unit == "chars" and first.within_budget
-    assert first.written == written and second.written == ()
+    assert first.results == 2
+    assert first.cut == 1
+    assert first.size_before == 5_005
+    assert first.size_after <= 1_000
+    assert first.budget == 1_000
+    assert first.unit == "chars"
+    assert first.within_budget
+    assert first.written == written
+    assert second.written == ()
     assert guard.cut == 0
 
 

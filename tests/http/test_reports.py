@@ -41,16 +41,22 @@ def test_a_real_sdk_request_is_reported_once_with_what_was_sent(
         client.chat.completions.create(model="m", messages=_messages(big_results(10)))  # type: ignore[arg-type]
     first, second = reports
     sent = fake_provider.requests[0].body
-    assert first.api == "openai_chat" and first.entry == "http"
+    assert first.api == "openai_chat"
+    assert first.entry == "http"
     assert first.bytes_after == len(sent) < first.bytes_before
-    assert first.batch_budget == BUDGET and first.unit == "chars"
+    assert first.batch_budget == BUDGET
+    assert first.unit == "chars"
     (batch,) = first.batches
-    assert batch.results == 10 and batch.cut == 10
-    assert batch.size_before == 3_000_000 and batch.size_after <= BUDGET
-    assert first.results_cut == 10 and first.artifacts_written == 10
+    assert batch.results == 10
+    assert batch.cut == 10
+    assert batch.size_before == 3_000_000
+    assert batch.size_after <= BUDGET
+    assert first.results_cut == 10
+    assert first.artifacts_written == 10
     assert all(Path(ref).is_file() for ref in batch.written)
     # The same outputs again: bounded the same way, their artifacts reused, not written.
-    assert second.results_cut == 10 and second.artifacts_written == 0
+    assert second.results_cut == 10
+    assert second.artifacts_written == 0
     assert second.seconds > 0
 
 
@@ -62,7 +68,8 @@ def test_a_request_within_budget_is_reported_whole(
     with observe.subscribe(request=reports.append), instrument(config=config):
         client.chat.completions.create(model="m", messages=_messages(small_results(3)))  # type: ignore[arg-type]
     (report,) = reports
-    assert not report.bounded and report.bytes_before == report.bytes_after
+    assert not report.bounded
+    assert report.bytes_before == report.bytes_after
     assert report.batches == ()  # a body under the budget is not even parsed
 
 
@@ -75,19 +82,23 @@ def test_the_report_is_delivered_inside_the_transport_and_a_user_trace_still_run
     def user_trace(name: str, info: dict[str, Any]) -> None:
         events.append((name, len(reports)))
 
-    with observe.subscribe(request=reports.append), instrument(config=config):
-        with lib.Client() as client:
-            request = client.build_request(
-                "POST",
-                fake_provider.url + "/v1/chat/completions",
-                content=chat_body(big_results(3)),
-                headers={"content-type": "application/json"},
-                extensions={"trace": user_trace},
-            )
-            client.send(request)
+    with (
+        observe.subscribe(request=reports.append),
+        instrument(config=config),
+        lib.Client() as client,
+    ):
+        request = client.build_request(
+            "POST",
+            fake_provider.url + "/v1/chat/completions",
+            content=chat_body(big_results(3)),
+            headers={"content-type": "application/json"},
+            extensions={"trace": user_trace},
+        )
+        client.send(request)
     assert len(reports) == 1
     # Delivered at the first network event, before the user's callback saw it.
-    assert events and all(count == 1 for _, count in events)
+    assert events
+    assert all(count == 1 for _, count in events)
 
 
 async def test_async_requests_are_reported_once(
@@ -108,7 +119,9 @@ async def test_async_requests_are_reported_once(
                 extensions={"trace": user_trace},
             )
     assert response.status_code == 200
-    assert len(reports) == 1 and reports[0].results_cut == 3 and names
+    assert len(reports) == 1
+    assert reports[0].results_cut == 3
+    assert names
 
 
 def test_a_transport_without_network_events_gets_the_report_after_send(
@@ -116,10 +129,11 @@ def test_a_transport_without_network_events_gets_the_report_after_send(
 ) -> None:
     seen: list[Any] = []
     reports: list[observe.RequestReport] = []
-    with observe.subscribe(request=reports.append):
-        with lib.Client(transport=BudgetTransport(mock(lib, seen), config=config)) as client:
-            client.post(URL, content=chat_body(big_results(2)))
-    assert len(reports) == 1 and reports[0].results_cut == 2
+    transport = BudgetTransport(mock(lib, seen), config=config)
+    with observe.subscribe(request=reports.append), lib.Client(transport=transport) as client:
+        client.post(URL, content=chat_body(big_results(2)))
+    assert len(reports) == 1
+    assert reports[0].results_cut == 2
     assert reports[0].bytes_after == len(seen[0].content)
 
 
@@ -138,7 +152,8 @@ async def test_async_transport_without_network_events(
     with observe.subscribe(request=reports.append):
         async with lib.AsyncClient(transport=transport) as client:
             await client.post(URL, content=chat_body(big_results(2)))
-    assert len(reports) == 1 and reports[0].bytes_after == len(seen[0].content)
+    assert len(reports) == 1
+    assert reports[0].bytes_after == len(seen[0].content)
 
 
 def test_a_failed_send_still_delivers_the_report(lib: ModuleType, config: BudgetConfig) -> None:
@@ -146,10 +161,13 @@ def test_a_failed_send_still_delivers_the_report(lib: ModuleType, config: Budget
         raise lib.ConnectError("refused")
 
     reports: list[observe.RequestReport] = []
-    with observe.subscribe(request=reports.append):
-        with lib.Client(transport=BudgetTransport(lib.MockTransport(refuse), config=config)) as c:
-            with pytest.raises(lib.ConnectError):
-                c.post(URL, content=chat_body(big_results(2)))
+    transport = BudgetTransport(lib.MockTransport(refuse), config=config)
+    with (
+        observe.subscribe(request=reports.append),
+        lib.Client(transport=transport) as client,
+        pytest.raises(lib.ConnectError),
+    ):
+        client.post(URL, content=chat_body(big_results(2)))
     assert len(reports) == 1
 
 
@@ -175,13 +193,16 @@ def test_one_info_line_per_bounded_request_with_sizes_and_counts_only(
     (line,) = lines
     assert line.levelno == logging.INFO
     message = line.getMessage()
-    assert "openai_chat" in message and "4 of 4 tool results cut" in message
+    assert "openai_chat" in message
+    assert "4 of 4 tool results cut" in message
     assert f"{len(chat_body(results)):,} -> {len(seen[0].content):,} bytes" in message
     assert "4 artifact(s) written" in message
     summary = line.budgetware  # type: ignore[attr-defined]
-    assert summary["tool_results_cut"] == 4 and summary["batch_budget"] == BUDGET
+    assert summary["tool_results_cut"] == 4
+    assert summary["batch_budget"] == BUDGET
     # No content, no paths, no identifiers.
-    assert "HEAD-0" not in message and str(config.artifact_dir) not in message
+    assert "HEAD-0" not in message
+    assert str(config.artifact_dir) not in message
     assert "c0" not in json.dumps(summary)
 
 
