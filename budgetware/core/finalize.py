@@ -147,7 +147,7 @@ def _persist(
             return decided
         # A store that can tell (the local one does) says whether this put wrote the
         # artifact or found it there already; one that cannot counts as written.
-        put_reporting = getattr(store, "put_reporting", None)
+        put_reporting = _reporting_put(store)
         if put_reporting is not None:
             ref, wrote = put_reporting(full, key=key)
         else:
@@ -161,3 +161,16 @@ def _persist(
             type(exc).__name__,
         )
         return ()
+
+
+def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | None:
+    """``store.put_reporting``, unless a subclass overrides ``put`` below where it is defined
+    (then ``put`` is what the store means, and it must be the one called)."""
+    for klass in type(store).__mro__:
+        attributes = vars(klass)
+        if "put_reporting" in attributes:
+            method: Callable[..., tuple[str, bool]] = store.put_reporting  # type: ignore[attr-defined]
+            return method
+        if "put" in attributes:
+            return None
+    return None
