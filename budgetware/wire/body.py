@@ -7,7 +7,6 @@ import logging
 import time
 from collections.abc import Mapping
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
@@ -15,7 +14,7 @@ from budgetware.core.finalize import finalize_batch_written, guard_batch
 from budgetware.core.measure import measure
 from budgetware.core.observe import BatchReport, RequestReport
 from budgetware.store.select import store_for_config
-from budgetware.wire.detect import Batch, JsonPath, format_for_path, read_body
+from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_body
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import replace_values
 
@@ -82,9 +81,9 @@ def observed_finalize_body(
             error = type(exc).__name__
             fail_open("bound a request body", config=config)
             new_body = body
-    fmt = format_for_path(urlsplit(str(url)).path)
+    fmt = format_for_url(url, config)
     report = RequestReport(
-        api=fmt.name if fmt is not None else None,
+        api=fmt.name if fmt is not None and fmt is not SNIFF else None,
         bytes_before=len(body),
         bytes_after=len(new_body),
         batch_budget=config.batch_budget,
