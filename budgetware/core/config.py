@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -24,10 +25,15 @@ __all__ = [
     "BudgetConfig",
     "ConfigError",
     "budget",
+    "check_settings",
     "current_overrides",
     "default_artifact_dir",
+    "register_setting_check",
     "resolve_config",
+    "warn_setting_once",
 ]
+
+logger = logging.getLogger("budgetware")
 
 ENV_PREFIX = "BUDGETWARE_"
 MIB = 1024 * 1024
@@ -194,18 +200,22 @@ def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
-def _validate(values: Mapping[str, Any], *, source: str) -> BudgetConfig:
+def _validate(
+    values: Mapping[str, Any], *, source: str, env_names: set[str] | None = None
+) -> BudgetConfig:
     try:
         return BudgetConfig.model_validate(dict(values))
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
+        raise ConfigError(_describe(exc, source, env_names)) from None
 
 
-def _describe(exc: ValidationError, source: str) -> str:
+def _describe(exc: ValidationError, source: str, env_names: set[str] | None = None) -> str:
     parts = []
     for error in exc.errors():
         name = ".".join(str(p) for p in error["loc"]) or "config"
-        env = f" ({ENV_PREFIX}{name.upper()})" if source == "environment" else ""
+        top = str(error["loc"][0]) if error["loc"] else ""
+        from_env = source == "environment" or (env_names is not None and top in env_names)
+        env = f" ({ENV_PREFIX}{top.upper()})" if from_env and top else ""
         parts.append(f"{name}{env}: {error['msg']} (got {error.get('input')!r})")
     return "invalid budgetware setting: " + "; ".join(parts)
 
@@ -243,6 +253,12 @@ def budget(**settings: Any) -> Iterator[None]:
     checked = check_overrides(settings)
     token = _OVERRIDES.set(MappingProxyType({**_OVERRIDES.get(), **checked}))
     try:
+        # The settings in effect inside the block, environment included, fail here.
+        check_settings()
+    except BaseException:
+        _OVERRIDES.reset(token)
+        raise
+    try:
         yield
     finally:
         _OVERRIDES.reset(token)
@@ -253,13 +269,18 @@ def resolve_config(
     *,
     request_overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    lenient: bool = False,
 ) -> BudgetConfig:
     """The configuration in effect for one request, from wide to narrow.
 
     environment < ``base`` (fields explicitly set on it) < the active ``budget(...)``
-    block < ``request_overrides`` (from ``x-budgetware-*`` headers).
+    block < ``request_overrides`` (from ``x-budgetware-*`` headers). An invalid
+    environment value raises ``ConfigError`` naming the variable; with ``lenient`` (the
+    request path, where a value that turned bad must not break a call) it is left out
+    instead and logged once.
     """
-    values = env_values(os.environ if environ is None else environ)
+    env = env_values(os.environ if environ is None else environ)
+    values = dict(env)
     if base is not None:
         values.update({name: getattr(base, name) for name in base.model_fields_set})
     values.update(current_overrides())
@@ -267,20 +288,93 @@ def resolve_config(
         values.update(request_overrides)
     if not values:
         return _DEFAULT
-    source = "environment" if base is None else "config"
     # Every request resolves its configuration; the same settings recur, so the validated
     # model (immutable) is reused instead of validating again.
     try:
-        key = (source, tuple(sorted((k, _hashable(v)) for k, v in values.items())))
-        cached = _RESOLVED.get(key)
+        key = tuple(sorted((k, _hashable(v)) for k, v in values.items()))
+        hash(key)
     except TypeError:  # an unhashable value: validate without caching
-        return _validate(values, source=source)
-    if cached is None:
-        cached = _validate(values, source=source)
+        key = None
+    cached = _RESOLVED.get(key) if key is not None else None
+    if cached is None and lenient and key is not None:
+        cached = _RESOLVED.get(("lenient", key))
+    if cached is not None:
+        return cached
+    from_env = {name for name in env if values[name] is env[name]}
+    try:
+        resolved = _validate(values, source="config", env_names=from_env)
+        cache_key: Any = key
+    except ConfigError:
+        if not lenient:
+            raise
+        resolved = _validate_without_bad_env(values, from_env)
+        cache_key = ("lenient", key)
+    if key is not None:
         if len(_RESOLVED) >= 256:
             _RESOLVED.clear()
-        _RESOLVED[key] = cached
-    return cached
+        _RESOLVED[cache_key] = resolved
+    return resolved
+
+
+def _validate_without_bad_env(values: Mapping[str, Any], from_env: set[str]) -> BudgetConfig:
+    """The settings validated with every invalid environment value left out (logged once)."""
+    kept = dict(values)
+    while True:
+        try:
+            return BudgetConfig.model_validate(kept)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]): e["msg"] for e in exc.errors() if e["loc"]}
+            droppable = [name for name in bad if name in from_env and name in kept]
+            if not droppable:
+                raise ConfigError(_describe(exc, "config", from_env)) from None
+            for name in droppable:
+                warn_setting_once(ENV_PREFIX + name.upper(), bad[name])
+                del kept[name]
+
+
+_WARNED_SETTINGS: set[tuple[str, str]] = set()
+
+
+def warn_setting_once(variable: str, reason: str) -> None:
+    """Log, once per process, that an invalid setting is left out of a call that goes on.
+
+    ``reason`` says what is wrong, never the value (it may be a path or a secret).
+    """
+    key = (variable, reason)
+    if key in _WARNED_SETTINGS:
+        return
+    if len(_WARNED_SETTINGS) < 1024:
+        _WARNED_SETTINGS.add(key)
+    logger.warning(
+        "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
+        variable,
+        reason,
+    )
+
+
+SettingCheck = Callable[[], object]
+SETTING_CHECKS: list[SettingCheck] = []
+
+
+def register_setting_check(check: SettingCheck) -> None:
+    """Run ``check`` (which raises ``ConfigError``) wherever an entry point is set up.
+
+    Features with settings of their own (the MCP boundary's ``BUDGETWARE_MCP_*``) register
+    here, so that ``instrument()``, the transports and ``budget()`` validate them too.
+    """
+    if check not in SETTING_CHECKS:
+        SETTING_CHECKS.append(check)
+
+
+def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
+    """Validate every setting an entry point will use, now: the ``ConfigError`` of a bad
+    value (naming its variable) surfaces where the entry point is set up, not on a call."""
+    if config is not None and not isinstance(config, BudgetConfig):
+        raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
+    resolved = resolve_config(config)
+    for check in SETTING_CHECKS:
+        check()
+    return resolved
 
 
 def _hashable(value: Any) -> Any:
@@ -289,4 +383,4 @@ def _hashable(value: Any) -> Any:
 
 
 _DEFAULT = BudgetConfig()
-_RESOLVED: dict[tuple[str, tuple[tuple[str, Any], ...]], BudgetConfig] = {}
+_RESOLVED: dict[Any, BudgetConfig] = {}

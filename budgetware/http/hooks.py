@@ -4,17 +4,23 @@ The HTTP layer (transports and ``instrument()``) calls ``rewrite_response`` on e
 response it delivers. It knows no feature by name: the MCP producer boundary
 (``budgetware.mcp.http``) registers its rewriter when it is imported, as
 ``import budgetware`` does. Rewriters receive the library's own request and response
-objects (httpx or httpx2); this module imports neither.
+objects (httpx or httpx2); this module imports neither. While they run, ``entry_config()``
+is the configuration of the entry point that delivers the response (``instrument(config=)``,
+a transport's ``config``), so every boundary an entry point installs uses its settings.
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
+
+from budgetware.core.config import BudgetConfig
 
 __all__ = [
     "RESPONSE_REWRITERS",
     "ResponseRewriter",
+    "entry_config",
     "register_response_rewriter",
     "rewrite_response",
 ]
@@ -31,8 +37,28 @@ def register_response_rewriter(rewriter: ResponseRewriter) -> None:
         RESPONSE_REWRITERS.append(rewriter)
 
 
-def rewrite_response(request: Any, response: Any) -> Any:
-    """Apply every rewriter in order; the same response when none applies."""
-    for rewriter in RESPONSE_REWRITERS:
-        response = rewriter(request, response)
+_ENTRY_CONFIG: contextvars.ContextVar[BudgetConfig | None] = contextvars.ContextVar(
+    "budgetware_entry_config", default=None
+)
+
+
+def entry_config() -> BudgetConfig | None:
+    """The configuration of the entry point whose response the rewriters are handling."""
+    return _ENTRY_CONFIG.get()
+
+
+def rewrite_response(request: Any, response: Any, config: BudgetConfig | None = None) -> Any:
+    """Apply every rewriter in order; the same response when none applies.
+
+    ``config`` is the delivering entry point's configuration (None: the environment and
+    ``budget(...)`` blocks only); rewriters read it with ``entry_config()``.
+    """
+    if not RESPONSE_REWRITERS:
+        return response
+    token = _ENTRY_CONFIG.set(config)
+    try:
+        for rewriter in RESPONSE_REWRITERS:
+            response = rewriter(request, response)
+    finally:
+        _ENTRY_CONFIG.reset(token)
     return response

@@ -12,7 +12,7 @@ from typing import Any
 
 import wrapt
 
-from budgetware.core.config import BudgetConfig, resolve_config
+from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.core.errors import BudgetwareWarning
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
@@ -98,6 +98,7 @@ def _bind(
 def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return wrapped(*args, **kwargs)
+    config = _STATE.config
     args, kwargs, request, handled = _bind(instance, args, kwargs)
     if not handled:
         return wrapped(*args, **kwargs)
@@ -105,12 +106,13 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
         response = wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response)
+    return rewrite_response(request, response, config)
 
 
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return await wrapped(*args, **kwargs)
+    config = _STATE.config
     first = args[0] if args else kwargs.get("request")
     args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs, True)
     if not handled:
@@ -119,7 +121,7 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
         response = await wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response)
+    return rewrite_response(request, response, config)
 
 
 def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -196,9 +198,7 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     ``config`` sits between the environment and ``budget(...)`` blocks. The result is a
     context manager that undoes the patch.
     """
-    if config is not None and not isinstance(config, BudgetConfig):
-        raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
-    resolve_config(config)  # a configuration mistake fails here, not on a request
+    check_settings(config)  # a configuration mistake fails here, not on a request
     with _STATE.lock:
         _STATE.config = config
         _STATE.active = True

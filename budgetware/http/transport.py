@@ -12,7 +12,7 @@ from types import ModuleType, TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
 from budgetware.core import observe
-from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
+from budgetware.core.config import BudgetConfig, ConfigError, check_settings, resolve_config
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.diagnostics import recorder as _recorder
 from budgetware.http.context import bounded_above
@@ -145,13 +145,12 @@ def prepare_request(
 
 
 def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> BudgetConfig | None:
+    # Configuration mistakes surface when a transport or instrument() is set up; a value
+    # that turns bad later (the environment changed) is left out and logged once.
     try:
-        return resolve_config(base, request_overrides=overrides)
-    except ConfigError:
-        # Configuration mistakes surface when a transport or instrument() is set up; one
-        # that appears later (the environment changed) must not break the call.
-        # A ConfigError names the setting and its value, never request content.
-        logger.warning("budgetware: %s; request sent unchanged", sys.exc_info()[1])
+        return resolve_config(base, request_overrides=overrides, lenient=True)
+    except ConfigError:  # pragma: no cover - only environment values can turn bad
+        fail_open("resolve the configuration of a request", config=base)
         return None
 
 
@@ -225,9 +224,7 @@ class _TransportBase:
         return super().__new__(concrete)
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
-        if config is not None and not isinstance(config, BudgetConfig):
-            raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
-        resolve_config(config)  # a configuration mistake fails here, not on a request
+        check_settings(config)  # a configuration mistake fails here, not on a request
         self.inner = inner
         self.config = config
 
@@ -261,7 +258,7 @@ class BudgetTransport(_TransportBase):
             response = self.inner.handle_request(outgoing)
         finally:
             settle(outgoing)
-        return rewrite_response(outgoing, response)
+        return rewrite_response(outgoing, response, self.config)
 
     def close(self) -> None:
         self.inner.close()
@@ -320,7 +317,7 @@ class AsyncBudgetTransport(_TransportBase):
             response = await self.inner.handle_async_request(outgoing)
         finally:
             settle(outgoing)
-        return rewrite_response(outgoing, response)
+        return rewrite_response(outgoing, response, self.config)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore, text_key
-from budgetware.core.config import ENV_PREFIX, ConfigError, resolve_config
+from budgetware.core.config import (
+    ENV_PREFIX,
+    BudgetConfig,
+    ConfigError,
+    resolve_config,
+    warn_setting_once,
+)
 from budgetware.core.fit import fit_text
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
@@ -95,12 +101,20 @@ class McpBudget(BaseModel):
     )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> McpBudget:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        lenient: bool = False,
+        **overrides: Any,
+    ) -> McpBudget:
         """Defaults, then ``BUDGETWARE_MCP_*`` variables, then ``overrides``.
 
         ``BUDGETWARE_MCP_RESULT_BUDGET``, ``BUDGETWARE_MCP_UNIT``,
         ``BUDGETWARE_MCP_MAX_MESSAGE_BYTES``, and ``BUDGETWARE_MCP_TOOLS`` /
-        ``BUDGETWARE_MCP_SERVERS`` as JSON objects.
+        ``BUDGETWARE_MCP_SERVERS`` as JSON objects. An invalid value raises ``ConfigError``
+        naming its variable; with ``lenient`` (a call in flight) it is left out and logged
+        once.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
@@ -111,15 +125,29 @@ class McpBudget(BaseModel):
             if name in ("tools", "servers"):
                 try:
                     values[name] = json.loads(raw)
-                except ValueError as exc:
-                    raise ConfigError(f"{_ENV_MCP}{name.upper()}: not a JSON object") from exc
+                except ValueError:
+                    if not lenient:
+                        raise ConfigError(f"{_ENV_MCP}{name.upper()}: not a JSON object") from None
+                    warn_setting_once(_ENV_MCP + name.upper(), "not a JSON object")
             else:
                 values[name] = raw
+        from_env = set(values) - set(overrides)
         values.update(overrides)
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise ConfigError(f"invalid budgetware MCP setting: {exc}") from None
+        while True:
+            try:
+                return cls.model_validate(values)
+            except ValidationError as exc:
+                bad = {str(e["loc"][0]): e["msg"] for e in exc.errors() if e["loc"]}
+                if not lenient or not from_env.intersection(bad):
+                    named = ", ".join(
+                        f"{name} ({_ENV_MCP}{name.upper()})" if name in from_env else name
+                        for name in bad
+                    )
+                    raise ConfigError(f"invalid budgetware MCP setting {named}: {exc}") from None
+                for name in from_env.intersection(bad):
+                    warn_setting_once(_ENV_MCP + name.upper(), bad[name])
+                    del values[name]
+                    from_env.discard(name)
 
     def names_server(self, name: str) -> bool:
         """Whether ``servers`` has overrides for this server name or URL."""
@@ -153,10 +181,14 @@ def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
     return None
 
 
-def default_store() -> tuple[ArtifactStore | None, bool]:
-    """The store the finalizer uses too (so decisions are found), and whether to persist."""
-    config = resolve_config()
-    return store_for_config(config), config.persist
+def default_store(config: BudgetConfig | None = None) -> tuple[ArtifactStore | None, bool]:
+    """The store the finalizer uses too (so decisions are found), and whether to persist.
+
+    ``config`` is the entry point's configuration (``instrument(config=)``, a transport's);
+    the environment and ``budget(...)`` blocks apply around it, as for model requests.
+    """
+    effective = resolve_config(config, lenient=True)
+    return store_for_config(effective), effective.persist
 
 
 @dataclass(frozen=True)

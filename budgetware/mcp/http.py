@@ -14,10 +14,10 @@ from functools import partial
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import resolve_config
+from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes, loads
-from budgetware.http.hooks import register_response_rewriter
+from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
     SSE_FRAMING_RESERVE,
@@ -29,6 +29,7 @@ from budgetware.mcp.bound import (
 __all__ = [
     "configure_mcp",
     "current_mcp_budget",
+    "effective_mcp_budget",
     "rewrite_mcp_response",
 ]
 
@@ -48,8 +49,17 @@ def configure_mcp(budget: McpBudget | None) -> None:
 
 
 def current_mcp_budget() -> McpBudget:
-    """The process-wide MCP budget: the configured one, else from the environment."""
+    """The process-wide MCP budget: the configured one, else from the environment.
+
+    Raises ``ConfigError`` naming the variable when a ``BUDGETWARE_MCP_*`` value is invalid.
+    """
     return _configured if _configured is not None else McpBudget.from_env()
+
+
+def effective_mcp_budget() -> McpBudget:
+    """The MCP budget for a call in flight: like ``current_mcp_budget()``, but an invalid
+    environment value is left out and logged once instead of breaking the call."""
+    return _configured if _configured is not None else McpBudget.from_env(lenient=True)
 
 
 def rewrite_mcp_response(
@@ -59,6 +69,7 @@ def rewrite_mcp_response(
     budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
+    config: BudgetConfig | None = None,
 ) -> Any:
     """The response with its ``tools/call`` result bounded; the same object otherwise.
 
@@ -66,20 +77,39 @@ def rewrite_mcp_response(
     ``application/json`` or ``text/event-stream`` body is touched. A streaming response
     is wrapped, not read: its events go through one by one as they complete, and only the
     event holding this call's result is rewritten. Compressed bodies are decoded first;
-    the new response has no ``Content-Encoding`` or ``Content-Length``.
+    the new response has no ``Content-Encoding`` or ``Content-Length``. ``config`` (default:
+    the configuration of the entry point delivering the response) picks the store.
     """
     call = _tools_call(request, response)
     if call is None:
         return response
+    try:
+        return _rewrite(request, response, call, budget, server, store, config)
+    except Exception:
+        fail_open("bound an MCP tool result", config=config)
+        return response
+
+
+def _rewrite(
+    request: Any,
+    response: Any,
+    call: tuple[Any, str | None],
+    budget: McpBudget | None,
+    server: str | None,
+    store: ArtifactStore | None,
+    config: BudgetConfig | None,
+) -> Any:
     call_id, tool = call
-    budget = budget or current_mcp_budget()
+    budget = budget or effective_mcp_budget()
     limit = _result_budget(budget, server, request, tool)
     if limit <= 0 and budget.max_message_bytes <= 0:
         return response
+    if config is None:
+        config = entry_config()
     if store is None:
-        store, persist = default_store()
+        store, persist = default_store(config)
     else:
-        persist = resolve_config().persist
+        persist = resolve_config(config, lenient=True).persist
 
     def bound(message: Any) -> Any:
         return bound_response_message(
@@ -405,3 +435,5 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
 
 
 register_response_rewriter(rewrite_mcp_response)
+# Every entry point that installs this boundary validates BUDGETWARE_MCP_* where it is set up.
+register_setting_check(current_mcp_budget)

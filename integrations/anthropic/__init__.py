@@ -16,7 +16,7 @@ import socket
 import sys
 from typing import Any
 
-from budgetware.core.config import BudgetConfig, resolve_config
+from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.http.context import upper_layer_bounded
 from budgetware.http.headers import split_headers
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
@@ -78,7 +78,7 @@ def budget_middleware(*, config: BudgetConfig | None = None) -> Any:
     ``extra_headers`` apply to that request and are removed before it is signed. The HTTP
     layer (``instrument()``, transports) leaves requests it bounded alone.
     """
-    resolve_config(config)  # a configuration mistake fails here, not on a request
+    check_settings(config)  # a configuration mistake fails here, not on a request
     return _middleware_class()(config)
 
 

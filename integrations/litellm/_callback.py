@@ -12,7 +12,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
-from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, resolve_config
+from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, check_settings
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
@@ -190,7 +190,7 @@ class BudgetCallback(CustomLogger):
 
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
-        resolve_config(config)  # a configuration mistake fails here, not on a request
+        check_settings(config)  # a configuration mistake fails here, not on a request
         self.config = config
 
     async def async_pre_call_hook(

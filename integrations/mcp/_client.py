@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import resolve_config
+from budgetware.core.config import BudgetConfig, check_settings, resolve_config
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
-from budgetware.mcp.http import current_mcp_budget, rewrite_mcp_response
+from budgetware.mcp.http import effective_mcp_budget, rewrite_mcp_response
 
 __all__ = [
     "BoundedTransport",
@@ -76,19 +76,27 @@ class McpBoundTransport:
         budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
+        config: BudgetConfig | None = None,
     ) -> None:
+        check_settings(config)  # a configuration mistake fails here, not on a call
         if inner is None:
             inner = require("httpx2").AsyncHTTPTransport()
         self.inner = inner
         self.budget = budget
         self.server = server
         self.store = store
+        self.config = config
 
     async def handle_async_request(self, request: Any) -> Any:
         """Send through the inner transport; bound the result of a ``tools/call``."""
         response = await self.inner.handle_async_request(request)
         return rewrite_mcp_response(
-            request, response, budget=self.budget, server=self.server, store=self.store
+            request,
+            response,
+            budget=self.budget,
+            server=self.server,
+            store=self.store,
+            config=self.config,
         )
 
     async def aclose(self) -> None:
@@ -103,6 +111,7 @@ def budget_http_client(
     budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
+    config: BudgetConfig | None = None,
     transport: Any = None,
     **client_kwargs: Any,
 ) -> Any:
@@ -110,14 +119,17 @@ def budget_http_client(
 
     Its ``tools/call`` results arrive bounded to ``budget`` (default: the process-wide MCP
     budget, ``BUDGETWARE_MCP_*``), with their full output persisted once. ``server`` names
-    the server for per-server overrides (default: matched by URL). ``transport`` is the
+    the server for per-server overrides (default: matched by URL). ``config`` picks the
+    artifact store (default: the environment and ``budget(...)`` blocks). ``transport`` is the
     transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
     to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
     """
     httpx2 = require("httpx2")
     if "timeout" not in client_kwargs:
         client_kwargs["timeout"] = httpx2.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
-    bounded = McpBoundTransport(transport, budget=budget, server=server, store=store)
+    bounded = McpBoundTransport(
+        transport, budget=budget, server=server, store=store, config=config
+    )
     return httpx2.AsyncClient(transport=bounded, **client_kwargs)
 
 
@@ -125,8 +137,13 @@ class _State:
     """What the two directions share: pending ``tools/call`` ids and the server's name."""
 
     def __init__(
-        self, budget: McpBudget | None, server: str | None, store: ArtifactStore | None
+        self,
+        budget: McpBudget | None,
+        server: str | None,
+        store: ArtifactStore | None,
+        config: BudgetConfig | None,
     ) -> None:
+        self.config = config
         self.budget = budget
         self.server = server
         self.named = server is not None
@@ -214,7 +231,7 @@ class _BoundingRead(_StreamProxy):
         if key not in state.calls:
             return item
         tool = state.calls.pop(key)
-        budget = state.budget or current_mcp_budget()
+        budget = state.budget or effective_mcp_budget()
         limit = budget.budget_for(state.server, tool)
         if limit <= 0 and budget.max_message_bytes <= 0:
             return item
@@ -231,9 +248,9 @@ class _BoundingRead(_StreamProxy):
     def _bound(self, result: dict[str, Any], budget: McpBudget, limit: int) -> Any:
         store = self._state.store
         if store is None:
-            store, persist = default_store()
+            store, persist = default_store(self._state.config)
         else:
-            persist = resolve_config().persist
+            persist = resolve_config(self._state.config, lenient=True).persist
         outcome = bound_tool_result(
             result,
             budget=limit,
@@ -252,13 +269,16 @@ def bound_streams(
     budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
+    config: BudgetConfig | None = None,
 ) -> tuple[Any, Any]:
     """Wrap a transport's (read, write) stream pair so ``tools/call`` results arrive bounded.
 
     Pass the pair to ``ClientSession(read, write)``. ``server`` names the server for
     per-server overrides; by default the name the server gives in ``initialize``.
+    ``config`` picks the artifact store (default: environment and ``budget(...)`` blocks).
     """
-    state = _State(budget, server, store)
+    check_settings(config)  # a configuration mistake fails here, not on a call
+    state = _State(budget, server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
 
@@ -278,16 +298,24 @@ class BoundedTransport:
         budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
+        config: BudgetConfig | None = None,
     ) -> None:
+        check_settings(config)  # a configuration mistake fails here, not on a call
         self._transport = transport
         self._budget = budget
         self._server = server
         self._store = store
+        self._config = config
 
     async def __aenter__(self) -> tuple[Any, Any]:
         read, write = await self._transport.__aenter__()
         return bound_streams(
-            read, write, budget=self._budget, server=self._server, store=self._store
+            read,
+            write,
+            budget=self._budget,
+            server=self._server,
+            store=self._store,
+            config=self._config,
         )
 
     async def __aexit__(
