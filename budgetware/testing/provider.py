@@ -9,6 +9,7 @@ and records every request it receives, byte for byte.
 from __future__ import annotations
 
 import json
+import selectors
 import socket
 import socketserver
 import threading
@@ -78,6 +79,13 @@ class _Server(ThreadingHTTPServer):
     # waiting for handler threads that may sit on an idle keep-alive connection.
     block_on_close = False
     allow_reuse_address = False
+    # handle_request() is called only when the listener is readable; this bounds its wait
+    # for a connection that vanished in between.
+    timeout = 0.05
+    # socketserver listens with a backlog of 5: a burst of connections (a test suite's
+    # 200 concurrent clients) would overflow it and the kernel would drop their SYNs,
+    # which clients retry only after a second or more. The kernel caps this at somaxconn.
+    request_queue_size = 1024
 
     def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
@@ -103,8 +111,15 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     # An idle keep-alive connection gives up after this long, so no thread waits forever.
     timeout = 30
+    # A buffered writer: the status line, the headers and the body leave in one write
+    # (the default, unbuffered, sends the headers and then the body as two segments).
+    wbufsize = 64 * 1024
 
     def setup(self) -> None:
+        # Without TCP_NODELAY, Nagle's algorithm holds back a small segment until the
+        # previous one is acknowledged, and the client delays that ACK by about 40 ms:
+        # every answer on a kept-alive connection would wait for it.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
         with self.server.conn_lock:
             self.server.connections.add(self.connection)
@@ -179,6 +194,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+def _serve_until_woken(server: _Server, wake: socket.socket) -> None:
+    """Accept connections until ``wake``'s peer is closed; each is served in its own thread."""
+    with selectors.DefaultSelector() as selector, wake:
+        selector.register(server, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is wake:
+                    return
+                # The listener is readable: accept and hand off (a connection that went
+                # away before accept() leaves it to wait at most ``server.timeout``).
+                server.handle_request()
+
+
 class FakeProvider:
     """A local fake of the LLM provider APIs that records every request.
 
@@ -194,6 +223,7 @@ class FakeProvider:
         self._requests: list[RecordedRequest] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._wake: socket.socket | None = None
 
     # lifecycle
 
@@ -202,9 +232,10 @@ class FakeProvider:
         if self._server is not None:
             return self
         server = _Server(self)
+        wake, self._wake = socket.socketpair()
         thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            target=_serve_until_woken,
+            args=(server, wake),
             name=f"FakeProvider:{server.server_address[1]}",
             daemon=True,
         )
@@ -214,11 +245,16 @@ class FakeProvider:
 
     def stop(self) -> None:
         """Stop serving, drop open keep-alive connections and close the listening socket."""
-        server, thread = self._server, self._thread
+        server, thread, wake = self._server, self._thread, self._wake
         if server is None:
             return
-        self._server = self._thread = None
-        server.shutdown()
+        self._server = self._thread = self._wake = None
+        if wake is not None:
+            # Wakes the accept loop at once (socketserver's serve_forever would notice a
+            # shutdown only at its next poll, up to 50 ms later: a cost for every test).
+            wake.close()
+        if thread is not None:
+            thread.join(timeout=5)
         with server.conn_lock:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
@@ -232,8 +268,6 @@ class FakeProvider:
         for handler in handlers:
             handler.join(timeout=5)
         server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
 
     def __enter__(self) -> FakeProvider:
         return self.start()

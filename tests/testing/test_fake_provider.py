@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import http.client
 import json
+import selectors
 import socket
 import threading
 import time
@@ -184,6 +185,61 @@ class TestServer:
         finally:
             client.close()
         gc.collect()  # any unclosed server socket would surface as a ResourceWarning
+
+    def test_answers_leave_without_waiting_for_the_clients_ack(self) -> None:
+        # Without TCP_NODELAY, a second small segment waits for the client's delayed ACK
+        # (about 40 ms): each answer on a kept-alive connection would stall that long.
+        # The latency itself is measured in benchmarks/bench_fake_provider.py.
+        with FakeProvider() as fp, httpx2.Client() as client:
+            for _ in range(3):
+                reply = client.post(f"{fp.url}/v2/chat", json={"model": "m", "messages": []})
+                assert reply.status_code == 200
+            server = fp._server
+            assert server is not None
+            with server.conn_lock:
+                connections = list(server.connections)
+            assert len(connections) == 1  # the three requests shared one connection
+            assert connections[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    def test_a_burst_of_200_connections_is_accepted_and_answered(self) -> None:
+        # A listen backlog of 5 makes the kernel drop the SYNs of a burst; the clients
+        # retry only after a second (the first SYN retransmission), or give up.
+        count = 200
+        body = b'{"model": "m", "messages": []}'
+        request = (
+            b"POST /v2/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        with FakeProvider() as fp:
+            sockets = [socket.socket() for _ in range(count)]
+            try:
+                selector = selectors.DefaultSelector()
+                for sock in sockets:
+                    sock.setblocking(False)
+                    sock.connect_ex(("127.0.0.1", fp.port))
+                    selector.register(sock, selectors.EVENT_WRITE)
+                deadline = time.monotonic() + 0.9  # before any SYN is sent a second time
+                pending = set(sockets)
+                while pending and (left := deadline - time.monotonic()) > 0:
+                    for key, _ in selector.select(left):
+                        selector.unregister(key.fileobj)
+                        pending.discard(key.fileobj)  # type: ignore[arg-type]
+                selector.close()
+                assert not pending, f"{len(pending)} of {count} handshakes did not complete"
+                for sock in sockets:
+                    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+                    sock.setblocking(True)
+                    sock.settimeout(10)
+                    sock.sendall(request)
+                for sock in sockets:
+                    answer = b""
+                    while b"\r\n\r\n" not in answer:
+                        answer += sock.recv(65536)
+                    assert answer.startswith(b"HTTP/1.1 200 ")
+            finally:
+                for sock in sockets:
+                    sock.close()
+            assert len(fp.requests) == count
 
     def test_server_socket_is_closed_after_stop(self) -> None:
         with FakeProvider() as fp:
