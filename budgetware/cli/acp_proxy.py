@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 
+from budgetware.cli.errors import CliError, UsageError
 from budgetware.cli.process import exit_code, forward_signals, restore_signals
 from budgetware.display.acp_proxy import CHUNK, pump_stdin, pump_stdout
 from budgetware.display.projection import FIELD_BUDGET
@@ -25,49 +26,52 @@ Run an ACP agent over stdio and bound the text of its tool results (tool_call_up
 content and rawOutput) to BYTES JSON bytes per field (default 65536) on the way to the
 editor. Everything else passes through unchanged.
 """
+SEE_HELP = "(see 'budgetware acp-proxy --help')"
 
 
-def _parse_args(argv: list[str]) -> tuple[int, list[str]] | int:
+def _parse_args(argv: list[str]) -> tuple[int, list[str]] | None:
+    """``(budget, agent command)``, or None when help was printed."""
     budget = FIELD_BUDGET
     args = list(argv)
     while args and args[0] != "--":
         option = args.pop(0)
         if option in ("-h", "--help"):
             print(USAGE, end="")
-            return 0
-        if option == "--budget" and args:
+            return None
+        if option == "--budget":
+            value = args.pop(0) if args else ""
             try:
-                budget = int(args.pop(0))
+                budget = int(value)
             except ValueError:
-                print("budgetware acp-proxy: --budget needs an integer", file=sys.stderr)
-                return 2
+                raise UsageError(
+                    f"--budget needs a whole number of bytes, not {value!r} {SEE_HELP}"
+                ) from None
+            if budget <= 0:
+                raise UsageError(f"--budget must be positive, not {budget} {SEE_HELP}")
             continue
         # No "--": the first word that is not an option starts the command.
         if not option.startswith("-"):
             args.insert(0, option)
             return budget, args
-        print(f"budgetware acp-proxy: unknown option {option!r}\n\n{USAGE}", file=sys.stderr)
-        return 2
+        raise UsageError(f"unknown option {option!r} {SEE_HELP}")
     command = args[1:]
     if not command:
-        print(USAGE, end="", file=sys.stderr)
-        return 2
+        raise UsageError(f"no agent command given {SEE_HELP}")
     return budget, command
 
 
 def main(argv: list[str]) -> int:
     """Run the proxy; returns the agent's exit code."""
     parsed = _parse_args(argv)
-    if isinstance(parsed, int):
-        return parsed
+    if parsed is None:
+        return 0
     budget, command = parsed
     try:
         # Unbuffered pipes: the stdin pump writes to the descriptor itself, and the stdout
         # pump gets its own buffered reader below.
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     except OSError as exc:
-        print(f"budgetware acp-proxy: cannot run {command[0]!r}: {exc}", file=sys.stderr)
-        return 127
+        raise CliError(f"cannot run {command[0]!r}: {exc.strerror or exc}", 127) from None
     assert child.stdin is not None
     assert child.stdout is not None
     previous = forward_signals(child)

@@ -7,7 +7,8 @@ import re
 import time
 from pathlib import Path
 
-from budgetware.core.config import BudgetConfig, ConfigError
+from budgetware.cli.errors import ArgumentParser, CliError
+from budgetware.core.config import BudgetConfig
 from budgetware.store.lifecycle import StoreUsage
 from budgetware.store.local import LocalArtifactStore
 
@@ -53,7 +54,7 @@ def _ago(seconds: float) -> str:
 
 def main(argv: list[str]) -> int:
     """Run ``budgetware artifacts``; returns the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="budgetware artifacts",
         description="See or prune the artifact store. Shows counts, sizes and ages only.",
     )
@@ -66,10 +67,11 @@ def main(argv: list[str]) -> int:
     prune.add_argument("--max-size", type=parse_size, help="e.g. 500M: keep at most this much")
     prune.add_argument("--dry-run", action="store_true", help="only say what would go")
     args = parser.parse_args(argv)
-    try:
-        directory = args.dir or BudgetConfig.from_env().resolved_artifact_dir()
-    except ConfigError as exc:
-        parser.error(str(exc))
+    if args.command == "prune" and args.older_than is None and args.max_size is None:
+        parser.error("prune needs --older-than and/or --max-size")
+    directory = args.dir or BudgetConfig.from_env().resolved_artifact_dir()
+    if directory.exists() and not directory.is_dir():
+        raise CliError(f"{directory} is not a directory (the artifact store is a directory)")
     store = LocalArtifactStore(directory)
     now = time.time()
     if args.command == "where":
@@ -77,8 +79,6 @@ def main(argv: list[str]) -> int:
     elif args.command == "usage":
         print(f"{store.directory}: {_describe(store.usage(), now)}")
     else:
-        if args.older_than is None and args.max_size is None:
-            parser.error("prune needs --older-than and/or --max-size")
         gone = store.prune(
             older_than=args.older_than,
             max_total_bytes=args.max_size,

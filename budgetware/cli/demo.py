@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from budgetware.cli.errors import ArgumentParser, CliError
 from budgetware.core.config import BudgetConfig
+from budgetware.core.fit import fit_text
 from budgetware.http.transport import BudgetTransport
 
 __all__ = ["main"]
@@ -161,6 +163,8 @@ class Turn:
     artifacts: list[tuple[str, int]]
     preview: str | None
     elapsed: float
+    unnamed: tuple[str, str] | None = None
+    """(SDK text, artifact reference) of a cut result whose preview names no artifact"""
     shared_prefix: int = 0
     """bytes at the start of this wire body identical to the previous request's"""
     previous_bytes: int = 0
@@ -175,6 +179,7 @@ class Run:
     artifact_dir: Path
     turns: list[Turn] = field(default_factory=list)
     answer: str = ""
+    told_unnamed: bool = False
 
 
 # --- the agents ------------------------------------------------------------------------------
@@ -357,6 +362,30 @@ class Printer:
                 self.line("    | " + text, style="dim")
         self.line()
 
+    def unnamed(self, cut: tuple[str, str], budget: int, artifact_dir: Path) -> None:
+        text, ref = cut
+        need = _room_to_name(text, ref)
+        self.line(
+            f"note: previews this small cannot name their artifact: --budget {budget:,} is "
+            f"shared by the whole batch, and a preview names the file that holds the full "
+            f"output only from about {need:,} chars. The model sees a cut notice with no way "
+            f"back to the output; the full outputs are still written to {artifact_dir}.",
+            style="yellow",
+        )
+        self.line()
+
+
+def _room_to_name(text: str, ref: str) -> int:
+    """The smallest allocation at which ``text``'s preview names ``ref`` (by bisection)."""
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high) // 2
+        if ref in fit_text(text, mid, refs=[ref]):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
 
 def _common_prefix(a: bytes, b: bytes) -> int:
     """Length of the longest common prefix, by bisection over C-speed slice comparisons."""
@@ -389,7 +418,7 @@ def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
         return None
     if args.real or (key and base_url):
         if not key:
-            raise SystemExit(f"budgetware demo --real needs {prefix}_API_KEY in the environment")
+            raise CliError(f"--real needs {prefix}_API_KEY in the environment", 2)
         return base_url, key
     return None
 
@@ -427,6 +456,15 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
             new = sorted(p for p in _listing(artifact_dir) if p.name not in seen_artifacts)
             seen_artifacts.update(p.name for p in new)
             cut = [a for (_, b), (_, a) in zip(before, after) if len(a) < len(b)]
+            names = [p.name for p in _listing(artifact_dir)]
+            unnamed = next(
+                (
+                    (b, str(artifact_dir / names[0]))
+                    for (_, b), (_, a) in zip(before, after)
+                    if len(a) < len(b) and not any(name in a for name in names)
+                ),
+                None,
+            )
             previous = wire.bodies[-2] if len(wire.bodies) > 1 else b""
             shared = _common_prefix(previous, wire.bodies[-1])
             turn = Turn(
@@ -436,6 +474,7 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
                 results=[(n, len(b), len(a)) for (n, b), (_, a) in zip(before, after)],
                 artifacts=[(p.name, p.stat().st_size) for p in new],
                 preview=_excerpt(cut[0]) if cut else None,
+                unnamed=unnamed if names else None,
                 elapsed=time.perf_counter() - started,
                 shared_prefix=shared,
                 previous_bytes=len(previous),
@@ -443,6 +482,9 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
             )
             result.turns.append(turn)
             printer.turn(turn, args.budget)
+            if turn.unnamed is not None and not result.told_unnamed:
+                result.told_unnamed = True
+                printer.unnamed(turn.unnamed, args.budget, artifact_dir)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
@@ -462,7 +504,7 @@ def _listing(directory: Path) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     """Run the demo; returns the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="budgetware demo",
         description="A scripted agent run through budgetware against a local fake provider "
         "(or a real one with --real).",
@@ -480,7 +522,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)
     if args.budget <= 0:
-        parser.error("--budget must be positive")
+        parser.error(f"--budget must be positive, not {args.budget}")
+    chosen = Path(args.artifact_dir) if args.artifact_dir is not None else None
+    if chosen is not None and chosen.exists() and not chosen.is_dir():
+        raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
+    # A bad BUDGETWARE_* variable fails here, in one line, not inside the first SDK call.
+    BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
     printer = Printer(args.plain)
     try:
         import httpx2  # noqa: F401
@@ -490,8 +537,7 @@ def main(argv: list[str]) -> int:
         else:
             import openai  # noqa: F401
     except ImportError as exc:
-        print(f'budgetware demo needs {exc.name}: pip install "budgetware[demo]"', file=sys.stderr)
-        return 1
+        raise CliError(f'needs {exc.name}: pip install "budgetware[demo]"') from None
     where = "a real provider" if _real_settings(args) else "an embedded fake provider (offline)"
     printer.line(
         f"budgetware demo: the {args.provider} SDK runs a scripted coding agent against {where}; "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
 from budgetware.diagnostics.diagnose import read_log, render
 
 __all__ = ["main"]
@@ -12,7 +12,7 @@ __all__ = ["main"]
 
 def main(argv: list[str]) -> int:
     """Entry point of ``budgetware diagnose``; returns the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="budgetware diagnose",
         description="Show, per tool call, the stages its result crossed and where it changed.",
     )
@@ -23,7 +23,16 @@ def main(argv: list[str]) -> int:
         with open(args.log, encoding="utf-8", errors="replace") as handle:
             log = read_log(handle)
     except OSError as exc:
-        print(f"budgetware diagnose: cannot read {args.log}: {exc.strerror}", file=sys.stderr)
-        return 1
+        raise CliError(f"cannot read {describe_os_error(exc)}") from None
+    if log.events == 0 and log.skipped:
+        raise CliError(
+            f"{args.log} is not a budgetware debug log: none of its {log.skipped:,} lines is "
+            "a budgetware event (write one with BUDGETWARE_DEBUG_LOG_FILE=PATH)"
+        )
+    if args.call and not any(path.call.startswith(args.call) for path in log.calls.values()):
+        raise CliError(
+            f"no tool call in {args.log} starts with {args.call!r} "
+            f"({len(log.calls)} tool calls; run without --call to list them)"
+        )
     render(log, sys.stdout, call_prefix=args.call)
     return 0

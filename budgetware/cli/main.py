@@ -1,12 +1,23 @@
-"""The ``budgetware`` command line: one subcommand per feature, each imported lazily."""
+"""The ``budgetware`` command line: one subcommand per feature, each imported lazily.
+
+A command is a module with ``main(argv: list[str]) -> int``, listed in ``COMMANDS``. The
+dispatcher gives every command the same handling of a user's mistake (``cli/errors.py``):
+one line on stderr, a non-zero exit code, never a traceback; and a reader that goes away
+(``budgetware --help | head -1``) ends the command quietly.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-__all__ = ["main"]
+from budgetware.cli.errors import CliError, describe_os_error
+from budgetware.core.config import ConfigError
+
+__all__ = ["COMMANDS", "main", "version"]
 
 # name -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -16,24 +27,82 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "artifacts": ("budgetware.cli.artifacts", "see or prune the artifact store"),
 }
 
+# A process killed by SIGPIPE exits with 128 + 13; say the same when the reader went away.
+EXIT_BROKEN_PIPE = 141
+EXIT_INTERRUPTED = 130
+
+
+def version() -> str:
+    """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
+    try:
+        return metadata.version("budgetware")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
 
 def _usage() -> str:
-    lines = ["usage: budgetware <command> [options]", "", "commands:"]
+    lines = ["usage: budgetware <command> [options]", "       budgetware --version", ""]
+    lines.append("commands:")
     width = max(len(name) for name in COMMANDS)
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run 'budgetware <command> --help' for a command's options."]
     return "\n".join(lines)
+
+
+def _fail(prog: str, message: str, code: int) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        return _fail("budgetware", "no command given (see 'budgetware --help')", 2)
+    if args[0] in {"-h", "--help"}:
+        print(_usage())
+        return 0
+    if args[0] in {"-V", "--version"}:
+        print(f"budgetware {version()}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        known = ", ".join(COMMANDS)
+        return _fail("budgetware", f"unknown command {name!r} (commands: {known})", 2)
+    prog = f"budgetware {name}"
+    try:
+        module = importlib.import_module(COMMANDS[name][0])
+        code: int = module.main(rest)
+    except CliError as exc:
+        return _fail(prog, exc.message, exc.code)
+    except ConfigError as exc:
+        return _fail(prog, str(exc), 2)
+    except BrokenPipeError:
+        raise  # the reader went away: handled once, in main()
+    except OSError as exc:
+        return _fail(prog, describe_os_error(exc), 1)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch ``budgetware <command> ...``; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in {"-h", "--help"}:
-        print(_usage())
-        return 0 if args else 2
-    name, rest = args[0], args[1:]
-    if name not in COMMANDS:
-        print(f"budgetware: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
-        return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    code: int = module.main(rest)
+    try:
+        code = _dispatch(args)
+        # Flush here, where a closed pipe can still be handled: at interpreter exit it
+        # would print "Exception ignored ... BrokenPipeError".
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     return code
+
+
+def _silence_stdout() -> None:
+    # Point stdout at /dev/null so that Python's own flush at exit finds nothing to fail on.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (captured in-process): nothing to do
+        pass

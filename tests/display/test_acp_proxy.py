@@ -11,7 +11,7 @@ import time
 
 from acp import spawn_agent_process
 
-from budgetware.cli.acp_proxy import main
+from budgetware.cli.main import main as cli
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import json_string_bytes
 from budgetware.display.acp_proxy import rewrite_line
@@ -134,11 +134,11 @@ def test_agent_killed_by_a_signal_exits_like_a_shell_reports_it() -> None:
 
 
 def test_missing_agent_command_is_a_usage_error() -> None:
-    assert main(["--"]) == 2
+    assert cli(["acp-proxy", "--"]) == 2
 
 
 def test_unknown_agent_program_exits_127() -> None:
-    assert main(["--", "/nonexistent/budgetware-agent"]) == 127
+    assert cli(["acp-proxy", "--", "/nonexistent/budgetware-agent"]) == 127
 
 
 def test_rewrite_line_keeps_the_line_ending() -> None:
@@ -189,4 +189,4 @@ def test_budget_option_bounds_each_field_to_the_given_bytes() -> None:
 
 
 def test_budget_option_needs_an_integer() -> None:
-    assert main(["--budget", "lots", "--", "agent"]) == 2
+    assert cli(["acp-proxy", "--budget", "lots", "--", "agent"]) == 2
