@@ -13,6 +13,9 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["BUDGETWARE_RAISE_ERRORS"] = "1"
 # Never write artifacts into the developer's real cache directory.
 os.environ["BUDGETWARE_ARTIFACT_DIR"] = tempfile.mkdtemp(prefix="budgetware-test-artifacts-")
+# No background sweeps of that directory while tests watch file-system access; the tests of
+# the sweep turn it on for their own stores.
+os.environ["BUDGETWARE_ARTIFACT_SWEEP_INTERVAL"] = "0"
 
 import pytest
 

@@ -4,6 +4,7 @@ tests share: a store in tmp_path, run with both ways the store reaches files."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,13 +13,15 @@ from typing import Any
 import pytest
 
 from budgetware import LocalArtifactStore
+from budgetware.store.sweeper import THREAD_NAME as SWEEPER
 
 _FILE_EVENTS = {"open", "os.mkdir", "os.rename", "os.link", "os.remove", "os.listdir", "os.chmod"}
 _WATCHING: list[list[tuple[str, Any]]] = []
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _WATCHING and event in _FILE_EVENTS:
+    # The stores' background thread (sweeps, deferred refreshes) is not the code watched.
+    if _WATCHING and event in _FILE_EVENTS and threading.current_thread().name != SWEEPER:
         _WATCHING[-1].append((event, args))
 
 

@@ -6,25 +6,25 @@ import argparse
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import BudgetConfig, parse_duration
+from budgetware.store.base import ContentStore
 from budgetware.store.lifecycle import StoreUsage
-from budgetware.store.local import LocalArtifactStore
+from budgetware.store.select import check_store, store_for_config
 
 __all__ = ["main", "parse_age", "parse_size"]
 
-_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)", re.IGNORECASE)
-_AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_age(text: str) -> float:
     """``"90"``, ``"30m"``, ``"12h"``, ``"7d"``, ``"2w"`` as seconds."""
-    match = _AGE.fullmatch(text.strip().lower())
-    if match is None:
-        raise argparse.ArgumentTypeError(f"not an age: {text!r} (examples: 12h, 7d, 2w)")
-    return float(match.group(1)) * _AGE_UNITS[match.group(2)]
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an age: {text!r} (examples: 12h, 7d, 2w)") from None
 
 
 def parse_size(text: str) -> int:
@@ -38,11 +38,15 @@ def parse_size(text: str) -> int:
 
 def _describe(usage: StoreUsage, now: float) -> str:
     if usage.oldest is None or usage.newest is None:
-        return "0 artifacts"
-    return (
-        f"{usage.count:,} artifacts, {usage.total_bytes:,} bytes, last used "
-        f"{_ago(now - usage.newest)} to {_ago(now - usage.oldest)} ago"
-    )
+        text = "0 artifacts"
+    else:
+        text = (
+            f"{usage.count:,} artifacts, {usage.total_bytes:,} bytes, last used "
+            f"{_ago(now - usage.newest)} to {_ago(now - usage.oldest)} ago"
+        )
+    if usage.temp_count:
+        text += f"; {usage.temp_count:,} temporary files, {usage.temp_bytes:,} bytes"
+    return text
 
 
 def _ago(seconds: float) -> str:
@@ -56,12 +60,17 @@ def main(argv: list[str]) -> int:
     """Run ``budgetware artifacts``; returns the exit code."""
     parser = ArgumentParser(
         prog="budgetware artifacts",
-        description="See or prune the artifact store. Shows counts, sizes and ages only.",
+        description="See, sweep or prune the artifact store. Shows counts, sizes and ages only.",
     )
-    parser.add_argument("--dir", type=Path, help="store directory (default: the configured one)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--dir", type=Path, help="store directory (default: the configured one)")
+    where.add_argument("--store", help="store URL: a path, file:// or s3://bucket/prefix")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("where", help="print the store directory")
+    sub.add_parser("where", help="print where the store is")
     sub.add_parser("usage", help="count, total size and age range of the artifacts")
+    sub.add_parser(
+        "sweep", help="apply the configured retention now (as the automatic sweep does)"
+    )
     prune = sub.add_parser("prune", help="delete artifacts unused for a while, or the oldest")
     prune.add_argument("--older-than", type=parse_age, help="e.g. 7d: unused for longer")
     prune.add_argument("--max-size", type=parse_size, help="e.g. 500M: keep at most this much")
@@ -69,15 +78,40 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "prune" and args.older_than is None and args.max_size is None:
         parser.error("prune needs --older-than and/or --max-size")
-    directory = args.dir or BudgetConfig.from_env().resolved_artifact_dir()
-    if directory.exists() and not directory.is_dir():
-        raise CliError(f"{directory} is not a directory (the artifact store is a directory)")
-    store = LocalArtifactStore(directory)
+    overrides: dict[str, Any] = {"persist": True, "artifact_sweep_interval": 0}
+    if args.store is not None:
+        overrides["artifact_store"] = args.store
+    elif args.dir is not None:
+        if args.dir.exists() and not args.dir.is_dir():
+            raise CliError(f"{args.dir} is not a directory (the artifact store is a directory)")
+        overrides["artifact_dir"] = args.dir
+        overrides["artifact_store"] = None
+    # A ConfigError (a bad setting, an untrusted directory, S3 without its extra) is one
+    # line with exit code 2, an OSError one line with exit code 1.
+    config = BudgetConfig.from_env(**overrides)
+    check_store(config)
+    store = store_for_config(config)
+    if not isinstance(store, ContentStore):
+        raise CliError("no artifact store can be named (set BUDGETWARE_ARTIFACT_DIR)")
+    name = _name(store)
     now = time.time()
+    return _run(args, store, name, now)  # an OSError is one line, exit 1
+
+
+def _name(store: ContentStore) -> str:
+    directory = getattr(store, "directory", None)
+    return str(directory) if directory is not None else store.ref_for("")[: -len(".txt")]
+
+
+def _run(args: argparse.Namespace, store: ContentStore, name: str, now: float) -> int:
     if args.command == "where":
-        print(store.directory)
+        print(name)
     elif args.command == "usage":
-        print(f"{store.directory}: {_describe(store.usage(), now)}")
+        print(f"{name}: {_describe(store.usage(), now)}")
+    elif args.command == "sweep":
+        gone = store.sweep(now=now)
+        print(f"deleted {_describe(gone, now)}")
+        print(f"left: {_describe(store.usage(), now)}")
     else:
         gone = store.prune(
             older_than=args.older_than,

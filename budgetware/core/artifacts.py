@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ArtifactStore", "ArtifactStoreError", "text_key"]
+__all__ = ["ArtifactNotFound", "ArtifactStore", "ArtifactStoreError", "text_key"]
 
 
 class ArtifactStoreError(OSError):
     """An artifact could not be written or read; the caller bounds without a reference."""
+
+
+class ArtifactNotFound(ArtifactStoreError, LookupError):
+    """A reference that names no artifact of the store (outside it, missing, or altered)."""
 
 
 def text_key(text: str) -> str:

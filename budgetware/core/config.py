@@ -7,14 +7,24 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from budgetware.core.measure import Unit
 
@@ -24,10 +34,13 @@ __all__ = [
     "NO_FORMAT",
     "BudgetConfig",
     "ConfigError",
+    "StoreLocation",
     "budget",
     "check_settings",
     "current_overrides",
     "default_artifact_dir",
+    "parse_duration",
+    "parse_store_url",
     "register_setting_check",
     "resolve_config",
     "warn_setting_once",
@@ -37,6 +50,58 @@ logger = logging.getLogger("budgetware")
 
 ENV_PREFIX = "BUDGETWARE_"
 MIB = 1024 * 1024
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": HOUR, "d": DAY, "w": 7 * DAY}
+# S3 bucket names: 3-63 lower-case letters, digits, dots and hyphens.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def parse_duration(text: str) -> float:
+    """``"90"``, ``"30m"``, ``"12h"``, ``"7d"``, ``"2w"`` as seconds (ValueError if not)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (examples: 90, 30m, 12h, 7d, 2w)")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where an ``artifact_store`` URL points: a local directory, or an S3 bucket and prefix
+    (``prefix`` is empty or ends with ``/``)."""
+
+    scheme: Literal["file", "s3"]
+    path: str = ""
+    bucket: str = ""
+    prefix: str = ""
+
+
+def parse_store_url(url: str) -> StoreLocation:
+    """A path, ``file://`` URL or ``s3://bucket/prefix`` as a location (ValueError if not)."""
+    text = url.strip()
+    if text.startswith("s3://"):
+        bucket, _, prefix = text[len("s3://") :].partition("/")
+        if not _BUCKET.fullmatch(bucket):
+            raise ValueError(f"not an S3 bucket name: {bucket!r} (expected s3://bucket/prefix)")
+        prefix = prefix.strip("/")
+        if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
+            raise ValueError("an S3 prefix has no empty, '.' or '..' segments")
+        return StoreLocation("s3", bucket=bucket, prefix=prefix + "/" if prefix else "")
+    if text.startswith("file://"):
+        rest = text[len("file://") :]
+        host, slash, path = rest.partition("/")
+        if host not in ("", "localhost"):
+            raise ValueError(f"a file:// URL names this machine, not {host!r}")
+        text = unquote(slash + path)
+    elif "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise ValueError(f"unsupported scheme {scheme!r}: use a path, file:// or s3://")
+    if not text:
+        raise ValueError("an empty path")
+    return StoreLocation("file", path=os.path.abspath(os.path.expanduser(text)))
+
 
 # The wire formats an endpoint may be declared as (``budgetware.wire.formats``: a test keeps
 # the two lists equal), and the value that declares an endpoint as none of them.
@@ -85,9 +150,41 @@ class BudgetConfig(BaseModel):
     artifact_dir: Path | None = Field(
         None, description="Where artifacts go; default: the user's cache directory."
     )
+    artifact_store: str | None = Field(
+        None,
+        description="The artifact store as a URL: a path or file:// URL (a local directory) "
+        "or s3://bucket/prefix (any S3-compatible store); wins over artifact_dir.",
+    )
     max_artifact_bytes: int = Field(50 * MIB, gt=0, description="Largest single artifact.")
     max_store_bytes: int = Field(
-        500 * MIB, gt=0, description="Most bytes one store writes in a process (a session)."
+        500 * MIB,
+        gt=0,
+        description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
+        "(least recently used first), and a write past it gets no artifact.",
+    )
+    artifact_max_age: float = Field(
+        30 * DAY,
+        ge=0,
+        description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
+        "0 keeps them.",
+    )
+    artifact_min_age: float = Field(
+        HOUR,
+        ge=0,
+        description="The sweep never deletes an artifact used more recently than this "
+        "(seconds or 1h): one a live conversation still names.",
+    )
+    artifact_sweep_interval: float = Field(
+        600.0,
+        ge=0,
+        description="How often a process sweeps the store, off the request path (seconds "
+        "or 10m); 0 never.",
+    )
+    artifact_store_timeout: float = Field(
+        2.0,
+        gt=0,
+        description="Seconds an S3 store call may wait to connect or read before the "
+        "output is bounded with no reference.",
     )
     raise_errors: bool = Field(
         False,
@@ -165,6 +262,40 @@ class BudgetConfig(BaseModel):
                 )
         return value
 
+    @field_validator(
+        "artifact_max_age",
+        "artifact_min_age",
+        "artifact_sweep_interval",
+        "artifact_store_timeout",
+        mode="before",
+    )
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_duration(value)
+        return value
+
+    @field_validator("artifact_store", mode="before")
+    @classmethod
+    def _store_url(cls, value: Any) -> Any:
+        if isinstance(value, Path):
+            value = str(value)
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            parse_store_url(value)  # ValueError names what is wrong
+            return value.strip()
+        return value
+
+    @model_validator(mode="after")
+    def _ages(self) -> BudgetConfig:
+        if 0 < self.artifact_max_age < self.artifact_min_age:
+            raise ValueError(
+                "artifact_max_age must be 0 (keep) or at least artifact_min_age "
+                f"({self.artifact_max_age:g} < {self.artifact_min_age:g} seconds)"
+            )
+        return self
+
     @property
     def enabled(self) -> bool:
         """Whether this configuration bounds anything at all."""
@@ -173,6 +304,16 @@ class BudgetConfig(BaseModel):
     def resolved_artifact_dir(self) -> Path:
         """The artifact directory in effect (configured, or the default)."""
         return self.artifact_dir if self.artifact_dir is not None else default_artifact_dir()
+
+    def store_location(self) -> StoreLocation:
+        """Where artifacts go: ``artifact_store`` if set, else the artifact directory.
+
+        May raise (RuntimeError, KeyError, OSError) when the default directory cannot be
+        named (no home directory).
+        """
+        if self.artifact_store is not None:
+            return parse_store_url(self.artifact_store)
+        return StoreLocation("file", path=os.path.abspath(self.resolved_artifact_dir()))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:

@@ -24,6 +24,7 @@ from budgetware.http.transport import (
     off_loop,
     prepare_request,
 )
+from budgetware.store.select import check_store
 
 __all__ = ["PATCH_TARGETS", "Instrumentation", "instrument", "is_instrumented", "uninstrument"]
 
@@ -198,7 +199,8 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     ``config`` sits between the environment and ``budget(...)`` blocks. The result is a
     context manager that undoes the patch.
     """
-    check_settings(config)  # a configuration mistake fails here, not on a request
+    # A configuration mistake (or an unusable store) fails here, not on a request.
+    check_store(check_settings(config))
     with _STATE.lock:
         _STATE.config = config
         _STATE.active = True

@@ -19,6 +19,7 @@ from budgetware.http.context import bounded_above
 from budgetware.http.delivery import attach_report, settle
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.hooks import rewrite_response
+from budgetware.store.select import check_store
 from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.signing import signed_header_names
 
@@ -224,7 +225,8 @@ class _TransportBase:
         return super().__new__(concrete)
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
-        check_settings(config)  # a configuration mistake fails here, not on a request
+        # A configuration mistake (or an unusable store) fails here, not on a request.
+        check_store(check_settings(config))
         self.inner = inner
         self.config = config
 

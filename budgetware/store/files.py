@@ -7,7 +7,7 @@ import os
 import stat
 from typing import Any
 
-__all__ = ["USE_DIR_FD", "Folder", "open_private_dir"]
+__all__ = ["USE_DIR_FD", "Folder", "check_trusted", "open_private_dir", "untrusted_reason"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -68,27 +68,49 @@ class Folder:
 
 
 def open_private_dir(path: str, *, create: bool = True) -> Folder:
-    """The directory at ``path`` (created 0700 if asked), checked to be a real directory.
+    """The directory at ``path`` (created 0700 if asked), checked to be a real directory
+    that this user owns and no other user can write.
 
-    On POSIX it is opened without following a symlink and kept private (0700) when it is
-    ours; file operations then go relative to that descriptor.
+    A directory another user owns, or one whose group or others may write into it, raises
+    PermissionError: anything could be planted there. On POSIX it is opened without
+    following a symlink and kept private (0700) when it is merely readable by others; file
+    operations then go relative to that descriptor.
     """
     if create:
         os.makedirs(path, mode=0o700, exist_ok=True)
     if not USE_DIR_FD:
+        if not os.path.lexists(path):
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
         if os.path.islink(path) or not os.path.isdir(path):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        check_trusted(os.stat(path, follow_symlinks=False))
         return Folder(path, None)
     fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
     try:
         info = os.fstat(fd)
         if not stat.S_ISDIR(info.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
-        # Our own directory: keep it private even if something loosened it.
-        mine = hasattr(os, "getuid") and info.st_uid == os.getuid()
-        if create and mine and stat.S_IMODE(info.st_mode) & 0o077:
+        check_trusted(info)
+        # Our own directory: keep it private even if something made it readable.
+        if create and stat.S_IMODE(info.st_mode) & 0o077:
             os.fchmod(fd, 0o700)
     except BaseException:
         os.close(fd)
         raise
     return Folder(path, fd)
+
+
+def untrusted_reason(info: os.stat_result) -> str | None:
+    """Why a directory with this status must not hold artifacts, or None."""
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return "it is owned by another user"
+    if os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022:
+        return "other users can write into it"
+    return None
+
+
+def check_trusted(info: os.stat_result) -> None:
+    """Raise PermissionError for a directory another user owns or can write."""
+    reason = untrusted_reason(info)
+    if reason is not None:
+        raise PermissionError(errno.EACCES, f"refused: {reason}")

@@ -1,7 +1,9 @@
-"""Artifact lifecycle: what a store holds (usage) and which artifacts pruning removes.
+"""Artifact lifecycle: what a store holds (usage) and which artifacts pruning and the sweep
+remove.
 
 Pure decisions over a listing of ``(name, size, last use)``; every store backend lists its
-artifacts and deletes what ``plan_prune`` chose. No clock: ``now`` is passed in.
+artifacts and deletes what ``plan_prune`` or ``plan_sweep`` chose. No clock: ``now`` is
+passed in.
 """
 
 from __future__ import annotations
@@ -9,7 +11,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Entry", "StoreUsage", "plan_prune", "summarize"]
+__all__ = [
+    "STALE_TEMP_SECONDS",
+    "SWEEP_TARGET",
+    "Entry",
+    "StoreUsage",
+    "plan_prune",
+    "plan_sweep",
+    "stale_temps",
+    "summarize",
+]
+
+# A writer fills, syncs and links its temporary file within seconds (50 MiB at most); one
+# untouched for ten minutes belongs to a writer that crashed or was killed.
+STALE_TEMP_SECONDS = 600.0
+# The sweep brings the store down to this share of max_store_bytes, so the writes until
+# the next sweep have room before a write is refused.
+SWEEP_TARGET = 0.8
 
 
 @dataclass(frozen=True)
@@ -23,21 +41,27 @@ class Entry:
 
 @dataclass(frozen=True)
 class StoreUsage:
-    """A summary of artifacts: how many, how many bytes, and their last-use time range."""
+    """A summary of artifacts: how many, how many bytes, and their last-use time range;
+    and the temporary files of unfinished (or crashed) writers beside them."""
 
     count: int
     total_bytes: int
     oldest: float | None
     newest: float | None
+    temp_count: int = 0
+    temp_bytes: int = 0
 
 
-def summarize(entries: list[Entry]) -> StoreUsage:
+def summarize(entries: list[Entry], temps: Iterable[Entry] = ()) -> StoreUsage:
     used = [e.used for e in entries]
+    temp_sizes = [t.size for t in temps]
     return StoreUsage(
         len(entries),
         sum(e.size for e in entries),
         min(used) if used else None,
         max(used) if used else None,
+        len(temp_sizes),
+        sum(temp_sizes),
     )
 
 
@@ -50,6 +74,36 @@ def plan_prune(
 ) -> list[Entry]:
     """The entries to delete: unused for ``older_than`` seconds, then the least recently
     used until the rest fits ``max_total_bytes``."""
+    return _plan(entries, older_than, max_total_bytes, None, now)
+
+
+def plan_sweep(
+    entries: Iterable[Entry],
+    *,
+    max_age: float,
+    max_store_bytes: int,
+    min_age: float,
+    now: float,
+) -> list[Entry]:
+    """What an automatic sweep deletes: entries unused for ``max_age`` (0: none by age),
+    then the least recently used until the rest is at most ``SWEEP_TARGET`` of
+    ``max_store_bytes``; never an entry used within ``min_age`` seconds."""
+    target = int(max_store_bytes * SWEEP_TARGET)
+    return _plan(entries, max_age or None, target, min_age, now)
+
+
+def stale_temps(temps: Iterable[Entry], *, now: float) -> list[Entry]:
+    """Temporary files untouched for ``STALE_TEMP_SECONDS``: their writer is gone."""
+    return [t for t in temps if now - t.used > STALE_TEMP_SECONDS]
+
+
+def _plan(
+    entries: Iterable[Entry],
+    older_than: float | None,
+    max_total_bytes: int | None,
+    min_age: float | None,
+    now: float,
+) -> list[Entry]:
     ordered = sorted(entries, key=lambda e: (e.used, e.name))
     doomed: list[Entry] = []
     if older_than is not None:
@@ -60,6 +114,8 @@ def plan_prune(
         for entry in remaining:  # least recently used first
             if total <= max_total_bytes:
                 break
+            if min_age is not None and now - entry.used <= min_age:
+                break  # this one and every later one may still be named by a conversation
             doomed.append(entry)
             total -= entry.size
     return doomed

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, StoreLocation
+from budgetware.store.files import untrusted_reason
 from budgetware.store.local import store_for
 
-__all__ = ["store_for_config"]
+__all__ = ["check_store", "store_for_config"]
 
 logger = logging.getLogger("budgetware")
 
@@ -16,14 +19,16 @@ logger = logging.getLogger("budgetware")
 def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
     """The process-wide store for ``config``, or None when nothing may be persisted.
 
-    None when ``persist`` is off, and when the store cannot even be named (no artifact
-    directory set and no home directory to put the default one in): the caller then
-    bounds without a reference instead of failing or sending the batch whole.
+    ``artifact_store`` (a path, ``file://`` or ``s3://`` URL) if set, else ``artifact_dir``
+    or the default directory. None when ``persist`` is off, and when the store cannot even
+    be named (no artifact directory set and no home directory to put the default one in):
+    the caller then bounds without a reference instead of failing or sending the batch
+    whole.
     """
     if not config.persist:
         return None
     try:
-        directory = config.resolved_artifact_dir()
+        location = config.store_location()
     except (RuntimeError, KeyError, OSError) as exc:  # Path.home() with no resolvable home
         logger.warning(
             "budgetware has no artifact directory (%s: set BUDGETWARE_ARTIFACT_DIR); "
@@ -31,4 +36,64 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
             type(exc).__name__,
         )
         return None
-    return store_for(directory, config.max_artifact_bytes, config.max_store_bytes)
+    retention = {
+        "max_age": config.artifact_max_age,
+        "min_age": config.artifact_min_age,
+        "sweep_interval": config.artifact_sweep_interval,
+    }
+    if location.scheme == "s3":
+        from budgetware.store.s3 import s3_store_for
+
+        return s3_store_for(
+            location.bucket,
+            location.prefix,
+            config.max_artifact_bytes,
+            config.max_store_bytes,
+            timeout=config.artifact_store_timeout,
+            **retention,
+        )
+    return store_for(location.path, config.max_artifact_bytes, config.max_store_bytes, **retention)
+
+
+def check_store(config: BudgetConfig) -> None:
+    """Where an entry point is set up: a ConfigError naming the setting if the configured
+    store cannot be used (a directory another user owns or can write, an ``s3://`` store
+    without its extra). No network: an endpoint that is down now may be up later."""
+    if not config.persist:
+        return
+    setting = "artifact_store" if config.artifact_store is not None else "artifact_dir"
+    named = f"{setting} ({ENV_PREFIX}{setting.upper()})"
+    try:
+        location = config.store_location()
+    except (RuntimeError, KeyError, OSError):
+        return  # no home directory: bounded without a reference, as at request time
+    except ValueError as exc:
+        raise ConfigError(f"invalid budgetware setting: {named}: {exc}") from None
+    if location.scheme == "s3":
+        from budgetware.store.s3 import require_boto3
+
+        try:
+            require_boto3()
+        except ImportError as exc:
+            raise ConfigError(f"invalid budgetware setting: {named}: {exc}") from None
+        return
+    reason = _untrusted_directory(location)
+    if reason is not None:
+        raise ConfigError(
+            f"invalid budgetware setting: {named}: budgetware refuses to keep artifacts in "
+            f"{location.path}: {reason} (use a directory of your own with mode 0700)"
+        )
+
+
+def _untrusted_directory(location: StoreLocation) -> str | None:
+    try:
+        info = os.stat(location.path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None  # created 0700 on the first write
+    except OSError as exc:
+        return f"it cannot be examined ({type(exc).__name__})"
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    return untrusted_reason(info)

@@ -20,6 +20,7 @@ from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.http.context import upper_layer_bounded
 from budgetware.http.headers import split_headers
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
 __all__ = ["budget_async_http_client", "budget_http_client", "budget_middleware"]
@@ -78,7 +79,8 @@ def budget_middleware(*, config: BudgetConfig | None = None) -> Any:
     ``extra_headers`` apply to that request and are removed before it is signed. The HTTP
     layer (``instrument()``, transports) leaves requests it bounded alone.
     """
-    check_settings(config)  # a configuration mistake fails here, not on a request
+    # A configuration mistake (or an unusable store) fails here, not on a request.
+    check_store(check_settings(config))
     return _middleware_class()(config)
 
 

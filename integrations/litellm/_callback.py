@@ -16,6 +16,7 @@ from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, c
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
 __all__ = ["METADATA_KEYS", "BudgetCallback"]
@@ -190,7 +191,8 @@ class BudgetCallback(CustomLogger):
 
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
-        check_settings(config)  # a configuration mistake fails here, not on a request
+        # A configuration mistake (or an unusable store) fails here, not on a request.
+        check_store(check_settings(config))
         self.config = config
 
     async def async_pre_call_hook(

@@ -19,6 +19,7 @@ from budgetware.core.config import BudgetConfig, check_settings, resolve_config
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
 from budgetware.mcp.http import effective_mcp_budget, rewrite_mcp_response
+from budgetware.store.select import check_store
 
 __all__ = [
     "BoundedTransport",
@@ -78,7 +79,8 @@ class McpBoundTransport:
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
     ) -> None:
-        check_settings(config)  # a configuration mistake fails here, not on a call
+        # A configuration mistake (or an unusable store) fails here, not on a call.
+        check_store(check_settings(config))
         if inner is None:
             inner = require("httpx2").AsyncHTTPTransport()
         self.inner = inner
@@ -277,7 +279,8 @@ def bound_streams(
     per-server overrides; by default the name the server gives in ``initialize``.
     ``config`` picks the artifact store (default: environment and ``budget(...)`` blocks).
     """
-    check_settings(config)  # a configuration mistake fails here, not on a call
+    # A configuration mistake (or an unusable store) fails here, not on a call.
+    check_store(check_settings(config))
     state = _State(budget, server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
@@ -300,7 +303,8 @@ class BoundedTransport:
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
     ) -> None:
-        check_settings(config)  # a configuration mistake fails here, not on a call
+        # A configuration mistake (or an unusable store) fails here, not on a call.
+        check_store(check_settings(config))
         self._transport = transport
         self._budget = budget
         self._server = server

@@ -123,3 +123,68 @@ async def test_budget_is_per_asyncio_task() -> None:
             return resolve_config(environ={}).batch_budget
 
     assert await asyncio.gather(job(1), job(2), job(3)) == [1, 2, 3]
+
+
+def test_store_settings_take_durations_and_urls() -> None:
+    config = BudgetConfig.from_env(
+        {
+            "BUDGETWARE_ARTIFACT_MAX_AGE": "14d",
+            "BUDGETWARE_ARTIFACT_MIN_AGE": "2h",
+            "BUDGETWARE_ARTIFACT_SWEEP_INTERVAL": "5m",
+            "BUDGETWARE_ARTIFACT_STORE_TIMEOUT": "1.5",
+            "BUDGETWARE_ARTIFACT_STORE": "s3://my-bucket/agents/prod/",
+        }
+    )
+    assert config.artifact_max_age == 14 * 86400
+    assert config.artifact_min_age == 7200
+    assert config.artifact_sweep_interval == 300
+    assert config.artifact_store_timeout == 1.5
+    location = config.store_location()
+    assert (location.scheme, location.bucket, location.prefix) == (
+        "s3",
+        "my-bucket",
+        "agents/prod/",
+    )
+
+
+def test_store_defaults_keep_a_month_and_protect_an_hour() -> None:
+    config = BudgetConfig()
+    assert config.artifact_store is None
+    assert config.artifact_max_age == 30 * 86400
+    assert config.artifact_min_age == 3600
+    assert config.artifact_sweep_interval == 600
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [("/srv/artifacts", "/srv/artifacts"), ("file:///srv/a%20b", "/srv/a b")],
+)
+def test_a_path_or_file_url_is_a_local_store(url: str, path: str) -> None:
+    location = BudgetConfig(artifact_store=url).store_location()
+    assert (location.scheme, location.path) == ("file", path)
+
+
+def test_artifact_store_wins_over_artifact_dir(tmp_path: Path) -> None:
+    config = BudgetConfig(artifact_dir=tmp_path / "dir", artifact_store=str(tmp_path / "url"))
+    assert config.store_location().path == str(tmp_path / "url")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("BUDGETWARE_ARTIFACT_MAX_AGE", "a month"),
+        ("BUDGETWARE_ARTIFACT_MIN_AGE", "-1"),
+        ("BUDGETWARE_ARTIFACT_SWEEP_INTERVAL", "often"),
+        ("BUDGETWARE_ARTIFACT_STORE", "gs://bucket/p"),
+    ],
+)
+def test_a_bad_store_setting_names_its_variable(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        BudgetConfig.from_env({variable: value})
+
+
+def test_max_age_below_min_age_is_refused() -> None:
+    with pytest.raises(ConfigError, match="artifact_max_age"):
+        BudgetConfig.from_env(
+            {"BUDGETWARE_ARTIFACT_MAX_AGE": "1h", "BUDGETWARE_ARTIFACT_MIN_AGE": "2h"}
+        )

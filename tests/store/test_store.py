@@ -81,7 +81,7 @@ def test_per_file_limit_refuses_before_writing(tmp_path: Path) -> None:
     store = LocalArtifactStore(tmp_path / "a", max_artifact_bytes=10)
     with pytest.raises(ArtifactStoreError):
         store.put("x" * 11)
-    assert not any(store.directory.iterdir())
+    assert not store.directory.exists() or not any(store.directory.iterdir())
     assert store.reserved_bytes == 0
 
 
@@ -111,15 +111,18 @@ def test_total_limit_is_reserved_so_concurrent_writers_cannot_overshoot(tmp_path
 def test_decisions_round_trip_and_are_absent_by_default(store: LocalArtifactStore) -> None:
     key = text_key("bounded by a producer")
     assert store.lookup_decision(key) is None
-    store.record_decision(key, ("/p/full.txt",))
-    assert store.lookup_decision(key) == ("/p/full.txt",)
+    full = store.put("the full output")
+    store.record_decision(key, (full,))
+    assert store.lookup_decision(key) == (full,)
     store.record_decision(text_key("other"), ())
     assert store.lookup_decision(text_key("other")) == ()
 
 
 def test_decisions_are_visible_to_another_store_on_the_same_directory(tmp_path: Path) -> None:
-    LocalArtifactStore(tmp_path / "a").record_decision(text_key("t"), ("/r.txt",))
-    assert LocalArtifactStore(tmp_path / "a").lookup_decision(text_key("t")) == ("/r.txt",)
+    producer = LocalArtifactStore(tmp_path / "a")
+    full = producer.put("the full output")
+    producer.record_decision(text_key("t"), (full,))
+    assert LocalArtifactStore(tmp_path / "a").lookup_decision(text_key("t")) == (full,)
 
 
 def test_keys_must_be_sha256_hex(store: LocalArtifactStore) -> None:

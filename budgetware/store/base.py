@@ -1,0 +1,494 @@
+"""What every artifact store backend shares: the quota, verification, last use, decisions,
+the sweep; and the interface a backend implements (local directory, S3).
+
+A backend provides a handful of primitives over names of the form ``<sha256>.txt``
+(``_probe``, ``_write``, ``_refresh``, ``_scan``, ``_delete``, decision records, reading
+byte ranges) and how its references look (``ref_for``, ``key_of``). Everything with a
+policy lives here, once:
+
+- **Trust.** An artifact is named only after its bytes were checked against its name
+  (``_probe`` returns True), once per artifact per process; a false one is rewritten with
+  the real output. A reference read back from a decision record is named only when it is
+  a reference of this store to an artifact that exists and verifies.
+- **Quota.** ``max_store_bytes`` is the store's real size: the size the last census (a
+  sweep, ``prune``, or another process's sweep) measured, plus what this process wrote
+  since; a write past it is refused (the caller bounds without a reference).
+- **Last use.** Every reuse refreshes an artifact's last use, at most once every
+  ``min_age / 4`` per artifact and process, so an artifact a conversation keeps naming is
+  never older than that and the sweep (which never evicts one younger than ``min_age``)
+  keeps it.
+- **Sweep.** At most once a ``sweep_interval`` per process, on the background thread
+  (``store/sweeper.py``), skipped when another process sharing the store swept within the
+  interval (a marker in the store says when, and what it measured).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.store import sweeper
+from budgetware.store.lifecycle import (
+    Entry,
+    StoreUsage,
+    plan_prune,
+    plan_sweep,
+    stale_temps,
+    summarize,
+)
+
+__all__ = ["ContentStore", "Listing", "Probe", "SweepMarker", "check_key"]
+
+MIB = 1024 * 1024
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+# Verified artifacts and decisions remembered per store object (LRU): enough for the
+# artifacts of many live conversations, a few hundred KB at most.
+CACHE_ENTRIES = 4096
+# Per-key locks are striped: a fixed set, whatever the number of keys.
+_STRIPES = 64
+
+# What a backend found under an artifact's name: nothing, bytes that match the name, or
+# bytes that do not.
+Probe = Literal["absent", "verified", "false"]
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is a lower-case hex SHA-256 digest (the only thing a name is made of)."""
+    if len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
+        raise ValueError("artifact keys are lower-case hex SHA-256 digests")
+    return key
+
+
+@dataclass
+class Listing:
+    """One pass over a store: artifacts, decision records and temporary files."""
+
+    artifacts: list[Entry] = field(default_factory=list)
+    decisions: list[Entry] = field(default_factory=list)
+    temps: list[Entry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SweepMarker:
+    """What the last sweep of a store measured, and when it started (wall clock)."""
+
+    started: float
+    total_bytes: int
+
+    def dumps(self) -> bytes:
+        return dumps_bytes({"started": self.started, "total_bytes": self.total_bytes})
+
+    @classmethod
+    def loads(cls, data: bytes) -> SweepMarker | None:
+        try:
+            record = loads(data)
+            started = float(record["started"])
+            total = int(record["total_bytes"])
+        except (ValueError, TypeError, KeyError):
+            return None
+        return cls(started, max(total, 0))
+
+
+class ContentStore:
+    """A content-addressed artifact store; subclasses provide the backend primitives."""
+
+    def __init__(
+        self,
+        *,
+        max_artifact_bytes: int = 50 * MIB,
+        max_store_bytes: int = 500 * MIB,
+        max_age: float = 30 * DAY,
+        min_age: float = HOUR,
+        sweep_interval: float = 0.0,
+    ) -> None:
+        if min(max_artifact_bytes, max_store_bytes) <= 0:
+            raise ValueError("store limits are positive byte counts")
+        if min(max_age, min_age, sweep_interval) < 0:
+            raise ValueError("ages and intervals are seconds, 0 or more")
+        self.max_artifact_bytes = max_artifact_bytes
+        self.max_store_bytes = max_store_bytes
+        self.max_age = max_age
+        self.min_age = min_age
+        self.sweep_interval = sweep_interval
+        self._refresh_every = min_age / 4
+        self._lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        # key -> monotonic time its last use was last refreshed by this process
+        self._known: OrderedDict[str, float] = OrderedDict()
+        self._decisions: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        # The quota: the store's size at the last census, plus this process's writes not
+        # yet counted by one (key -> (size, wall time the write finished, or None)).
+        self._measured = 0
+        self._pending: dict[str, tuple[int, float | None]] = {}
+        self._pending_bytes = 0
+        self._next_sweep = 0.0
+
+    # -- the backend ---------------------------------------------------------------------
+
+    def ref_for(self, key: str) -> str:
+        """The reference a preview names for ``key``."""
+        raise NotImplementedError
+
+    def key_of(self, ref: str) -> str | None:
+        """The key of a reference exactly as ``ref_for`` writes it, or of a bare SHA-256
+        hex; None for anything else."""
+        raise NotImplementedError
+
+    def _probe(self, key: str) -> Probe:
+        """Whether the artifact exists and its bytes hash to ``key``."""
+        raise NotImplementedError
+
+    def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
+        """Store ``data`` under ``key``; False when an identical artifact won a race."""
+        raise NotImplementedError
+
+    def _refresh(self, key: str) -> bool:
+        """Mark the artifact used now; False if it is gone. May defer the work."""
+        raise NotImplementedError
+
+    def _read_decision(self, key: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _write_decision(self, key: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _scan(self) -> Listing:
+        raise NotImplementedError
+
+    def _delete(self, names: list[str]) -> None:
+        raise NotImplementedError
+
+    def _read_marker(self) -> bytes | None:
+        raise NotImplementedError
+
+    def _write_marker(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def size(self, key: str) -> int:
+        """The artifact's size in bytes (ArtifactNotFound if there is none)."""
+        raise NotImplementedError
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact; fewer at its end."""
+        raise NotImplementedError
+
+    # -- the ArtifactStore protocol ----------------------------------------------------
+
+    def put(self, text: str, *, key: str | None = None) -> str:
+        """Store ``text`` (once) and return its reference."""
+        return self.put_reporting(text, key=key)[0]
+
+    def put_reporting(self, text: str, *, key: str | None = None) -> tuple[str, bool]:
+        """``put``, and whether this call wrote the artifact (False: it was there already,
+        verified). The finalizer uses it to report the artifacts a batch wrote."""
+        if key is not None:
+            ref = self._reuse(key)
+            if ref is not None:
+                return ref, False
+        data = text.encode("utf-8", "surrogatepass")
+        if key is None:
+            key = hashlib.sha256(data).hexdigest()
+        check_key(key)
+        wrote = False
+        with self._stripe(key):
+            ref = self._reuse(key)
+            if ref is not None:
+                return ref, False
+            self._schedule_sweep()
+            found = self._probe(key)
+            if found == "verified":
+                self._refresh(key)  # reuse counts as use
+            else:
+                self._reserve(key, len(data))
+                try:
+                    wrote = self._write(key, data, replace=found == "false")
+                except BaseException:
+                    self._unreserve(key)
+                    raise
+                if wrote:
+                    self._written(key)
+                else:
+                    self._unreserve(key)
+            self._remember(key)
+        return self.ref_for(key), wrote
+
+    def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
+        """Remember what a producer decided for the text with this key (written once)."""
+        check_key(key)
+        data = dumps_bytes({"refs": list(refs)})
+        with self._stripe(key):
+            if self._read_decision(key) is None:
+                self._write_decision(key, data)
+
+    def lookup_decision(self, key: str) -> tuple[str, ...] | None:
+        """What a producer decided for the text with this key, or None if nothing.
+
+        A record names nothing that is not a verified artifact of this store: references
+        outside the store, to a missing artifact, or to one whose bytes do not match its
+        name are dropped, and a record left with none of those it named counts as no
+        record (the finalizer then persists what it sees).
+        """
+        check_key(key)
+        with self._lock:
+            cached = self._decisions.get(key)
+            if cached is not None:
+                self._decisions.move_to_end(key)
+        if cached is not None and all(self._reuse_ref(ref) for ref in cached):
+            return cached
+        raw = self._read_decision(key)
+        if raw is None:
+            return None
+        record = loads(raw)
+        refs = record.get("refs") if isinstance(record, dict) else None
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            raise ArtifactStoreError(errno.EINVAL, "malformed decision record")
+        valid = tuple(ref for ref in refs if self._valid_ref(ref))
+        if refs and not valid:
+            return None
+        with self._lock:
+            self._decisions[key] = valid
+            _trim(self._decisions)
+        return valid
+
+    # -- retrieval (for readers of artifacts) ------------------------------------------
+
+    def resolve(self, ref: str) -> str:
+        """The key of ``ref`` (a reference as a preview prints it, or a bare SHA-256 hex)
+        when it names an existing, verified artifact of this store; else ArtifactNotFound."""
+        key = self.key_of(ref) if isinstance(ref, str) else None
+        if key is None:
+            raise ArtifactNotFound("not a reference to an artifact of this store")
+        if not self._valid_key(key):
+            raise ArtifactNotFound("no such artifact in this store (missing or altered)")
+        return key
+
+    def verify(self, key: str) -> bool:
+        """Whether the artifact exists and its bytes hash to its name (checked once per
+        process; a False is checked again next time)."""
+        check_key(key)
+        return self._valid_key(key)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes this store has written (or is writing) that no census has counted yet."""
+        return self._pending_bytes
+
+    def usage(self) -> StoreUsage:
+        """How many artifacts the store holds, their total size and age range, and the
+        temporary files of writers beside them."""
+        listing = self._scan()
+        return summarize(listing.artifacts, listing.temps)
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        max_total_bytes: int | None = None,
+        now: float,
+        dry_run: bool = False,
+    ) -> StoreUsage:
+        """Delete artifacts unused for ``older_than`` seconds, then the least recently used
+        until the rest fits ``max_total_bytes``, and the temporary files of crashed
+        writers; returns what was (or would be) deleted. Frees the quota it deletes.
+
+        "Used" is the artifact's last use, refreshed by every reuse (at most once every
+        ``min_age / 4``). ``now`` is passed in (the store reads no clock here).
+        """
+        started = time.time()
+        listing = self._scan()
+        doomed = plan_prune(
+            listing.artifacts, older_than=older_than, max_total_bytes=max_total_bytes, now=now
+        )
+        if not dry_run:
+            self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+            self._census(listing, doomed, started)
+        return summarize(doomed)
+
+    def sweep(self, *, now: float | None = None) -> StoreUsage:
+        """One sweep now: delete what is older than ``max_age``, then the least recently
+        used down to 80% of ``max_store_bytes`` (never one used within ``min_age``), and
+        stale temporary files; measure the store for the quota. Returns what went."""
+        started = time.time()
+        now = started if now is None else now
+        listing = self._scan()
+        doomed = plan_sweep(
+            listing.artifacts,
+            max_age=self.max_age,
+            max_store_bytes=self.max_store_bytes,
+            min_age=self.min_age,
+            now=now,
+        )
+        self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+        total = self._census(listing, doomed, started)
+        try:
+            self._write_marker(SweepMarker(started, total).dumps())
+        except OSError:
+            pass  # a read-only store is still swept in memory
+        return summarize(doomed)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _stripe(self, key: str) -> threading.Lock:
+        return self._stripes[int(key[:8], 16) % _STRIPES]
+
+    def _reuse(self, key: str) -> str | None:
+        """The reference of an artifact this process already verified (refreshing its last
+        use when due), or None when it must be looked at again."""
+        with self._lock:
+            last = self._known.get(key)
+            if last is None:
+                return None
+            self._known.move_to_end(key)
+            now = time.monotonic()
+            due = now - last >= self._refresh_every
+            if due:
+                self._known[key] = now
+        if due and not self._refresh(key):
+            self._forget(key)  # deleted since (pruned by hand): look again, write again
+            return None
+        return self.ref_for(key)
+
+    def _reuse_ref(self, ref: str) -> bool:
+        key = self.key_of(ref)
+        return key is not None and self._reuse(key) is not None
+
+    def _valid_ref(self, ref: str) -> bool:
+        key = self.key_of(ref)
+        return key is not None and self._valid_key(key)
+
+    def _valid_key(self, key: str) -> bool:
+        if self._reuse(key) is not None:
+            return True
+        try:
+            found = self._probe(key)
+        except (OSError, ValueError):
+            return False
+        if found != "verified":
+            return False
+        self._refresh(key)
+        self._remember(key)
+        return True
+
+    def _remember(self, key: str) -> None:
+        with self._lock:
+            self._known[key] = time.monotonic()
+            self._known.move_to_end(key)
+            _trim(self._known)
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._known.pop(key, None)
+
+    def _reserve(self, key: str, size: int) -> None:
+        if size > self.max_artifact_bytes:
+            raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
+        with self._lock:
+            if self._measured + self._pending_bytes + size > self.max_store_bytes:
+                raise ArtifactStoreError(errno.ENOSPC, "store exceeds max_store_bytes")
+            old = self._pending.get(key)
+            self._pending[key] = (size, None)
+            self._pending_bytes += size - (old[0] if old else 0)
+
+    def _unreserve(self, key: str) -> None:
+        with self._lock:
+            old = self._pending.pop(key, None)
+            if old is not None:
+                self._pending_bytes -= old[0]
+
+    def _written(self, key: str) -> None:
+        with self._lock:
+            old = self._pending.get(key)
+            if old is not None:
+                self._pending[key] = (old[0], time.time())
+
+    def _census(self, listing: Listing, doomed: list[Entry], started: float) -> int:
+        """Adopt what a listing that began at ``started`` measured; returns the total."""
+        total = sum(e.size for e in listing.artifacts) - sum(e.size for e in doomed)
+        self._adopt(total, started)
+        return total
+
+    def _adopt(self, total: int, started: float) -> None:
+        # A write that finished before the census began is in its total (or was deleted
+        # since); one still running or finished later stays pending.
+        with self._lock:
+            self._measured = total
+            for key, (size, finished) in list(self._pending.items()):
+                if finished is not None and finished < started:
+                    del self._pending[key]
+                    self._pending_bytes -= size
+
+    def _remove(self, listing: Listing, doomed: list[Entry], temps: list[Entry]) -> None:
+        names = [e.name for e in doomed] + [t.name for t in temps]
+        if not names:
+            return
+        self._delete(names)
+        gone: set[str] = set()
+        for entry in doomed:
+            key = entry.name[: -len(".txt")]
+            self._forget(key)
+            gone.add(self.ref_for(key))
+        self._remove_decisions_naming(listing, gone)
+
+    def _remove_decisions_naming(self, listing: Listing, gone: set[str]) -> None:
+        """Decision records that name a deleted artifact go with it."""
+        if not gone:
+            return
+        stale = []
+        for entry in listing.decisions:
+            if sweeper.stopping():
+                return
+            key = entry.name[: -len(".decision.json")]
+            try:
+                raw = self._read_decision(key)
+                record = loads(raw) if raw is not None else None
+            except (OSError, ValueError):
+                continue
+            refs = record.get("refs") if isinstance(record, dict) else None
+            if isinstance(refs, list) and gone.intersection(r for r in refs if isinstance(r, str)):
+                stale.append(entry.name)
+                with self._lock:
+                    self._decisions.pop(key, None)
+        if stale:
+            self._delete(stale)
+
+    def _schedule_sweep(self) -> None:
+        """Wake the background sweep when one is due: a clock read and a comparison."""
+        if self.sweep_interval <= 0:
+            return
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + self.sweep_interval
+        sweeper.submit("sweep the artifact store", self._background_sweep)
+
+    def _background_sweep(self) -> None:
+        """On the sweeper thread: sweep, unless another process did within the interval
+        (then take its measure for the quota)."""
+        try:
+            raw = self._read_marker()
+        except OSError:
+            raw = None
+        marker = SweepMarker.loads(raw) if raw else None
+        if marker is not None and time.time() - marker.started < self.sweep_interval:
+            self._adopt(marker.total_bytes, marker.started)
+            return
+        self.sweep()
+
+
+def _trim(cache: OrderedDict[str, Any]) -> None:
+    while len(cache) > CACHE_ENTRIES:
+        cache.popitem(last=False)

@@ -1,0 +1,395 @@
+"""The S3 artifact store: ``s3://bucket/prefix/<sha256>.txt`` objects shared by many
+processes and machines, on any S3-compatible object store (boto3, the ``s3`` extra).
+
+Content addressing makes many writers safe: the same output is the same object name and
+the same bytes, whoever writes it. Trust comes from S3 itself: every object is written
+with its SHA-256 checksum, which S3 checks against the bytes it receives and returns on
+``HEAD`` (``ChecksumMode=ENABLED``); an object is named only when that checksum is its
+name, so one metadata call verifies an artifact without downloading it. An object without
+that checksum (planted, or written by another tool) is rewritten with the real output.
+
+Every call gives up after ``timeout`` seconds without a connection or a byte (one retry,
+botocore's standard mode, for throttling); after a failure the store is skipped for
+``BREAKER_SECONDS``, so a dead or slow endpoint costs one request a bounded wait, and the
+requests after it none: each gets a bounded preview with no reference.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.store import sweeper
+from budgetware.store.base import (
+    CACHE_ENTRIES,
+    DAY,
+    HOUR,
+    MIB,
+    ContentStore,
+    Listing,
+    Probe,
+    check_key,
+)
+from budgetware.store.lifecycle import Entry
+
+__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
+
+_INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
+# After a failed call the store is skipped this long (no network at all).
+BREAKER_SECONDS = 30.0
+_KEY = re.compile(r"[0-9a-f]{64}")
+_ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
+_DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
+_MARKER = ".budgetware-sweep.json"
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+_CONTENT_TYPE = "text/plain; charset=utf-8"
+
+
+def require_boto3() -> Any:
+    """The boto3 module, or an ImportError naming the extra to install."""
+    try:
+        import boto3
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return boto3
+
+
+class _Missing(Exception):
+    """The object does not exist."""
+
+
+def _checksum(key: str) -> str:
+    # S3's x-amz-checksum-sha256: base64 of the raw digest, which the key is in hex.
+    return base64.b64encode(bytes.fromhex(key)).decode("ascii")
+
+
+class S3ArtifactStore(ContentStore):
+    """Artifacts as objects under ``s3://bucket/prefix``, with the standard AWS
+    configuration (credentials, region, ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``).
+
+    ``client`` is a boto3 S3 client to use instead of one built from that configuration
+    (its own timeouts then apply). Last use is an object's ``LastModified``: a reuse
+    refreshes it with a server-side copy onto itself, on the background thread.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        client: Any = None,
+        timeout: float = 2.0,
+        max_artifact_bytes: int = 50 * MIB,
+        max_store_bytes: int = 500 * MIB,
+        max_age: float = 30 * DAY,
+        min_age: float = HOUR,
+        sweep_interval: float = 0.0,
+    ) -> None:
+        super().__init__(
+            max_artifact_bytes=max_artifact_bytes,
+            max_store_bytes=max_store_bytes,
+            max_age=max_age,
+            min_age=min_age,
+            sweep_interval=sweep_interval,
+        )
+        prefix = prefix.strip("/")
+        self.bucket = bucket
+        self.prefix = prefix + "/" if prefix else ""
+        self.timeout = timeout
+        self._base_ref = f"s3://{bucket}/{self.prefix}"
+        self._given_client = client
+        self._client: Any = client
+        self._client_pid = os.getpid()
+        self._client_lock = threading.Lock()
+        self._down_until = 0.0
+        # Decisions found absent (a producer records one before its text can be seen).
+        self._no_decision: OrderedDict[str, None] = OrderedDict()
+        # LastModified of artifacts just verified, so a fresh one needs no refresh.
+        self._modified: dict[str, float] = {}
+
+    def __repr__(self) -> str:
+        return f"S3ArtifactStore({self._base_ref!r})"
+
+    # -- references ----------------------------------------------------------------------
+
+    def ref_for(self, key: str) -> str:
+        """The reference a preview names: ``s3://bucket/prefix/<sha256>.txt``."""
+        return f"{self._base_ref}{key}.txt"
+
+    def key_of(self, ref: str) -> str | None:
+        """The key of exactly ``s3://bucket/prefix/<sha256>.txt`` or a bare SHA-256 hex."""
+        if _KEY.fullmatch(ref):
+            return ref
+        if not ref.startswith(self._base_ref):
+            return None
+        name = ref[len(self._base_ref) :]
+        return name[: -len(".txt")] if _ARTIFACT.fullmatch(name) else None
+
+    # -- reading -------------------------------------------------------------------------
+
+    def size(self, key: str) -> int:
+        """The artifact's size in bytes."""
+        try:
+            head = self._call("head_object", Bucket=self.bucket, Key=self._name(check_key(key)))
+        except _Missing:
+            raise ArtifactNotFound("no such artifact in this store") from None
+        return int(head["ContentLength"])
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact; fewer at its end."""
+        if start < 0 or end < start:
+            raise ValueError("a byte range is 0 <= start <= end")
+        if end == start:
+            return b""
+        try:
+            got = self._call(
+                "get_object",
+                Bucket=self.bucket,
+                Key=self._name(check_key(key)),
+                Range=f"bytes={start}-{end - 1}",
+            )
+        except _Missing:
+            raise ArtifactNotFound("no such artifact in this store") from None
+        except ArtifactStoreError as exc:
+            if "InvalidRange" in str(exc):
+                return b""  # starts at or past the end
+            raise
+        return bytes(got["Body"].read())
+
+    # -- the client ----------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """The boto3 S3 client (built on first use, and again in a forked child)."""
+        if self._client is not None and self._client_pid == os.getpid():
+            return self._client
+        with self._client_lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = self._given_client or self._new_client()
+                self._client_pid = os.getpid()
+            return self._client
+
+    def _new_client(self) -> Any:
+        boto3 = require_boto3()
+        from botocore.config import Config
+
+        config = Config(
+            connect_timeout=self.timeout,
+            read_timeout=self.timeout,
+            retries={"total_max_attempts": 2, "mode": "standard"},
+            # Our own SHA-256 goes with every write; no second checksum pass on top.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+        )
+        return boto3.session.Session().client("s3", config=config)
+
+    def _call(self, operation: str, **params: Any) -> Any:
+        """One S3 call; _Missing for a missing object, ArtifactStoreError for the rest."""
+        if time.monotonic() < self._down_until:
+            raise ArtifactStoreError(errno.EHOSTUNREACH, "S3 store skipped after a failure")
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            method: Callable[..., Any] = getattr(self.client(), operation)
+            return method(**params)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+            if code in _MISSING or status == "404":
+                raise _Missing() from None
+            if status.startswith("5") or code in {"SlowDown", "RequestTimeout"}:
+                self._down_until = time.monotonic() + BREAKER_SECONDS
+            raise ArtifactStoreError(errno.EIO, f"S3 {operation} failed: {code}") from None
+        except BotoCoreError as exc:  # unreachable, timed out, no credentials
+            self._down_until = time.monotonic() + BREAKER_SECONDS
+            raise ArtifactStoreError(
+                errno.EIO, f"S3 {operation} failed: {type(exc).__name__}"
+            ) from None
+
+    def _name(self, key: str, suffix: str = ".txt") -> str:
+        return f"{self.prefix}{key}{suffix}"
+
+    # -- backend primitives --------------------------------------------------------------
+
+    def _probe(self, key: str) -> Probe:
+        try:
+            head = self._call(
+                "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
+            )
+        except _Missing:
+            return "absent"
+        if head.get("ChecksumSHA256") != _checksum(key):
+            return "false"
+        modified = head.get("LastModified")
+        if modified is not None:
+            with self._lock:
+                self._modified[key] = modified.timestamp()
+                if len(self._modified) > CACHE_ENTRIES:
+                    self._modified.clear()
+        return "verified"
+
+    def _put_object(self, name: str, data: bytes, checksum: str) -> None:
+        self._call(
+            "put_object",
+            Bucket=self.bucket,
+            Key=name,
+            Body=data,
+            ContentType=_CONTENT_TYPE,
+            ChecksumAlgorithm="SHA256",
+            ChecksumSHA256=checksum,
+        )
+
+    def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
+        # One PUT replaces whatever is there: the same bytes from a concurrent writer, or
+        # an object that did not verify.
+        self._put_object(self._name(key), data, _checksum(key))
+        return True
+
+    def _refresh(self, key: str) -> bool:
+        with self._lock:
+            modified = self._modified.pop(key, None)
+        if modified is not None and time.time() - modified < self._refresh_every:
+            return True  # just verified, and used recently enough
+        sweeper.submit("refresh the last use of an S3 artifact", lambda: self._touch(key))
+        return True
+
+    def _touch(self, key: str) -> None:
+        """Set LastModified to now: a server-side copy of the object onto itself."""
+        name = self._name(key)
+        try:
+            self._call(
+                "copy_object",
+                Bucket=self.bucket,
+                Key=name,
+                CopySource={"Bucket": self.bucket, "Key": name},
+                MetadataDirective="REPLACE",
+                ContentType=_CONTENT_TYPE,
+                Metadata={"budgetware-used": str(int(time.time()))},
+                ChecksumAlgorithm="SHA256",
+            )
+        except _Missing:
+            self._forget(key)  # deleted since: the next put writes it again
+
+    def _read_decision(self, key: str) -> bytes | None:
+        with self._lock:
+            if key in self._no_decision:
+                self._no_decision.move_to_end(key)
+                return None
+        try:
+            got = self._call(
+                "get_object", Bucket=self.bucket, Key=self._name(key, ".decision.json")
+            )
+        except _Missing:
+            with self._lock:
+                self._no_decision[key] = None
+                while len(self._no_decision) > CACHE_ENTRIES:
+                    self._no_decision.popitem(last=False)
+            return None
+        return bytes(got["Body"].read(MIB))
+
+    def _write_decision(self, key: str, data: bytes) -> None:
+        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
+        self._put_object(self._name(key, ".decision.json"), data, digest)
+        with self._lock:
+            self._no_decision.pop(key, None)
+
+    def _read_marker(self) -> bytes | None:
+        try:
+            got = self._call("get_object", Bucket=self.bucket, Key=self.prefix + _MARKER)
+        except _Missing:
+            return None
+        return bytes(got["Body"].read(MIB))
+
+    def _write_marker(self, data: bytes) -> None:
+        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
+        self._put_object(self.prefix + _MARKER, data, digest)
+
+    def _scan(self) -> Listing:
+        listing = Listing()
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix}
+            if token:
+                params["ContinuationToken"] = token
+            try:
+                page = self._call("list_objects_v2", **params)
+            except _Missing:
+                return listing  # no such bucket: nothing stored yet
+            for item in page.get("Contents", ()):
+                name = str(item["Key"])[len(self.prefix) :]
+                if _ARTIFACT.fullmatch(name):
+                    into = listing.artifacts
+                elif _DECISION.fullmatch(name):
+                    into = listing.decisions
+                else:
+                    continue
+                into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token or sweeper.stopping():
+                return listing
+            time.sleep(0)  # hand the GIL to request threads between pages
+
+    def _delete(self, names: list[str]) -> None:
+        for start in range(0, len(names), 1000):  # DeleteObjects takes 1,000 at most
+            if sweeper.stopping():
+                return
+            batch = [{"Key": self.prefix + name} for name in names[start : start + 1000]]
+            try:
+                self._call(
+                    "delete_objects",
+                    Bucket=self.bucket,
+                    Delete={"Objects": batch, "Quiet": True},
+                )
+            except _Missing:
+                return
+
+
+_STORES: dict[tuple[object, ...], S3ArtifactStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def s3_store_for(
+    bucket: str,
+    prefix: str,
+    max_artifact_bytes: int,
+    max_store_bytes: int,
+    *,
+    timeout: float = 2.0,
+    max_age: float = 30 * DAY,
+    min_age: float = HOUR,
+    sweep_interval: float = 0.0,
+) -> S3ArtifactStore:
+    """The process-wide S3 store for a bucket, prefix and limits."""
+    key = (
+        bucket,
+        prefix,
+        max_artifact_bytes,
+        max_store_bytes,
+        timeout,
+        max_age,
+        min_age,
+        sweep_interval,
+    )
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = _STORES[key] = S3ArtifactStore(
+                bucket,
+                prefix,
+                timeout=timeout,
+                max_artifact_bytes=max_artifact_bytes,
+                max_store_bytes=max_store_bytes,
+                max_age=max_age,
+                min_age=min_age,
+                sweep_interval=sweep_interval,
+            )
+        return store

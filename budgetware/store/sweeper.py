@@ -1,0 +1,94 @@
+"""One background thread per process for the stores' upkeep: sweeps and deferred refreshes.
+
+A request only appends a job and sets an event (no I/O, no waiting); the thread does the
+work. It is a daemon, started on the first job, restarted in a forked child (a fork copies
+no threads), and told to stop at interpreter exit so that a sweep in progress ends between
+two deletions rather than being frozen in the middle of a listing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable
+
+__all__ = ["THREAD_NAME", "stopping", "submit"]
+
+logger = logging.getLogger("budgetware")
+
+THREAD_NAME = "budgetware-sweeper"
+
+_Job = Callable[[], object]
+
+
+class _Sweeper:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: deque[tuple[str, _Job]] = deque()
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def submit(self, what: str, job: _Job) -> None:
+        with self.lock:
+            if self.stop.is_set():
+                return
+            self.jobs.append((what, job))
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self.run, name=THREAD_NAME, daemon=True)
+                self.thread.start()
+        self.wake.set()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.wake.wait()
+            self.wake.clear()
+            while not self.stop.is_set():
+                with self.lock:
+                    if not self.jobs:
+                        break
+                    what, job = self.jobs.popleft()
+                try:
+                    job()
+                except Exception as exc:  # upkeep must never end the thread
+                    logger.warning(
+                        "budgetware could not %s (%s); it is tried again later",
+                        what,
+                        type(exc).__name__,
+                    )
+
+
+_SWEEPER = _Sweeper()
+
+
+def submit(what: str, job: _Job) -> None:
+    """Run ``job`` on the background thread ("what" names it in a log line if it fails)."""
+    _SWEEPER.submit(what, job)
+
+
+def stopping() -> bool:
+    """Whether the interpreter is exiting: long jobs end at their next safe point."""
+    return _SWEEPER.stop.is_set()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's thread does not exist here, and its lock may have been held mid-fork.
+    global _SWEEPER
+    _SWEEPER = _Sweeper()
+
+
+def _at_exit() -> None:
+    sweeper = _SWEEPER
+    sweeper.stop.set()
+    sweeper.wake.set()
+    thread = sweeper.thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout=1.0)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_at_exit)
