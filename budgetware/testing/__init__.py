@@ -1,4 +1,5 @@
-"""Test helpers for budgetware users and its own suite: a local fake of the LLM provider APIs."""
+"""Test helpers for budgetware users and its own suite: a local fake of the LLM provider APIs,
+and a real LiteLLM Proxy process to put in front of it."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from budgetware.testing.apis import (
     detect_api,
     scripted_tool_calls,
 )
+from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 from budgetware.testing.provider import FakeProvider
 
 __all__ = [
     "API_NAMES",
     "ApiName",
     "FakeProvider",
+    "LiteLLMProxy",
+    "LiteLLMProxyError",
     "RecordedRequest",
     "Reply",
     "ReplyPolicy",

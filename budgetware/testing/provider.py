@@ -12,6 +12,7 @@ import json
 import selectors
 import socket
 import socketserver
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,6 +94,13 @@ class _Server(ThreadingHTTPServer):
         self.handler_threads: set[threading.Thread] = set()
         self.conn_lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that drops a kept-alive connection (a proxy process stopping) is not an
+        # error of the fake: only print what is.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind resolves the host name with socket.getfqdn, a reverse DNS
