@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from budgetware.core.config import ConfigError, check_overrides
@@ -23,8 +23,11 @@ def _is_truthy(value: str) -> bool | None:
     return None
 
 
-def header_overrides(headers: Mapping[str, str]) -> dict[str, Any]:
-    """Settings from ``x-budgetware-*`` headers; an invalid one is ignored with a warning."""
+def header_overrides(
+    headers: Mapping[str, str], *, warn: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Settings from ``x-budgetware-*`` headers; an invalid one is ignored with a warning
+    (a ``BudgetwareWarning``, or ``warn(message)`` where warnings go unseen)."""
     overrides: dict[str, Any] = {}
     for name, value in headers.items():
         lowered = name.lower()
@@ -46,13 +49,15 @@ def header_overrides(headers: Mapping[str, str]) -> dict[str, Any]:
             except ConfigError:
                 parsed = None
         if parsed is None:
-            warnings.warn(
+            message = (
                 f"budgetware: ignoring request header {lowered!r}: invalid or unknown value "
                 f"{value[:40]!r} (expected x-budgetware-batch-budget: <int>, "
-                "x-budgetware-disable: 1, x-budgetware-unit: chars|utf8_bytes|tokens)",
-                BudgetwareWarning,
-                stacklevel=2,
+                "x-budgetware-disable: 1, x-budgetware-unit: chars|utf8_bytes|tokens)"
             )
+            if warn is None:
+                warnings.warn(message, BudgetwareWarning, stacklevel=2)
+            else:
+                warn(message)
             continue
         overrides.update(parsed)
     return overrides

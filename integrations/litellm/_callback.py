@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
 from litellm.caching.dual_cache import DualCache
@@ -20,6 +21,8 @@ from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
 __all__ = ["METADATA_KEYS", "BudgetCallback"]
+
+logger = logging.getLogger("budgetware")
 
 _CHAT = ("/chat/completions", "messages")
 _ANTHROPIC = ("/v1/messages", "messages")
@@ -55,14 +58,34 @@ def _call_type_name(call_type: object) -> str:
     return call_type if isinstance(call_type, str) else ""
 
 
-def _ignore(where: str, name: str, value: object) -> None:
-    warnings.warn(
+def _ignore(where: str, name: str, value: object, warn: Callable[[str], None] | None) -> None:
+    message = (
         f"budgetware: ignoring {where} {name!r}: invalid value {str(value)[:40]!r} "
         f"(expected budgetware_batch_budget: <int>, budgetware_unit: {'|'.join(get_args(Unit))}, "
-        "budgetware_disable: true|false)",
-        BudgetwareWarning,
-        stacklevel=3,
+        "budgetware_disable: true|false)"
     )
+    if warn is None:
+        warnings.warn(message, BudgetwareWarning, stacklevel=3)
+    else:
+        warn(message)
+
+
+# Messages already logged by log_warning (a bounded set: past it, every one is logged).
+_LOGGED: set[str] = set()
+_LOGGED_MAX = 1024
+
+
+def log_warning(message: str) -> None:
+    """A ``BudgetwareWarning`` as a log line, once per message and process.
+
+    The LiteLLM Proxy replaces ``warnings.showwarning`` with a function that prints
+    nothing: a proxy operator would never see a warning. The log reaches the proxy's log.
+    """
+    if message in _LOGGED:
+        return
+    if len(_LOGGED) < _LOGGED_MAX:
+        _LOGGED.add(message)
+    logger.warning("BudgetwareWarning: %s", message)
 
 
 def _truthy(value: object) -> bool | None:
@@ -94,10 +117,13 @@ def _budget(value: object) -> int | None:
     return None
 
 
-def metadata_overrides(metadata: object, where: str) -> dict[str, Any]:
+def metadata_overrides(
+    metadata: object, where: str, *, warn: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Settings from the ``budgetware_*`` entries of key or team metadata.
 
-    An invalid value is ignored with a warning naming the entry.
+    An invalid value is ignored with a warning naming the entry (a ``BudgetwareWarning``,
+    or ``warn(message)``).
     """
     if not isinstance(metadata, Mapping):
         return {}
@@ -105,19 +131,19 @@ def metadata_overrides(metadata: object, where: str) -> dict[str, Any]:
     if "budgetware_batch_budget" in metadata:
         budget = _budget(metadata["budgetware_batch_budget"])
         if budget is None:
-            _ignore(where, "budgetware_batch_budget", metadata["budgetware_batch_budget"])
+            _ignore(where, "budgetware_batch_budget", metadata["budgetware_batch_budget"], warn)
         else:
             overrides["batch_budget"] = budget
     if "budgetware_unit" in metadata:
         try:
             overrides.update(check_overrides({"unit": metadata["budgetware_unit"]}))
         except ConfigError:
-            _ignore(where, "budgetware_unit", metadata["budgetware_unit"])
+            _ignore(where, "budgetware_unit", metadata["budgetware_unit"], warn)
     # Checked last: an explicit off switch wins over a budget in the same metadata.
     if "budgetware_disable" in metadata:
         flag = _truthy(metadata["budgetware_disable"])
         if flag is None:
-            _ignore(where, "budgetware_disable", metadata["budgetware_disable"])
+            _ignore(where, "budgetware_disable", metadata["budgetware_disable"], warn)
         elif flag:
             overrides["batch_budget"] = 0
     return overrides
@@ -141,10 +167,26 @@ def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
     return {
         name: value
         for name, value in found.items()
-        if isinstance(name, str)
-        and isinstance(value, str)
-        and name.lower().startswith(REQUEST_HEADER_PREFIX)
+        if _is_own_header(name) and isinstance(value, str)
     }
+
+
+def _is_own_header(name: object) -> bool:
+    return isinstance(name, str) and name.lower().startswith(REQUEST_HEADER_PREFIX)
+
+
+def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
+    """``data`` without ``x-budgetware-*`` entries in the headers the proxy forwards.
+
+    With ``forward_client_headers_to_llm_api`` the proxy copies a client's ``x-*`` headers
+    into ``data["headers"]``, which litellm sends to the provider: budgetware's own are
+    settings for the gateway, never for the provider.
+    """
+    forwarded = data.get("headers")
+    if not isinstance(forwarded, Mapping) or not any(map(_is_own_header, forwarded)):
+        return data
+    kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
+    return {**data, "headers": kept}
 
 
 def _plain(value: Any) -> Any:
@@ -202,16 +244,20 @@ class BudgetCallback(CustomLogger):
         data: dict[Any, Any],
         call_type: CallTypesLiteral,
     ) -> dict[Any, Any]:
+        try:
+            data = without_own_headers(data)
+        except Exception:
+            fail_open(
+                "remove x-budgetware-* headers from a LiteLLM Proxy request", config=self.config
+            )
         if _call_type_name(call_type) not in _FORMATS:
             return data
         try:
-            overrides = metadata_overrides(
-                getattr(user_api_key_dict, "team_metadata", None), "team metadata"
-            )
-            overrides.update(
-                metadata_overrides(getattr(user_api_key_dict, "metadata", None), "key metadata")
-            )
-            overrides.update(header_overrides(request_headers(data)))
+            team = getattr(user_api_key_dict, "team_metadata", None)
+            key = getattr(user_api_key_dict, "metadata", None)
+            overrides = metadata_overrides(team, "team metadata", warn=log_warning)
+            overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
+            overrides.update(header_overrides(request_headers(data), warn=log_warning))
             bounded = _bound_field(data, call_type, self.config, overrides)
             if bounded is None:
                 return data

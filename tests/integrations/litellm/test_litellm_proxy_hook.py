@@ -123,18 +123,70 @@ async def test_request_header_wins_over_key_metadata(callback: Any) -> None:
     assert _within_budget(result, 8000)
 
 
-async def test_invalid_key_metadata_warns_naming_it_and_is_ignored(callback: Any) -> None:
+@pytest.fixture
+def proxy_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> pytest.LogCaptureFixture:
+    """The budgetware log, with no message counted as already logged."""
+    from budgetware.integrations.litellm import _callback
+
+    monkeypatch.setattr(_callback, "_LOGGED", set())
+    caplog.set_level(logging.WARNING, logger="budgetware")
+    return caplog
+
+
+# The LiteLLM Proxy prints no warning (it replaces warnings.showwarning with a function that
+# drops them): the proxy hook logs what it ignores instead.
+
+
+async def test_invalid_key_metadata_is_logged_naming_it_and_ignored(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
     key = UserAPIKeyAuth(metadata={"budgetware_batch_budget": "lots"})
-    with pytest.warns(BudgetwareWarning, match="key metadata 'budgetware_batch_budget'"):
-        result = await _hook(callback, _chat(), key=key)
+    result = await _hook(callback, _chat(), key=key)
     assert _within_budget(result, BUDGET)
+    assert "BudgetwareWarning: budgetware: ignoring key metadata 'budgetware_batch_budget'" in (
+        proxy_log.text
+    )
 
 
-async def test_invalid_request_header_warns_naming_it_and_is_ignored(callback: Any) -> None:
+async def test_invalid_team_metadata_is_logged_naming_it_and_ignored(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
+    key = UserAPIKeyAuth(team_metadata={"budgetware_unit": ["chars"]})
+    result = await _hook(callback, _chat(), key=key)
+    assert _within_budget(result, BUDGET)
+    assert "ignoring team metadata 'budgetware_unit'" in proxy_log.text
+
+
+async def test_invalid_request_header_is_logged_naming_it_and_ignored(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
     data = _chat({"x-budgetware-batch-budget": "lots"})
-    with pytest.warns(BudgetwareWarning, match="x-budgetware-batch-budget"):
-        result = await _hook(callback, data)
+    result = await _hook(callback, data)
     assert _within_budget(result, BUDGET)
+    assert (
+        "BudgetwareWarning: budgetware: ignoring request header 'x-budgetware-batch-budget'"
+        in (proxy_log.text)
+    )
+
+
+async def test_the_same_invalid_value_is_logged_once(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(3):
+        await _hook(callback, _chat({"x-budgetware-unit": "furlongs"}))
+    await _hook(callback, _chat({"x-budgetware-unit": "leagues"}))
+    lines = [r.getMessage() for r in proxy_log.records]
+    assert len([line for line in lines if "furlongs" in line]) == 1
+    assert len([line for line in lines if "leagues" in line]) == 1
+
+
+def test_metadata_overrides_outside_the_proxy_hook_warn() -> None:
+    from budgetware.integrations.litellm._callback import metadata_overrides
+
+    with pytest.warns(BudgetwareWarning, match="key metadata 'budgetware_disable'"):
+        assert metadata_overrides({"budgetware_disable": "maybe"}, "key metadata") == {}
 
 
 async def test_anthropic_messages_call_type_bounds_tool_result_blocks(
@@ -183,3 +235,36 @@ async def test_internal_error_sends_the_request_unchanged_and_logs_no_content(
         assert await _hook(cb, data) is data
     assert "RuntimeError" in caplog.text
     assert "HEAD-0" not in caplog.text
+
+
+def _forwarding(data: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """``data`` as the proxy makes it with ``forward_client_headers_to_llm_api``."""
+    return {**data, "headers": {k: v for k, v in headers.items() if k.lower().startswith("x-")}}
+
+
+@pytest.mark.parametrize("call_type", ["acompletion", "aembedding"])
+async def test_forwarded_budgetware_headers_are_removed(callback: Any, call_type: str) -> None:
+    headers = {"X-Budgetware-Batch-Budget": "8000", "x-request-tag": "t-1"}
+    data = _forwarding(_chat(headers), headers)
+    result = await _hook(callback, data, call_type)
+    assert result["headers"] == {"x-request-tag": "t-1"}
+    # The client's headers as the proxy recorded them stay (logging reads them).
+    assert result["proxy_server_request"]["headers"] == data["proxy_server_request"]["headers"]
+
+
+async def test_forwarded_headers_without_ours_leave_the_request_as_it_is(callback: Any) -> None:
+    data = _forwarding(
+        proxy_data("messages", drivers.openai_chat_messages(small_results())),
+        {"x-request-tag": "t-1"},
+    )
+    assert await _hook(callback, data) is data
+
+
+async def test_disable_header_removed_from_forwarded_headers_leaves_messages_whole(
+    callback: Any,
+) -> None:
+    headers = {"x-budgetware-disable": "1"}
+    data = _forwarding(_chat(headers), headers)
+    result = await _hook(callback, data)
+    assert result["headers"] == {}
+    assert result["messages"] is data["messages"]
