@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from litellm_proxy_helpers import BUDGET
+from proxy_server_helpers import new_proxy, proxy_config, proxy_env, start_all
 
 from budgetware.core.config import BudgetConfig
+from budgetware.testing import FakeProvider
+from budgetware.testing.apis import default_policy
+from budgetware.testing.litellm_proxy import LiteLLMProxy
 
 
 @pytest.fixture
@@ -35,3 +40,82 @@ def registered(callback: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr(litellm, "callbacks", [callback])
     return callback
+
+
+# --- a real LiteLLM Proxy ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def proxy_upstream() -> Iterator[FakeProvider]:
+    """The fake provider behind every proxy of the session."""
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def start_proxies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., list[LiteLLMProxy]]]:
+    """``start_proxies((name, config, env), ...)``: proxies started together on free ports
+    of 127.0.0.1, each in its own directory; all stopped at the end of the session."""
+    started: list[LiteLLMProxy] = []
+
+    def start(
+        *specs: tuple[str, Mapping[str, Any], Mapping[str, str | None]],
+    ) -> list[LiteLLMProxy]:
+        proxies = [
+            new_proxy(tmp_path_factory.mktemp(f"proxy-{name}"), config, env)
+            for name, config, env in specs
+        ]
+        started.extend(proxies)
+        start_all(proxies)
+        return proxies
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway_artifact_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gateway") / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def proxy_pair(
+    start_proxies: Callable[..., list[LiteLLMProxy]],
+    proxy_upstream: FakeProvider,
+    gateway_artifact_dir: Path,
+) -> tuple[LiteLLMProxy, LiteLLMProxy]:
+    """``(gateway, baseline)``: the same proxy config with budgetware's callback and without.
+
+    The gateway raises budgetware's internal errors (as the test suite does), so a request
+    that gets through shows that none happened.
+    """
+    gateway, baseline = start_proxies(
+        (
+            "gateway",
+            proxy_config(proxy_upstream.url),
+            proxy_env(gateway_artifact_dir, batch_budget=str(BUDGET), raise_errors="1"),
+        ),
+        ("baseline", proxy_config(proxy_upstream.url, callback=False), proxy_env(None)),
+    )
+    return gateway, baseline
+
+
+@pytest.fixture
+def gateway(proxy_pair: tuple[LiteLLMProxy, LiteLLMProxy]) -> LiteLLMProxy:
+    return proxy_pair[0]
+
+
+@pytest.fixture
+def baseline(proxy_pair: tuple[LiteLLMProxy, LiteLLMProxy]) -> LiteLLMProxy:
+    return proxy_pair[1]
+
+
+@pytest.fixture
+def upstream(proxy_upstream: FakeProvider) -> Iterator[FakeProvider]:
+    """The session's fake provider, with no recorded request and the default reply."""
+    proxy_upstream.clear()
+    yield proxy_upstream
+    proxy_upstream.reply = default_policy

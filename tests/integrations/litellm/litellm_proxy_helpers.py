@@ -21,8 +21,8 @@ def big_result(i: int, size: int = RESULT_CHARS) -> str:
     return head + filler + tail
 
 
-def big_results(count: int = 10) -> list[str]:
-    return [big_result(i) for i in range(count)]
+def big_results(count: int = 10, size: int = RESULT_CHARS) -> list[str]:
+    return [big_result(i, size) for i in range(count)]
 
 
 def small_results(count: int = 10) -> list[str]:

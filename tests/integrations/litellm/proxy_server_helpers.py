@@ -1,0 +1,92 @@
+"""A real LiteLLM Proxy for the tests: its config, its keys, and starting it.
+
+The config routes two model names to the fake provider: ``gpt-fake`` (OpenAI Chat
+Completions and Responses) and ``claude-fake`` (Anthropic Messages). Keys come from
+``proxy_keys.py`` (the proxy's ``custom_auth``), which gives each test key the metadata a
+proxy admin would set with ``/key/generate`` or ``/team/new`` (no database needed).
+``forward_client_headers_to_llm_api`` is on, so the proxy forwards a client's ``x-*``
+headers to the provider: budgetware's own must still never get there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from budgetware.testing.litellm_proxy import LiteLLMProxy
+
+HERE = Path(__file__).resolve().parent
+HANDLER = "budgetware.integrations.litellm.proxy.handler"
+OPENAI_MODEL = "gpt-fake"
+ANTHROPIC_MODEL = "claude-fake"
+MASTER_KEY = "sk-budgetware-proxy-test"
+
+
+def proxy_config(upstream_url: str, *, callback: bool = True) -> dict[str, Any]:
+    """The proxy config: both models at ``upstream_url``, budgetware's handler or none."""
+    litellm_settings: dict[str, Any] = {}
+    if callback:
+        litellm_settings["callbacks"] = HANDLER
+    return {
+        "model_list": [
+            {
+                "model_name": OPENAI_MODEL,
+                "litellm_params": {
+                    "model": "openai/gpt-4o-mini",
+                    "api_base": upstream_url + "/v1",
+                    "api_key": "sk-fake-upstream",
+                    "max_retries": 0,
+                },
+            },
+            {
+                "model_name": ANTHROPIC_MODEL,
+                "litellm_params": {
+                    "model": "anthropic/claude-haiku-4-5",
+                    "api_base": upstream_url,
+                    "api_key": "sk-fake-upstream",
+                    "max_retries": 0,
+                },
+            },
+        ],
+        "litellm_settings": litellm_settings,
+        "router_settings": {"num_retries": 0, "disable_cooldowns": True},
+        "general_settings": {
+            "master_key": MASTER_KEY,
+            "custom_auth": "proxy_keys.user_api_key_auth",
+            "forward_client_headers_to_llm_api": True,
+        },
+    }
+
+
+def proxy_env(artifact_dir: Path | None, **settings: str) -> dict[str, str | None]:
+    """The proxy's environment: no BUDGETWARE_* variable of this process (a test may have
+    set one), then the artifact directory and ``settings`` (``batch_budget="50000"``)."""
+    env: dict[str, str | None] = {
+        name: None for name in os.environ if name.startswith("BUDGETWARE_")
+    }
+    if artifact_dir is not None:
+        env["BUDGETWARE_ARTIFACT_DIR"] = str(artifact_dir)
+    for name, value in settings.items():
+        env["BUDGETWARE_" + name.upper()] = value
+    return env
+
+
+def new_proxy(
+    workdir: Path, config: Mapping[str, Any], env: Mapping[str, str | None]
+) -> LiteLLMProxy:
+    """A proxy (not started) in ``workdir``, with the test keys next to its config."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "proxy_keys.py", workdir / "proxy_keys.py")
+    return LiteLLMProxy(config, env=env, workdir=workdir, master_key=MASTER_KEY)
+
+
+def start_all(proxies: Iterable[LiteLLMProxy]) -> None:
+    """Start every proxy at once (their imports overlap), then wait for each."""
+    started = list(proxies)
+    for proxy in started:
+        proxy.launch()
+    for proxy in started:
+        proxy.wait_ready()

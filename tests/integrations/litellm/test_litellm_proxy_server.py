@@ -1,0 +1,355 @@
+"""A real LiteLLM Proxy with budgetware's callback, driven by the real openai and anthropic SDKs.
+
+Every assertion is on what the fake provider received behind the proxy, byte for byte.
+One proxy pair (with the callback and without) serves the whole session: see conftest.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from litellm_proxy_helpers import BUDGET, assert_bounded, big_results, small_results, tool_texts
+from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL
+from testing import drivers
+
+from budgetware.testing import FakeProvider, RecordedRequest, Reply
+from budgetware.testing.litellm_proxy import LiteLLMProxy
+
+pytestmark = [pytest.mark.sdk, pytest.mark.slow]
+
+SIZE = 60_000
+BIG = big_results(4, SIZE)
+
+
+def openai_client(proxy: LiteLLMProxy, key: str | None = None) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=proxy.url + "/v1", api_key=key or proxy.master_key, max_retries=0
+    )
+
+
+def anthropic_client(proxy: LiteLLMProxy, key: str | None = None) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=proxy.url, api_key=key or proxy.master_key, max_retries=0)
+
+
+def chat(
+    proxy: LiteLLMProxy,
+    messages: list[dict[str, Any]],
+    *,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+    model: str = OPENAI_MODEL,
+) -> str:
+    with openai_client(proxy, key) as client:
+        reply = client.chat.completions.create(
+            model=model, messages=messages, extra_headers=headers
+        )
+    return reply.choices[0].message.content or ""
+
+
+def messages_call(
+    proxy: LiteLLMProxy, messages: list[dict[str, Any]], headers: dict[str, str] | None = None
+) -> str:
+    with anthropic_client(proxy) as client:
+        reply = client.messages.create(
+            model=ANTHROPIC_MODEL,
+            max_tokens=64,
+            messages=messages,
+            extra_headers=headers,
+        )
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
+def model_requests(fp: FakeProvider) -> list[RecordedRequest]:
+    return [r for r in fp.requests if r.api is not None]
+
+
+def only_request(fp: FakeProvider) -> RecordedRequest:
+    requests = model_requests(fp)
+    assert len(requests) == 1, [r.path for r in requests]
+    return requests[0]
+
+
+def upstream_tool_texts(request: RecordedRequest) -> list[str]:
+    body = request.json()
+    if "input" in body:
+        return tool_texts("input", body["input"])
+    return [
+        text if isinstance(text, str) else _block_text(text)
+        for text in tool_texts("messages", body["messages"])
+    ]
+
+
+def _block_text(content: Any) -> str:
+    # litellm may send an Anthropic tool_result's content as a list of text blocks.
+    return "".join(block["text"] for block in content)
+
+
+def two_batches(first: list[str], second: list[str]) -> list[dict[str, Any]]:
+    """A chat with two tool-call turns, each followed by its own batch of results."""
+    later = drivers.openai_chat_messages(second)[1:]
+    for message in later:
+        if message["role"] == "assistant":
+            for call in message["tool_calls"]:
+                call["id"] = "second_" + call["id"]
+        else:
+            message["tool_call_id"] = "second_" + message["tool_call_id"]
+    return [*drivers.openai_chat_messages(first), *later]
+
+
+# --- bounding -------------------------------------------------------------------------------
+
+
+def test_chat_tool_results_reach_the_provider_bounded(
+    gateway: LiteLLMProxy,
+    baseline: LiteLLMProxy,
+    upstream: FakeProvider,
+    gateway_artifact_dir: Path,
+) -> None:
+    messages = drivers.openai_chat_messages(BIG)
+    assert chat(gateway, messages) == "ok"
+    request = only_request(upstream)
+    assert request.route == "/v1/chat/completions"
+    assert_bounded(upstream_tool_texts(request), BIG, gateway_artifact_dir)
+    # Everything but the tool results is as the proxy sends it without budgetware.
+    upstream.clear()
+    chat(baseline, messages)
+    without = only_request(upstream).json()
+    assert upstream_tool_texts(only_request(upstream)) == BIG
+    bounded = request.json()
+    assert bounded["messages"][:2] == without["messages"][:2]
+    assert {k: v for k, v in bounded.items() if k != "messages"} == {
+        k: v for k, v in without.items() if k != "messages"
+    }
+
+
+def test_each_batch_is_bounded_on_its_own(gateway: LiteLLMProxy, upstream: FakeProvider) -> None:
+    first, second = big_results(3, 40_000), big_results(3, 41_000)
+    chat(gateway, two_batches(first, second))
+    sent = upstream_tool_texts(only_request(upstream))
+    assert len(sent) == 6
+    assert sum(map(len, sent[:3])) <= BUDGET
+    assert sum(map(len, sent[3:])) <= BUDGET
+    # Per batch, not per request: together they hold more than one budget.
+    assert sum(map(len, sent)) > BUDGET
+
+
+def test_anthropic_messages_route_bounds_tool_result_blocks(
+    gateway: LiteLLMProxy, upstream: FakeProvider, gateway_artifact_dir: Path
+) -> None:
+    assert messages_call(gateway, drivers.anthropic_messages(BIG)) == "ok"
+    request = only_request(upstream)
+    assert request.route == "/v1/messages"
+    assert_bounded(upstream_tool_texts(request), BIG, gateway_artifact_dir)
+
+
+def test_chat_to_an_anthropic_model_is_bounded_before_translation(
+    gateway: LiteLLMProxy, upstream: FakeProvider, gateway_artifact_dir: Path
+) -> None:
+    chat(gateway, drivers.openai_chat_messages(BIG), model=ANTHROPIC_MODEL)
+    request = only_request(upstream)
+    assert request.route == "/v1/messages"
+    assert_bounded(upstream_tool_texts(request), BIG, gateway_artifact_dir)
+
+
+def test_responses_route_bounds_function_call_outputs(
+    gateway: LiteLLMProxy, upstream: FakeProvider, gateway_artifact_dir: Path
+) -> None:
+    with openai_client(gateway) as client:
+        reply = client.responses.create(
+            model=OPENAI_MODEL,
+            input=drivers.openai_responses_input(BIG),
+        )
+    assert reply.output_text == "ok"
+    request = only_request(upstream)
+    assert request.route == "/v1/responses"
+    assert_bounded(upstream_tool_texts(request), BIG, gateway_artifact_dir)
+
+
+def test_under_budget_request_reaches_the_provider_as_without_budgetware(
+    gateway: LiteLLMProxy, baseline: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    messages = drivers.openai_chat_messages(small_results())
+    chat(gateway, messages)
+    through_gateway = only_request(upstream)
+    upstream.clear()
+    chat(baseline, messages)
+    without = only_request(upstream)
+    assert upstream_tool_texts(through_gateway) == small_results()
+    assert through_gateway.body == without.body
+
+
+def test_under_budget_anthropic_request_reaches_the_provider_as_without_budgetware(
+    gateway: LiteLLMProxy, baseline: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    messages = drivers.anthropic_messages(small_results())
+    messages_call(gateway, messages)
+    through_gateway = only_request(upstream)
+    upstream.clear()
+    messages_call(baseline, messages)
+    assert through_gateway.body == only_request(upstream).body
+
+
+# --- headers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_budget_header_is_honored_and_never_forwarded(
+    gateway: LiteLLMProxy, upstream: FakeProvider, route: str
+) -> None:
+    headers = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-1"}
+    if route == "chat":
+        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
+    else:
+        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    request = only_request(upstream)
+    assert sum(map(len, upstream_tool_texts(request))) <= 8000
+    # The proxy forwards the client's x-* headers (the config says so) but not ours.
+    assert request.headers.get("x-request-tag") == "t-1"
+    assert not [name for name in request.headers if name.startswith("x-budgetware-")]
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_disable_header_leaves_the_request_whole(
+    gateway: LiteLLMProxy, upstream: FakeProvider, route: str
+) -> None:
+    headers = {"x-budgetware-disable": "1"}
+    if route == "chat":
+        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
+    else:
+        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    request = only_request(upstream)
+    assert upstream_tool_texts(request) == BIG
+    assert "x-budgetware-disable" not in request.headers
+
+
+def test_unit_header_is_honored(gateway: LiteLLMProxy, upstream: FakeProvider) -> None:
+    results = [f"RESULT-{i}: " + "é" * 20_000 for i in range(3)]
+    chat(
+        gateway,
+        drivers.openai_chat_messages(results),
+        headers={"x-budgetware-batch-budget": "30000", "x-budgetware-unit": "utf8_bytes"},
+    )
+    sent = upstream_tool_texts(only_request(upstream))
+    assert sum(len(text.encode()) for text in sent) <= 30_000
+    assert sum(map(len, sent)) > 15_000  # measured in bytes, not characters
+
+
+# --- keys and teams -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "budget"),
+    [("sk-key-8000", 8000), ("sk-team-6000", 6000)],
+)
+def test_key_and_team_metadata_budgets_apply(
+    gateway: LiteLLMProxy, upstream: FakeProvider, key: str, budget: int
+) -> None:
+    chat(gateway, drivers.openai_chat_messages(BIG), key=key)
+    sent = upstream_tool_texts(only_request(upstream))
+    assert sum(map(len, sent)) <= budget
+
+
+def test_key_metadata_disable_wins_over_the_team_budget(
+    gateway: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    chat(gateway, drivers.openai_chat_messages(BIG), key="sk-key-off-team-6000")
+    assert upstream_tool_texts(only_request(upstream)) == BIG
+
+
+def test_request_header_wins_over_key_metadata(
+    gateway: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    chat(
+        gateway,
+        drivers.openai_chat_messages(BIG),
+        key="sk-key-off",
+        headers={"x-budgetware-batch-budget": "9000"},
+    )
+    assert sum(map(len, upstream_tool_texts(only_request(upstream)))) <= 9000
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+STREAMED = "streamed reply, word by word: " + "lorem ipsum " * 30
+
+
+@pytest.fixture
+def long_reply(upstream: FakeProvider) -> FakeProvider:
+    upstream.reply = lambda api, body: Reply(STREAMED)
+    return upstream
+
+
+def test_streamed_chat_passes_through_and_its_request_is_bounded(
+    gateway: LiteLLMProxy, long_reply: FakeProvider
+) -> None:
+    with openai_client(gateway) as client:
+        stream = client.chat.completions.create(
+            model=OPENAI_MODEL,
+            messages=drivers.openai_chat_messages(BIG),
+            stream=True,
+        )
+        deltas = [c.choices[0].delta.content or "" for c in stream if c.choices]
+    assert "".join(deltas) == STREAMED
+    request = only_request(long_reply)
+    assert request.json()["stream"] is True
+    assert sum(map(len, upstream_tool_texts(request))) <= BUDGET
+
+
+def test_streamed_anthropic_messages_pass_through_and_the_request_is_bounded(
+    gateway: LiteLLMProxy, long_reply: FakeProvider
+) -> None:
+    with (
+        anthropic_client(gateway) as client,
+        client.messages.stream(
+            model=ANTHROPIC_MODEL,
+            max_tokens=64,
+            messages=drivers.anthropic_messages(BIG),
+        ) as stream,
+    ):
+        text = "".join(stream.text_stream)
+    assert text == STREAMED
+    request = only_request(long_reply)
+    assert request.json()["stream"] is True
+    assert sum(map(len, upstream_tool_texts(request))) <= BUDGET
+
+
+# --- failures -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def unwritable_store(gateway_artifact_dir: Path) -> Iterator[Path]:
+    """The gateway's artifact directory replaced by a file, restored after the test.
+
+    (File modes would not do: the suite may run as root.)
+    """
+    aside = gateway_artifact_dir.with_name("artifacts-aside")
+    if gateway_artifact_dir.exists():
+        gateway_artifact_dir.rename(aside)
+    gateway_artifact_dir.write_text("not a directory")
+    yield gateway_artifact_dir
+    gateway_artifact_dir.unlink()
+    if aside.exists():
+        aside.rename(gateway_artifact_dir)
+
+
+def test_an_unwritable_store_never_fails_a_request(
+    gateway: LiteLLMProxy, upstream: FakeProvider, unwritable_store: Path
+) -> None:
+    # New texts: the proxy has not persisted (and remembered) them before.
+    results = [f"unwritable-{i}: " + "z" * SIZE for i in range(3)]
+    mark = gateway.log_mark()
+    assert chat(gateway, drivers.openai_chat_messages(results)) == "ok"
+    sent = upstream_tool_texts(only_request(upstream))
+    # Still bounded, naming no artifact that does not exist.
+    assert sum(map(len, sent)) <= BUDGET
+    assert not any("Full output:" in text for text in sent)
+    log = gateway.log_since(mark)
+    assert "could not persist a tool output" in log
+    # Sizes and types only: no tool output, no path.
+    assert "unwritable-0" not in log
+    assert str(unwritable_store) not in log
