@@ -19,6 +19,7 @@ __all__ = [
     "HAS_ORJSON",
     "STR_CHUNK",
     "dumps_bytes",
+    "dumps_faithful",
     "dumps_str_bytes",
     "loads",
     "str_token_sizes",
@@ -49,6 +50,27 @@ def dumps_bytes(value: Any) -> bytes:
             pass
     # ensure_ascii=False keeps non-ASCII text as UTF-8, but would write a lone surrogate
     # raw; those are escaped first so that the output is always valid UTF-8.
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return text.encode("utf-8", "backslashreplace_json")
+
+
+def dumps_faithful(value: Any) -> bytes:
+    """Serialize compactly as UTF-8, writing every value as the standard library's ``json``
+    would: integers beyond 64 bits exactly, and ``nan`` / ``inf`` as ``NaN`` / ``Infinity``.
+
+    For output that replaces what an agent's own writer (``json.dumps``) would have written:
+    orjson writes non-finite floats as ``null``, a changed value. orjson is used when its
+    output holds no ``null`` at all (then no float was turned into one); otherwise the
+    standard library writes it. Lone surrogates are escaped, never emitted raw.
+    """
+    if _orjson is not None:
+        try:
+            out: bytes = _orjson.dumps(value)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in out:
+                return out
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
     return text.encode("utf-8", "backslashreplace_json")
 

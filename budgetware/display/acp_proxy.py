@@ -2,11 +2,12 @@
 
 It sits between an editor and an agent written in any language. Editor stdin goes to the
 agent byte for byte and the agent's stderr is inherited. Each line of the agent's stdout
-that is a ``session/update`` with a ``tool_call_update`` is projected and written back as
-one compact JSON line; every other line, including lines that do not parse, is forwarded
-byte for byte. ``budgetware acp-proxy`` (``budgetware.cli.acp_proxy``) runs the agent and these
-pumps. Only the standard library (and budgetware's own JSON codec) is used; blocking
-threads over binary pipes read lines of any length.
+that is a ``session/update`` with a ``tool_call_update`` is projected: only the projected
+fields are written anew, every other byte of the line stays. Every other line, including
+lines that do not parse, is forwarded byte for byte. ``budgetware acp-proxy``
+(``budgetware.cli.acp_proxy``) runs the agent and these pumps. Only the standard library
+(and budgetware's own JSON codec and splicer) is used; blocking threads over binary pipes
+read lines of any length.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import os
 from typing import IO
 
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_faithful, loads
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
+from budgetware.wire.splice import patch_json
 
 __all__ = ["CHUNK", "pump_stdin", "pump_stdout", "rewrite_line"]
 
@@ -47,7 +49,10 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
         diagnostics.display_pair("acp", frame, projected)
     if projected is frame:
         return line
-    return dumps_bytes(projected) + ending
+    # Only the projected fields change: every other byte of the agent's line stays, number
+    # spellings included (orjson would write NaN, Infinity and 1e400 as null).
+    patched = patch_json(body, frame, projected)
+    return (patched if patched is not None else dumps_faithful(projected)) + ending
 
 
 def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:

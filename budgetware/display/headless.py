@@ -7,7 +7,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import IO, Any, Literal, cast
 
-from budgetware.core.jsonio import dumps_bytes
+from budgetware.core.jsonio import dumps_faithful
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_headless_message
 
@@ -64,11 +64,16 @@ class HeadlessWriter:
         self._count += 1
 
     def encode(self, message: dict[str, Any]) -> bytes:
-        """The compact JSON of one projected message: the wire boundary of this writer."""
+        """The compact JSON of one projected message: the wire boundary of this writer.
+
+        Every value other than the projected text is written as the standard library's
+        ``json.dumps`` writes it (what the agent would write itself): big integers exactly,
+        non-finite floats as ``NaN`` / ``Infinity``, never turned into ``null``.
+        """
         projected = project_headless_message(message, self._budget)
         if diagnostics.enabled:
             diagnostics.display_pair("headless", message, projected)
-        return dumps_bytes(projected)
+        return dumps_faithful(projected)
 
     def close(self) -> None:
         """Finish the output (the array's closing bracket in JSON mode) and flush it.

@@ -16,7 +16,7 @@ from typing import Any
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_faithful, loads
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
@@ -25,6 +25,7 @@ from budgetware.mcp.bound import (
     bound_response_message,
     default_store,
 )
+from budgetware.wire.splice import patch_json
 
 __all__ = [
     "configure_mcp",
@@ -221,7 +222,7 @@ class _JsonTransform(_Transform):
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
         bounded = self._bound(message)
-        return body if bounded is message else dumps_bytes(bounded)
+        return body if bounded is message else _patched(body, message, bounded)
 
 
 # A line ends with CRLF, LF or CR (the SSE grammar); a lone CR at the end of a chunk may
@@ -313,31 +314,52 @@ class _SseTransform(_Transform):
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
+        text = "\n".join(data).encode("utf-8")
         size = other_bytes + sum(len(f"data: {d}".encode()) for d in data)
-        bounded = bound_response_message(
-            message,
-            budget=self._limit,
-            max_bytes=self._max_bytes,
-            reserve_bytes=other_bytes + SSE_FRAMING_RESERVE,
-            store=self._store,
-            persist=self._persist,
-            unit=self._unit,
-        )
-        if bounded is message and (self._max_bytes <= 0 or size <= self._max_bytes):
-            return event
-        # Over the limit only as the server spelled it (escapes, spaces): the same
-        # message re-serialized compactly may still fit, and is the same message.
-        payload = b"data: " + dumps_bytes(bounded)
+        reserve = other_bytes + SSE_FRAMING_RESERVE
+        for _ in range(3):
+            bounded = bound_response_message(
+                message,
+                budget=self._limit,
+                max_bytes=self._max_bytes,
+                reserve_bytes=reserve,
+                store=self._store,
+                persist=self._persist,
+                unit=self._unit,
+            )
+            if bounded is message:
+                if self._max_bytes <= 0 or size <= self._max_bytes:
+                    return event
+                # Over the limit only as the server spelled it (escapes, spaces): the same
+                # message written compactly fits, and is the same message.
+                payload_lines = [dumps_faithful(message)]
+                break
+            payload_lines = _patched(text, message, bounded).split(b"\n")
+            # Untouched parts keep the server's spelling, which may be longer than the
+            # compact JSON bounding measured: bound again with the overshoot reserved.
+            new_size = other_bytes + sum(6 + len(p) for p in payload_lines)
+            over = new_size + SSE_FRAMING_RESERVE - self._max_bytes
+            if self._max_bytes <= 0 or over <= 0:
+                break
+            reserve += over
         out = bytearray()
         wrote = False
         for line, end in zip(lines, terminators):
             if line.startswith("data:") or line == "data":
                 if not wrote:
-                    out += payload + end
+                    for payload in payload_lines:
+                        out += b"data: " + payload + end
                     wrote = True
                 continue
             out += line.encode("utf-8") + end
         return bytes(out)
+
+
+def _patched(body: bytes, message: Any, bounded: Any) -> bytes:
+    """The JSON text of ``bounded``: ``body`` with only what bounding changed written anew
+    (numbers such as ``1e400`` or ``NaN`` keep their spelling)."""
+    patched = patch_json(body, message, bounded)
+    return patched if patched is not None else dumps_faithful(bounded)
 
 
 def _guarded(original: bytes, rewrite: Callable[[], bytes]) -> bytes:

@@ -8,7 +8,7 @@ from typing import Any
 from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_faithful, loads
 from budgetware.wire.body import finalize_body, observed_finalize_body
 
 __all__ = ["bound_payload"]
@@ -35,7 +35,9 @@ def bound_payload(
     if not effective.enabled:
         return payload
     try:
-        body = dumps_bytes(payload)
+        # Written as the standard library would (NaN, Infinity, big integers) so that
+        # reading it back gives every value outside the tool results as it was.
+        body = dumps_faithful(payload)
         if observe.watching():
             new_body, report = observed_finalize_body(url, body, config=effective, entry="payload")
             observe.deliver_request(report)

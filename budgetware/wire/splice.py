@@ -7,10 +7,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.core.jsonio import dumps_str_bytes
+from budgetware.core.jsonio import dumps_faithful, dumps_str_bytes
 from budgetware.wire.formats.base import JsonPath
 
-__all__ = ["SpliceError", "encode_string", "locate", "replace_values"]
+__all__ = [
+    "SpliceError",
+    "encode_string",
+    "locate",
+    "patch_json",
+    "replace_values",
+    "value_spans",
+]
 
 # The bytes that matter to the structure; scalars (numbers, true, false, null) and
 # whitespace between them are skipped by the search itself.
@@ -103,7 +110,11 @@ def locate(
                     raise SpliceError("unterminated string")
                 pos = token.end()
                 raw_key = body[start + 1 : pos - 1]
-                path[-1] = json.loads(body[start:pos]) if b"\\" in raw_key else raw_key.decode()
+                path[-1] = (
+                    json.loads(body[start:pos])
+                    if b"\\" in raw_key
+                    else raw_key.decode("utf-8", "surrogatepass")
+                )
                 continue
             after_colon = False
             # The first quote that no backslash precedes closes the token (memchr speed);
@@ -170,3 +181,230 @@ def replace_values(
         previous = end
     pieces.append(body[previous:])
     return b"".join(pieces)
+
+
+# --- patching any value: for rewriters that build a new message from a decoded one --------
+
+_WS = re.compile(rb"[ \t\r\n]*")
+# A number, true, false, null, or the NaN / Infinity the standard library reads.
+_SCALAR = re.compile(rb"[^,:\]}\s]+")
+
+
+def patch_json(body: bytes, old: object, new: object) -> bytes | None:
+    """``body`` (the JSON text ``old`` was decoded from) turned into the JSON of ``new``.
+
+    Only what differs is written: a changed string becomes a new token in the style of the
+    old one, a key ``new`` adds to an object is inserted before its closing brace, and any
+    other changed value (a list of another length, an object that lost a key, a number) is
+    written whole; every other byte, number spellings included (``1e400``, ``NaN``, big
+    integers), stays as it was. ``new`` is expected to share the untouched parts of ``old``
+    (copies are compared, so equal copies cost a comparison). None when the bytes do not
+    follow the structure ``old`` says they have.
+    """
+    replace: dict[JsonPath, object] = {}
+    insert: dict[JsonPath, list[tuple[str, object]]] = {}
+    _diff((), old, new, replace, insert)
+    if not replace and not insert:
+        return body
+    try:
+        spans, ends = value_spans(body, set(replace), set(insert))
+    except (SpliceError, IndexError, UnicodeDecodeError, ValueError):
+        return None
+    if len(spans) != len(replace) or len(ends) != len(insert):
+        return None
+    edits: list[tuple[int, int, bytes]] = []
+    body_ascii = body.isascii()
+    for path, value in replace.items():
+        start, end = spans[path]
+        edits.append((start, end, _encode_value(body, start, end, value, body_ascii)))
+    for path, members in insert.items():
+        close, empty = ends[path]
+        pieces = [
+            encode_string(key, ascii_only=body_ascii)
+            + b":"
+            + _encode_value(body, close, close, value, body_ascii)
+            for key, value in members
+        ]
+        edits.append((close, close, (b"" if empty else b",") + b",".join(pieces)))
+    edits.sort(key=lambda edit: edit[0])
+    out: list[bytes] = []
+    previous = 0
+    for start, end, data in edits:
+        if start < previous:
+            return None  # overlapping edits: the diff never makes them
+        out.append(body[previous:start])
+        out.append(data)
+        previous = end
+    out.append(body[previous:])
+    return b"".join(out)
+
+
+def _diff(
+    path: JsonPath,
+    old: object,
+    new: object,
+    replace: dict[JsonPath, object],
+    insert: dict[JsonPath, list[tuple[str, object]]],
+) -> None:
+    if new is old:
+        return
+    if type(old) is dict and type(new) is dict:
+        if any(key not in new for key in old):
+            replace[path] = new  # a key went away: the object is written whole
+            return
+        for key, value in old.items():
+            _diff((*path, key), value, new[key], replace, insert)
+        added = [(key, value) for key, value in new.items() if key not in old]
+        if added:
+            insert[path] = added
+        return
+    if type(old) is list and type(new) is list and len(old) == len(new):
+        for index, (a, b) in enumerate(zip(old, new)):
+            _diff((*path, index), a, b, replace, insert)
+        return
+    if type(old) is type(new) and not isinstance(old, (dict, list, float)) and old == new:
+        return
+    replace[path] = new
+
+
+def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: bool) -> bytes:
+    if isinstance(value, str):
+        token = body[start:end]
+        if token.startswith(b'"') and not token.isascii():
+            ascii_only = False  # the old token wrote its non-ASCII text raw
+        elif token.startswith(b'"') and _has_non_ascii_escape(token):
+            ascii_only = True
+        else:
+            ascii_only = body_ascii
+        return encode_string(value, ascii_only=ascii_only)
+    if body_ascii:
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=True)
+        return text.encode("ascii")
+    return dumps_faithful(value)
+
+
+def _has_non_ascii_escape(token: bytes) -> bool:
+    # \u0080 and above: the writer escaped its non-ASCII text (ensure_ascii style).
+    return re.search(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])", token) is not None
+
+
+def value_spans(
+    body: bytes, wanted: set[JsonPath], object_ends: set[JsonPath]
+) -> tuple[dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, bool]]]:
+    """The byte span of the value at each wanted path, and for each object in
+    ``object_ends`` the offset of its closing brace and whether it is empty.
+
+    Containers off every wanted path are skipped at C speed; duplicate keys resolve to
+    the last occurrence, as decoders do.
+    """
+    prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
+    spans: dict[JsonPath, tuple[int, int]] = {}
+    ends: dict[JsonPath, tuple[int, bool]] = {}
+    # Frames of open containers: [is_object, path, start, index, members].
+    stack: list[list[Any]] = []
+    pos = _WS.match(body, 0).end()  # type: ignore[union-attr]
+    current: JsonPath = ()
+    while True:
+        # A value starts at pos, at path ``current``.
+        char = body[pos]
+        if char in (_LBRACE, _LBRACKET):
+            if current not in prefixes:
+                end = _skip_container(body, pos)
+                if current in wanted:  # pragma: no cover - wanted paths are prefixes
+                    spans[current] = (pos, end)
+                pos = end
+            else:
+                is_object = char == _LBRACE
+                stack.append([is_object, current, pos, 0, 0])
+                pos = _WS.match(body, pos + 1).end()  # type: ignore[union-attr]
+                if body[pos] not in (_RBRACE, _RBRACKET):
+                    if is_object:
+                        current, pos = _member_key(body, pos, current)
+                    else:
+                        current = (*current, 0)
+                    continue
+        elif char == _QUOTE:
+            token = _STRING.match(body, pos)
+            if token is None:
+                raise SpliceError("unterminated string")
+            if current in wanted:
+                spans[current] = (pos, token.end())
+            pos = token.end()
+        else:
+            scalar = _SCALAR.match(body, pos)
+            if scalar is None:
+                raise SpliceError("no value")
+            if current in wanted:
+                spans[current] = (pos, scalar.end())
+            pos = scalar.end()
+        # After a value: commas and closing brackets until the next value starts.
+        while True:
+            pos = _WS.match(body, pos).end()  # type: ignore[union-attr]
+            if not stack:
+                return spans, ends
+            frame = stack[-1]
+            char = body[pos]
+            if char == _COMMA:
+                pos = _WS.match(body, pos + 1).end()  # type: ignore[union-attr]
+                if frame[0]:
+                    current, pos = _member_key(body, pos, frame[1])
+                else:
+                    frame[3] += 1
+                    current = (*frame[1], frame[3])
+                break
+            if char not in (_RBRACE, _RBRACKET):
+                raise SpliceError("expected a comma or a closing bracket")
+            stack.pop()
+            path = frame[1]
+            if path in wanted:
+                spans[path] = (frame[2], pos + 1)
+            if path in object_ends and frame[0]:
+                opened = _WS.match(body, frame[2] + 1).end()  # type: ignore[union-attr]
+                ends[path] = (pos, opened == pos)
+            pos += 1
+
+
+def _member_key(body: bytes, pos: int, parent: JsonPath) -> tuple[JsonPath, int]:
+    """The path of the member whose key starts at ``pos``, and where its value starts."""
+    token = _STRING.match(body, pos)
+    if token is None:
+        raise SpliceError("expected a key")
+    raw = body[pos + 1 : token.end() - 1]
+    key = (
+        json.loads(body[pos : token.end()])
+        if b"\\" in raw
+        else raw.decode("utf-8", "surrogatepass")
+    )
+    colon = _WS.match(body, token.end()).end()  # type: ignore[union-attr]
+    if body[colon] != _COLON:
+        raise SpliceError("expected a colon")
+    return (*parent, key), _WS.match(body, colon + 1).end()  # type: ignore[union-attr]
+
+
+def _skip_container(body: bytes, pos: int) -> int:
+    """One past the bracket that closes the container opening at ``pos``."""
+    depth = 0
+    search = _NEXT.search
+    while True:
+        found = search(body, pos)
+        if found is None:
+            raise SpliceError("unbalanced brackets")
+        start = found.start()
+        char = body[start]
+        if char == _QUOTE:
+            quote = body.find(b'"', start + 1)
+            if quote > 0 and body[quote - 1] != _BACKSLASH:
+                pos = quote + 1
+                continue
+            token = _STRING.match(body, start)
+            if token is None:
+                raise SpliceError("unterminated string")
+            pos = token.end()
+            continue
+        pos = start + 1
+        if char in (_LBRACE, _LBRACKET):
+            depth += 1
+        elif char in (_RBRACE, _RBRACKET):
+            depth -= 1
+            if depth == 0:
+                return pos

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_faithful, loads
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
 
@@ -101,8 +101,9 @@ class NdjsonStreamTransport:
     ``acp``'s own stdio transport writes with ``json.dumps``' default ASCII escaping, which
     turns each CJK character into 6 bytes and each astral one into 12: a frame bounded in
     UTF-8 bytes would grow up to threefold on the wire. This one writes exactly what the
-    projection measured (lone surrogates escaped, so it is always valid UTF-8), and reads
-    lines of any length whatever the reader's buffer limit.
+    projection measured (lone surrogates escaped, so it is always valid UTF-8), every other
+    value as ``json.dumps`` writes it (big integers exactly, ``NaN`` never turned into
+    ``null``), and reads lines of any length whatever the reader's buffer limit.
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -116,7 +117,7 @@ class NdjsonStreamTransport:
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
             raise ConnectionError("Transport closed")
-        data = dumps_bytes(message) + b"\n"
+        data = dumps_faithful(message) + b"\n"
         async with self._lock:
             self._writer.write(data)
             await self._writer.drain()
