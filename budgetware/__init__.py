@@ -25,6 +25,7 @@ from budgetware.store.local import LocalArtifactStore
 from budgetware.wire.body import finalize_body
 from budgetware.wire.payload import bound_payload
 
+# The one place the version is written: pyproject.toml reads it when the package is built.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -1,14 +1,22 @@
-"""Packaging: the built wheel holds every module of the tree, integrations/ included.
+"""Packaging: the sdist holds the sources, tests and docs; the wheel built from it holds
+every module of the tree, integrations/ included, and true metadata.
 
-An editable install hides a package the build forgets; a wheel built from the tree does
-not. The wheel is built once per session, without dependencies or build isolation (the
-test environment already has setuptools).
+An editable install hides a package the build forgets; a wheel does not. Both are built
+once per module, as ``python -m build`` does (the sdist, then the wheel from the sdist),
+without build isolation (the test environment has setuptools), from a copy of the tree so
+that nothing is written into the checkout. scripts/ci-package goes further: an isolated
+build, ``twine check --strict``, and the installed wheel run from outside the repository.
 """
 
 from __future__ import annotations
 
+import ast
+import email
+import email.message
+import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -16,16 +24,58 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TREES = {"budgetware": "budgetware", "integrations": "budgetware/integrations"}
+# What the build reads, and the folders the sdist carries (MANIFEST.in).
+SHIPPED_FOLDERS = ("budgetware", "integrations", "tests", "docs", "examples", "benchmarks")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
+
+
+def _version() -> str:
+    """``__version__`` as written in budgetware/__init__.py (the one place)."""
+    tree = ast.parse((ROOT / "budgetware" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.Constant)
+            return str(node.value.value)
+    raise AssertionError("no __version__ in budgetware/__init__.py")
 
 
 @pytest.fixture(scope="module")
-def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
-    out = tmp_path_factory.mktemp("wheel")
-    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*build, "-w", str(out), str(ROOT)], check=True, capture_output=True)
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    source = tmp_path_factory.mktemp("source")
+    for entry in ROOT.iterdir():
+        if entry.is_dir() and entry.name in (*SHIPPED_FOLDERS, "scripts"):
+            shutil.copytree(entry, source / entry.name, ignore=SKIP)
+        elif entry.is_file() and not entry.name.startswith("."):
+            shutil.copy2(entry, source / entry.name)
+    out = tmp_path_factory.mktemp("dist")
+    command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), "."]
+    done = subprocess.run(command, cwd=source, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (sdist,) = out.glob("budgetware-*.tar.gz")
     (wheel,) = out.glob("budgetware-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
+    return {"sdist": sdist, "wheel": wheel}
+
+
+@pytest.fixture(scope="module")
+def wheel_names(built: dict[str, Path]) -> set[str]:
+    with zipfile.ZipFile(built["wheel"]) as archive:
         return set(archive.namelist())
+
+
+@pytest.fixture(scope="module")
+def metadata(built: dict[str, Path]) -> email.message.Message:
+    with zipfile.ZipFile(built["wheel"]) as archive:
+        name = f"budgetware-{_version()}.dist-info/METADATA"
+        return email.message_from_bytes(archive.read(name))
+
+
+@pytest.fixture(scope="module")
+def sdist_names(built: dict[str, Path]) -> set[str]:
+    with tarfile.open(built["sdist"]) as archive:
+        prefix = f"budgetware-{_version()}/"
+        return {m.name.removeprefix(prefix) for m in archive.getmembers() if m.isfile()}
 
 
 def tree_files(pattern: str) -> set[str]:
@@ -51,3 +101,38 @@ def test_the_wheel_marks_the_package_typed(wheel_names: set[str]) -> None:
 def test_the_wheel_holds_nothing_but_the_package(wheel_names: set[str]) -> None:
     tops = {name.split("/")[0] for name in wheel_names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"budgetware"}
+    assert f"budgetware-{_version()}.dist-info/licenses/LICENSE" in wheel_names
+
+
+def test_the_sdist_holds_sources_tests_docs_and_license(sdist_names: set[str]) -> None:
+    for name in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "setup.py"):
+        assert name in sdist_names
+    for folder in SHIPPED_FOLDERS:
+        files = {
+            path.relative_to(ROOT).as_posix()
+            for path in (ROOT / folder).rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts and "results" not in path.parts
+        }
+        assert files, folder
+        assert not sorted(files - sdist_names), folder
+    assert "scripts/test" in sdist_names
+    assert not [n for n in sdist_names if "__pycache__" in n or n.startswith(".venv/")]
+
+
+def test_the_metadata_is_true(metadata: email.message.Message) -> None:
+    assert metadata["Version"] == _version()
+    assert metadata["Requires-Python"] == ">=3.10"
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata["License-File"] == "LICENSE"
+    classifiers = set(metadata.get_all("Classifier") or [])
+    # Every minor version from the floor up to the newest the CI matrix tests is claimed.
+    for minor in range(10, 14):
+        assert f"Programming Language :: Python :: 3.{minor}" in classifiers
+    assert "Typing :: Typed" in classifiers
+    urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL") or [])
+    assert {"Homepage", "Documentation", "Source", "Issues", "Changelog"} <= set(urls)
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    # google-genai 3 needs Python 3.11: its extra must not make 3.10 unresolvable.
+    requires = metadata.get_all("Requires-Dist") or []
+    (genai,) = [r for r in requires if r.startswith("google-genai")]
+    assert 'python_version >= "3.11"' in genai

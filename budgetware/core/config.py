@@ -140,7 +140,7 @@ class BudgetConfig(BaseModel):
 
     batch_budget: int = Field(
         200_000,
-        description="Budget per batch of tool results, in `unit`; 0 or less disables.",
+        description="Budget per batch of tool results, in `unit`; 0 or less, inf or nan disables.",
     )
     unit: Unit = Field(
         "chars",
@@ -148,7 +148,11 @@ class BudgetConfig(BaseModel):
     )
     persist: bool = Field(True, description="Write the full output of a cut result once.")
     artifact_dir: Path | None = Field(
-        None, description="Where artifacts go; default: the user's cache directory."
+        None,
+        description=(
+            "Where artifacts go; unset: the user's cache directory "
+            "(~/.cache/budgetware/artifacts on Linux, $XDG_CACHE_HOME when set)."
+        ),
     )
     artifact_store: str | None = Field(
         None,

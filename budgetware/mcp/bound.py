@@ -85,19 +85,27 @@ class McpBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result_budget: int = Field(DEFAULT_RESULT_BUDGET, description="Per tools/call result.")
+    result_budget: int = Field(
+        DEFAULT_RESULT_BUDGET,
+        description="Budget per tools/call result (its distinct text), in `unit`; 0 or less "
+        "disables.",
+    )
     unit: Unit = Field(
         "chars",
         description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
     )
     max_message_bytes: int = Field(
-        DEFAULT_MAX_MESSAGE_BYTES, description="Largest rewritten result message, in bytes."
+        DEFAULT_MAX_MESSAGE_BYTES,
+        description="Largest rewritten result message on the wire, in bytes (the mcp client's "
+        "limit for one server-sent event); 0 or less disables.",
     )
     tools: dict[str, int] = Field(
         default_factory=dict, description="Tool name (or fnmatch pattern) -> result budget."
     )
     servers: dict[str, McpServerBudget] = Field(
-        default_factory=dict, description="Server name or URL (or pattern) -> overrides."
+        default_factory=dict,
+        description='Server name, URL or host:port (or pattern) -> {"result_budget": n, '
+        '"tools": {...}}.',
     )
 
     @classmethod

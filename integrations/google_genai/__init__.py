@@ -10,6 +10,7 @@ httpx patch can see it. Giving it an async httpx2 transport switches aiohttp off
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
@@ -18,6 +19,11 @@ from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 __all__ = ["budget_http_options"]
 
 _INSTALL = 'google-genai support needs the SDK: pip install "budgetware[google-genai]"'
+# google-genai 3 requires Python 3.11; the extra installs nothing on 3.10.
+_TOO_OLD = (
+    "google-genai support needs Python 3.11 or newer (google-genai 3 requires it); "
+    f"this is Python {sys.version_info[0]}.{sys.version_info[1]}"
+)
 
 
 def budget_http_options(
@@ -32,7 +38,7 @@ def budget_http_options(
         import httpx2
         from google.genai import types
     except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
+        raise ImportError(_TOO_OLD if sys.version_info < (3, 11) else _INSTALL) from exc
     if http_options is None:
         values: dict[str, Any] = {}
     elif isinstance(http_options, dict):

@@ -1,0 +1,46 @@
+"""The registry of ``BUDGETWARE_*`` environment variables that are not configuration fields.
+
+Most variables need no entry here: every ``BudgetConfig`` field ``name`` is read from
+``BUDGETWARE_<NAME>`` and every ``McpBudget`` field from ``BUDGETWARE_MCP_<NAME>``, and
+docs/configuration.md lists them from the models. A variable that a module reads on its
+own (a switch for diagnostics, say) is listed here instead, once; ``scripts/gen-config-docs``
+writes the table of docs/configuration.md from this list, and a test fails on any
+``BUDGETWARE_*`` name in the code that neither a model nor this list accounts for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["STANDALONE", "EnvironmentVariable"]
+
+
+@dataclass(frozen=True)
+class EnvironmentVariable:
+    """One environment variable read outside the configuration models."""
+
+    name: str
+    default: str
+    meaning: str
+    docs: str
+    """The docs page (under docs/) that explains it."""
+
+
+STANDALONE: tuple[EnvironmentVariable, ...] = (
+    EnvironmentVariable(
+        "BUDGETWARE_DEBUG_LOG_FILE",
+        "off",
+        "Write privacy-safe boundary events (sizes and keyed hashes, never content) to this "
+        "file; '', '0', 'false', 'off' and 'no' mean off. Read back with "
+        "`budgetware diagnose`.",
+        "diagnostics.md",
+    ),
+    EnvironmentVariable(
+        "BUDGETWARE_RECORD_DIR",
+        "off",
+        "Record the finalized tool-result text of every submitted request in this directory "
+        "(it holds tool output in full: keep it private); '', '0', 'false', 'off' and 'no' "
+        "mean off.",
+        "diagnostics.md",
+    ),
+)
