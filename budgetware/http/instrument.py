@@ -151,8 +151,8 @@ def _patch_module(module: ModuleType) -> None:
             if target.module != module.__name__ or target in _STATE.originals:
                 continue
             cls = getattr(module, target.cls, None)
-            original = None if cls is None else cls.__dict__.get(target.method)
-            if original is None:
+            current = None if cls is None else cls.__dict__.get(target.method)
+            if current is None:
                 warnings.warn(
                     f"budgetware: cannot instrument {target.name}: it no longer exists in this "
                     f"version of {target.module}; requests sent through it are not bounded",
@@ -160,8 +160,60 @@ def _patch_module(module: ModuleType) -> None:
                     stacklevel=3,
                 )
                 continue
-            setattr(cls, target.method, wrapt.FunctionWrapper(original, target.wrapper))
-            _STATE.originals[target] = original
+            ours = _own_layer(current, target)
+            if ours is not None:
+                # Our layer is still in the chain, under a wrapper that could not be
+                # unlinked (a plain function around it): it simply comes back to life.
+                _STATE.originals[target] = ours.__wrapped__
+                continue
+            setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
+            _STATE.originals[target] = current
+
+
+# wrapt proxies, whose __wrapped__ can be relinked (wrapt 2 names the base BaseObjectProxy;
+# in wrapt 1 it is ObjectProxy).
+_PROXIES: tuple[type, ...] = (getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy),)
+
+
+def _is_own(obj: Any, target: PatchTarget) -> bool:
+    return (
+        isinstance(obj, wrapt.FunctionWrapper)
+        and getattr(obj, "_self_wrapper", None) is target.wrapper
+    )
+
+
+def _own_layer(obj: Any, target: PatchTarget) -> Any:
+    """budgetware's wrapper for ``target`` in the chain of wrappers starting at ``obj``."""
+    for _ in range(64):  # a chain of wrappers is short; a cycle must not hang us
+        if obj is None:
+            return None
+        if _is_own(obj, target):
+            return obj
+        obj = getattr(obj, "__wrapped__", None)
+    return None
+
+
+def _unwrap_own(cls: type, target: PatchTarget) -> None:
+    """Take budgetware's layer out of the chain on ``cls``, wherever it sits.
+
+    Tracing or mocking may have wrapped ``send`` after ``instrument()``: their wrappers stay
+    and now wrap what ours wrapped. A wrapt proxy above ours is relinked; a plain function
+    above ours cannot be, so our layer stays there, inert (it checks that it is active).
+    """
+    current: Any = cls.__dict__.get(target.method)
+    if _is_own(current, target):
+        setattr(cls, target.method, current.__wrapped__)
+        return
+    node = current
+    for _ in range(64):
+        inner = getattr(node, "__wrapped__", None)
+        if inner is None:
+            return
+        if _is_own(inner, target):
+            if isinstance(node, _PROXIES):
+                node.__wrapped__ = inner.__wrapped__  # type: ignore[attr-defined]
+            return
+        node = inner
 
 
 def _on_import(module: ModuleType) -> None:
@@ -169,7 +221,14 @@ def _on_import(module: ModuleType) -> None:
 
 
 class Instrumentation:
-    """What ``instrument()`` returns: a context manager that uninstruments on exit."""
+    """What ``instrument()`` returns: a context manager that restores, on exit, exactly the
+    state before the call (uninstrumented, or an outer ``instrument()`` with its config)."""
+
+    def __init__(
+        self, active_before: bool = False, config_before: BudgetConfig | None = None
+    ) -> None:
+        self._active_before = active_before
+        self._config_before = config_before
 
     def __enter__(self) -> Instrumentation:
         return self
@@ -180,6 +239,10 @@ class Instrumentation:
         exc_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        with _STATE.lock:
+            if self._active_before and _STATE.active:
+                _STATE.config = self._config_before
+                return
         uninstrument()
 
     @property
@@ -197,11 +260,13 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     would call aiohttp directly, is switched to its httpx2 client while instrumented.
     Calling it again patches nothing twice (a new ``config`` replaces the previous one).
     ``config`` sits between the environment and ``budget(...)`` blocks. The result is a
-    context manager that undoes the patch.
+    context manager that restores the state before the call on exit: nested inside an outer
+    ``instrument(config=...)``, the outer one is in effect again, with its config.
     """
     # A configuration mistake (or an unusable store) fails here, not on a request.
     check_store(check_settings(config))
     with _STATE.lock:
+        handle = Instrumentation(_STATE.active, _STATE.config)
         _STATE.config = config
         _STATE.active = True
         for name in {t.module for t in PATCH_TARGETS}:
@@ -212,17 +277,20 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
                 # Fires at once if the module is imported by then, else when it is imported.
                 wrapt.register_post_import_hook(_on_import, name)
                 _STATE.hooked.add(name)
-    return Instrumentation()
+    return handle
 
 
 def uninstrument() -> None:
-    """Restore the exact original ``send`` methods; requests are no longer bounded."""
+    """Take budgetware's layer off every ``send`` it wrapped; requests are no longer bounded.
+
+    Only budgetware's own wrapper goes, wherever it sits in the chain: wrappers that other
+    libraries (tracing, mocking) added after ``instrument()`` stay in place.
+    """
     with _STATE.lock:
         _STATE.active = False
         _STATE.config = None
-        for target, original in _STATE.originals.items():
-            cls = getattr(sys.modules[target.module], target.cls)
-            setattr(cls, target.method, original)
+        for target in _STATE.originals:
+            _unwrap_own(getattr(sys.modules[target.module], target.cls), target)
         _STATE.originals.clear()
 
 

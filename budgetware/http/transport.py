@@ -29,9 +29,11 @@ __all__ = [
     "BudgetTransport",
     "is_handled",
     "library_of",
+    "library_of_class",
     "mark_handled",
     "off_loop",
     "prepare_request",
+    "sdk_http_library",
 ]
 
 logger = logging.getLogger("budgetware")
@@ -53,11 +55,31 @@ class HttpLibrary(Protocol):
 
 def library_of(obj: object) -> ModuleType | None:
     """The httpx or httpx2 module that ``obj``'s class comes from, without importing any."""
-    for klass in type(obj).__mro__:
+    return library_of_class(type(obj))
+
+
+def library_of_class(cls: type) -> ModuleType | None:
+    """The httpx or httpx2 module ``cls`` derives from (an SDK's client class), if any."""
+    for klass in cls.__mro__:
         root = klass.__module__.partition(".")[0]
         if root in _LIBRARIES:
             return sys.modules.get(root)
     return None
+
+
+def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
+    """The HTTP library (httpx or httpx2) an SDK's client class is built on.
+
+    openai 2.x (which llama-index and instructor pin) uses classic httpx, openai 3.x httpx2:
+    the transport must come from the same library as the client, or every request fails.
+    """
+    library = library_of_class(client_class)
+    if library is None:
+        raise RuntimeError(
+            f"budgetware: {sdk}'s {client_class.__name__} is built on neither httpx nor "
+            "httpx2, so no budget transport fits it; use budgetware.instrument() instead"
+        )
+    return library
 
 
 _WARNED_LOCK = threading.Lock()

@@ -19,7 +19,7 @@ from typing import Any
 from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.http.context import upper_layer_bounded
 from budgetware.http.headers import split_headers
-from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport, sdk_http_library
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
@@ -109,10 +109,10 @@ def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> 
     ``DefaultHttpxClient``. Use: ``anthropic.Anthropic(http_client=budget_http_client())``.
     """
     anthropic = _anthropic()
-    import httpx2
     from anthropic._constants import DEFAULT_CONNECTION_LIMITS
 
-    inner = httpx2.HTTPTransport(
+    library = sdk_http_library(anthropic.DefaultHttpxClient, "anthropic")
+    inner = library.HTTPTransport(
         limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
     )
     transport = BudgetTransport(inner, config=config)
@@ -125,7 +125,6 @@ def budget_async_http_client(
     """``anthropic.DefaultAsyncHttpxClient`` (or ``DefaultAioHttpClient`` with ``aiohttp=True``)
     whose transport bounds tool results."""
     anthropic = _anthropic()
-    import httpx2
     from anthropic._constants import DEFAULT_CONNECTION_LIMITS
 
     if aiohttp:
@@ -135,7 +134,8 @@ def budget_async_http_client(
         return anthropic.DefaultAioHttpClient(
             transport=AsyncBudgetTransport(inner, config=config), **kwargs
         )
-    inner = httpx2.AsyncHTTPTransport(
+    library = sdk_http_library(anthropic.DefaultAsyncHttpxClient, "anthropic")
+    inner = library.AsyncHTTPTransport(
         limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
     )
     return anthropic.DefaultAsyncHttpxClient(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
-from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport, sdk_http_library
 
 __all__ = ["budget_aiohttp_client", "budget_async_http_client", "budget_http_client"]
 
@@ -30,24 +30,27 @@ def _openai() -> Any:
 def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
     """``openai.DefaultHttpxClient`` (the SDK's timeout, limits, redirects) with a budget.
 
-    ``kwargs`` go to ``DefaultHttpxClient``. Pass the result as ``OpenAI(http_client=...)``.
+    Built on the HTTP library the installed openai uses (httpx for openai 2.x, httpx2 for
+    3.x). ``kwargs`` go to ``DefaultHttpxClient``. Pass the result as
+    ``OpenAI(http_client=...)``.
     """
     openai = _openai()
-    import httpx2
     from openai._constants import DEFAULT_CONNECTION_LIMITS
 
+    library = sdk_http_library(openai.DefaultHttpxClient, "openai")
     # DefaultHttpxClient hands its limits to the transport it builds; ours needs them too.
-    inner = httpx2.HTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    inner = library.HTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
     return openai.DefaultHttpxClient(transport=BudgetTransport(inner, config=config), **kwargs)
 
 
 def budget_async_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
-    """``openai.DefaultAsyncHttpxClient`` with a budget, for ``AsyncOpenAI(http_client=...)``."""
+    """``openai.DefaultAsyncHttpxClient`` with a budget, for ``AsyncOpenAI(http_client=...)``
+    (httpx or httpx2, as the installed openai uses)."""
     openai = _openai()
-    import httpx2
     from openai._constants import DEFAULT_CONNECTION_LIMITS
 
-    inner = httpx2.AsyncHTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    library = sdk_http_library(openai.DefaultAsyncHttpxClient, "openai")
+    inner = library.AsyncHTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
     return openai.DefaultAsyncHttpxClient(
         transport=AsyncBudgetTransport(inner, config=config), **kwargs
     )

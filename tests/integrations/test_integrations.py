@@ -182,3 +182,50 @@ def test_anthropic_missing_sdk_raises_import_error_naming_the_extra(
             integration.budget_middleware()
     finally:
         integration._middleware_class.cache_clear()
+
+
+def test_openai_budget_http_client_follows_the_http_library_of_the_installed_sdk(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_provider: FakeProvider,
+    config: BudgetConfig,
+    artifact_dir: Path,
+) -> None:
+    # openai 2.x (which llama-index and instructor pin) builds DefaultHttpxClient on classic
+    # httpx; an httpx2 transport inside it fails every request with an AssertionError.
+    import httpx
+    import openai
+
+    from budgetware.http.transport import BudgetTransport
+    from budgetware.integrations.openai import budget_http_client
+
+    class DefaultHttpxClient(httpx.Client):
+        """openai 2.x's DefaultHttpxClient: an httpx.Client with the SDK's defaults."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("follow_redirects", True)
+            super().__init__(**kwargs)
+
+    monkeypatch.setattr(openai, "DefaultHttpxClient", DefaultHttpxClient)
+    with budget_http_client(config=config) as http_client:
+        assert isinstance(http_client, httpx.Client)
+        transport = http_client._transport
+        assert isinstance(transport, BudgetTransport)
+        assert isinstance(transport.inner, httpx.HTTPTransport)
+        drivers.send_openai_chat(fake_provider.url, BIG, http_client=http_client)
+    assert_bounded("openai_chat", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def test_a_budget_http_client_refuses_an_sdk_client_on_another_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import openai
+
+    from budgetware.integrations.openai import budget_async_http_client
+
+    class DefaultAsyncHttpxClient:
+        def __init__(self, **kwargs: Any) -> None:
+            pass
+
+    monkeypatch.setattr(openai, "DefaultAsyncHttpxClient", DefaultAsyncHttpxClient)
+    with pytest.raises(RuntimeError, match="neither httpx nor httpx2"):
+        budget_async_http_client()
