@@ -1,29 +1,16 @@
+# ruff: noqa: F405  (the public names come from budgetware._api, loaded on first use)
 """budgetware: keep the tool results inside LLM requests within a budget, losing nothing."""
 
 # The public API, one flat namespace; the layers below are private (docs/architecture.md).
-from budgetware.core.allocate import allocate
-from budgetware.core.artifacts import ArtifactStore, ArtifactStoreError
-from budgetware.core.config import BudgetConfig, ConfigError, budget
-from budgetware.core.errors import BudgetwareWarning
-from budgetware.core.finalize import finalize_batch, guard_batch
-from budgetware.core.fit import fit_text
-from budgetware.core.measure import json_string_bytes, measure
-from budgetware.core.models import ToolResult
-from budgetware.diagnostics.recorder import Recorder, set_recorder
-from budgetware.display.headless import HeadlessWriter
-from budgetware.display.projection import (
-    project_acp_frame,
-    project_acp_update,
-    project_headless_message,
-)
-from budgetware.http.instrument import Instrumentation, instrument, is_instrumented, uninstrument
-from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
-from budgetware.mcp import http as _mcp_http  # noqa: F401  (registers its response rewriter)
-from budgetware.mcp.bound import McpBudget, McpServerBudget
-from budgetware.store.lifecycle import StoreUsage
-from budgetware.store.local import LocalArtifactStore
-from budgetware.wire.body import finalize_body
-from budgetware.wire.payload import bound_payload
+# The names are imported from budgetware/_api.py on first use, so that ``import budgetware``
+# (the CLI, ``budgetware run``'s start-up hook) costs almost nothing.
+import threading as _threading
+import typing as _typing
+
+from budgetware.http import hooks as _hooks
+
+if _typing.TYPE_CHECKING:
+    from budgetware._api import *  # noqa: F403
 
 # The one place the version is written: pyproject.toml reads it when the package is built.
 __version__ = "0.1.0"
@@ -62,3 +49,32 @@ __all__ = [
     "set_recorder",
     "uninstrument",
 ]
+
+
+_load_lock = _threading.Lock()
+
+
+def __getattr__(name: str) -> object:
+    if name not in __all__:
+        raise AttributeError(f"module 'budgetware' has no attribute {name!r}")
+    with _load_lock:
+        from budgetware import _api
+
+        namespace = globals()
+        for public in __all__:
+            if public not in namespace:
+                namespace[public] = getattr(_api, public)
+    return namespace[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def _load_mcp_boundary() -> None:
+    from budgetware.mcp import http  # noqa: F401  (registers its response rewriter)
+
+
+# Every response the HTTP layer delivers passes the MCP boundary, also for programs that
+# reach the transports without touching a public name (budgetware.integrations.*).
+_hooks.load_before_first_response(_load_mcp_boundary)

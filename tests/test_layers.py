@@ -32,7 +32,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 STANDALONE = {"testing"}
-TOP = {"budgetware", "budgetware.__main__"}
+TOP = {"budgetware", "budgetware._api", "budgetware.__main__"}
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("budgetware.cli.diagnose", "summarize a budgetware debug log per tool call"),
     "acp-proxy": ("budgetware.cli.acp_proxy", "run an ACP agent with bounded tool output"),
     "artifacts": ("budgetware.cli.artifacts", "see or prune the artifact store"),
+    "run": ("budgetware.cli.run", "run a Python program with budgetware on, unchanged"),
 }
 
 # A process killed by SIGPIPE exits with 128 + 13; say the same when the reader went away.

@@ -1,0 +1,103 @@
+"""``budgetware run`` start-up overhead against the same command without it.
+
+Target (issue 16): under 50 ms added to an agent's start-up.
+
+Method: each case runs a command directly and through ``budgetware run`` (the installed
+console script), interleaved round by round with alternating order; the figure is the
+median over rounds of (with - without) in the same round, so slow drift and bursts from
+other processes cancel out. Cases:
+
+- an empty program (``python -c pass``): the whole fixed cost (the ``budgetware`` process,
+  ``exec``, the start-up hook importing budgetware's HTTP layer and pydantic);
+- an agent's start-up (import openai, build a client): what a user notices, where the
+  program loads pydantic itself;
+- the same with a setting given as an option (``--batch-budget 50000``).
+
+Run: ``.venv/bin/python benchmarks/bench_run.py [--rounds N] [--check]``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import print_table
+
+BIN = Path(sys.executable).parent
+PYTHON = str(BIN / "python")
+BUDGETWARE = str(BIN / "budgetware")
+TARGET_MS = 50.0
+AGENT = "import openai; openai.OpenAI(api_key='k', base_url='http://127.0.0.1:9/v1')"
+
+
+def _time(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def compare(program: list[str], options: list[str], rounds: int) -> tuple[float, float, float]:
+    """(median seconds without, median seconds with, median paired difference)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    wrapped = [BUDGETWARE, "run", *options, "--", *program]
+    for _ in range(2):  # warm the file cache and the bytecode caches
+        _time(program, env)
+        _time(wrapped, env)
+    plain: list[float] = []
+    run: list[float] = []
+    for round_ in range(rounds):
+        pair = [(program, plain), (wrapped, run)]
+        for command, times in pair if round_ % 2 == 0 else reversed(pair):
+            times.append(_time(command, env))
+    diffs = [b - a for a, b in zip(plain, run)]
+    return statistics.median(plain), statistics.median(run), statistics.median(diffs)
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 21
+    cases = [
+        ("empty program (python -c pass)", [PYTHON, "-c", "pass"], [], False),
+        ("agent start-up (import openai, client)", [PYTHON, "-c", AGENT], [], True),
+        (
+            "agent start-up, --batch-budget 50000",
+            [PYTHON, "-c", AGENT],
+            ["--batch-budget", "50000"],
+            True,
+        ),
+    ]
+    rows: list[tuple[str, ...]] = []
+    failed = False
+    for name, program, options, targeted in cases:
+        plain, run, added = compare(program, options, rounds)
+        verdict = ""
+        if targeted:
+            ok = added * 1000 < TARGET_MS
+            failed |= not ok
+            verdict = "ok" if ok else "OVER"
+        rows.append(
+            (
+                name,
+                f"{plain * 1000:.1f} ms",
+                f"{run * 1000:.1f} ms",
+                f"{added * 1000:+.1f} ms",
+                f"{run / plain:.2f}x",
+                verdict,
+            )
+        )
+    print_table(
+        f"budgetware run start-up, median of {rounds} interleaved rounds",
+        rows,
+        ("case", "without", "with", "added (median)", "ratio", f"< {TARGET_MS:.0f} ms"),
+    )
+    return 1 if failed and "--check" in argv else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

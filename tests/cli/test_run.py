@@ -1,0 +1,307 @@
+"""``budgetware run``: a real SDK program that never imports budgetware is bounded.
+
+Every test starts the real command (``python -m budgetware run ...``) in a subprocess,
+against the fake provider on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from budgetware.cli.run import BOOTSTRAP_DIR, child_environment, is_python_program, parse
+from budgetware.testing import FakeProvider
+
+BIN = os.path.dirname(sys.executable)
+
+# An agent's last turn: ten 300,000-char tool results, sent with the real openai SDK. It
+# never imports budgetware; it prints what it saw of it.
+AGENT = """
+import json, os, sys
+import openai
+
+client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max_retries=0)
+calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+         for i in range(10)]
+messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
+messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * 300_000}
+             for i in range(10)]
+reply = client.chat.completions.create(model="m", messages=messages)
+print(json.dumps({"reply": reply.choices[0].message.content, "args": sys.argv[1:]}))
+"""
+
+
+def _env(fake: FakeProvider | None, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
+    env["BUDGETWARE_ARTIFACT_DIR"] = str(tmp_path / "artifacts")
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env.pop("PYTHONPATH", None)
+    if fake is not None:
+        env["FAKE_URL"] = fake.url
+    return env
+
+
+def run(
+    args: list[str], env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "budgetware", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def _tool_texts(fake: FakeProvider) -> list[str]:
+    body = json.loads(fake.last.body)
+    return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+
+
+def _assert_bounded(fake: FakeProvider, budget: int) -> None:
+    texts = _tool_texts(fake)
+    assert len(texts) == 10
+    assert sum(len(t) for t in texts) <= budget
+    assert all(t.startswith("[Tool output truncated: 300,002 chars") for t in texts)
+
+
+def test_a_script_that_never_imports_budgetware_is_bounded(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    done = run(
+        ["--batch-budget", "40000", "--", "python", str(script), "a", "--b"],
+        _env(fake_provider, tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"reply": "ok", "args": ["a", "--b"]}
+    assert done.stderr == ""
+    _assert_bounded(fake_provider, 40_000)
+    assert len(list((tmp_path / "artifacts").glob("*.txt"))) == 10
+
+
+def test_python_dash_m_a_package(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    package = tmp_path / "myagent"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(AGENT)
+    done = run(
+        ["--batch-budget=30000", "--", "python", "-m", "myagent"],
+        _env(fake_provider, tmp_path),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    _assert_bounded(fake_provider, 30_000)
+
+
+def test_a_console_script(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    # What pip installs for a console script: a file whose #! line names the interpreter.
+    script = tmp_path / "my-agent"
+    script.write_text(f"#!{sys.executable}\n{AGENT}")
+    script.chmod(0o755)
+    env = _env(fake_provider, tmp_path)
+    env["BUDGETWARE_BATCH_BUDGET"] = "20000"  # settings from the environment work too
+    done = run([str(script)], env)
+    assert done.returncode == 0, done.stderr
+    _assert_bounded(fake_provider, 20_000)
+
+
+def test_options_win_over_the_environment(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    env = _env(fake_provider, tmp_path)
+    env["BUDGETWARE_BATCH_BUDGET"] = "20000"
+    done = run(["--batch-budget", "35000", "--no-persist", "--", "python", str(script)], env)
+    assert done.returncode == 0, done.stderr
+    texts = _tool_texts(fake_provider)
+    assert 20_000 < sum(len(t) for t in texts) <= 35_000
+    assert not (tmp_path / "artifacts").exists()  # --no-persist
+
+
+def test_exit_codes_pass_through(tmp_path: Path) -> None:
+    done = run(["--", "python", "-c", "import sys; sys.exit(7)"], _env(None, tmp_path))
+    assert done.returncode == 7
+    done = run(["python", "-c", "raise SystemExit('bye')"], _env(None, tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.strip() == "bye"
+
+
+def _start(code: str, tmp_path: Path) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "budgetware", "run", "--", "python", "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(None, tmp_path),
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_signals_reach_the_program(tmp_path: Path) -> None:
+    handles = textwrap.dedent(
+        """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(42))
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    with _start(handles, tmp_path) as process:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 42
+    # A signal the program does not handle ends it as it would end without budgetware.
+    with _start("import time; print('ready', flush=True); time.sleep(60)", tmp_path) as process:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == -signal.SIGINT
+
+
+def test_a_non_python_command_runs_unchanged_with_one_warning(tmp_path: Path) -> None:
+    done = run(["--", "echo", "hello"], _env(None, tmp_path))
+    assert done.returncode == 0
+    assert done.stdout == "hello\n"
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("budgetware run: echo is not a Python program; it runs unchanged")
+
+
+def test_a_command_that_does_not_exist(tmp_path: Path) -> None:
+    done = run(["--", "no-such-command-xyz", "arg"], _env(None, tmp_path))
+    assert done.returncode == 127
+    assert done.stdout == ""
+    assert done.stderr == "budgetware run: command not found: no-such-command-xyz\n"
+
+
+def test_a_bad_setting_stops_the_program_before_it_starts(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
+    done = run(["--batch-budget", "lots", "--", *program], _env(None, tmp_path))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "budgetware run: invalid budgetware setting: batch_budget (--batch-budget)"
+    )
+    assert not marker.exists()
+    done = run(["--bath-budget", "5", "--", *program], _env(None, tmp_path))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "budgetware run: unknown option --bath-budget (settings: --batch-budget"
+    )
+    env = _env(None, tmp_path)
+    env["BUDGETWARE_UNIT"] = "furlongs"
+    done = run(["--", *program], env)
+    assert done.returncode == 2
+    assert "unit (BUDGETWARE_UNIT)" in done.stderr
+    assert not marker.exists()
+
+
+def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
+    done = run(["--batch-budget", "5"], _env(None, tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.startswith("budgetware run: no command given")
+
+
+def test_a_program_with_its_own_sitecustomize_gets_both(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text(
+        "import os\nos.environ['OWN_SITECUSTOMIZE'] = 'ran'\nMARK = 'mine'\n"
+    )
+    script = tmp_path / "agent.py"
+    script.write_text(
+        AGENT
+        + "import sitecustomize\n"
+        + "print(os.environ['OWN_SITECUSTOMIZE'], sitecustomize.MARK, file=sys.stderr)\n"
+    )
+    env = _env(fake_provider, tmp_path)
+    env["PYTHONPATH"] = str(own)
+    done = run(["--batch-budget", "40000", "--", "python", str(script)], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "ran mine"  # it ran, and the program sees it as its own
+    _assert_bounded(fake_provider, 40_000)
+
+
+def test_a_sitecustomize_that_fails_fails_as_without_budgetware(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("raise RuntimeError('broken site')\n")
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    env = _env(fake_provider, tmp_path)
+    env["PYTHONPATH"] = str(own)
+    done = run(["--batch-budget", "40000", "--", "python", str(script)], env)
+    assert done.returncode == 0
+    assert "Error in sitecustomize" in done.stderr  # Python's own report, as without us
+    _assert_bounded(fake_provider, 40_000)
+
+
+def test_python_subprocesses_of_the_program_are_bounded_too(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        f"import subprocess, sys\nsys.exit(subprocess.call([sys.executable, {str(script)!r}]))\n"
+    )
+    done = run(
+        ["--batch-budget", "25000", "--", "python", str(parent)], _env(fake_provider, tmp_path)
+    )
+    assert done.returncode == 0, done.stderr
+    _assert_bounded(fake_provider, 25_000)
+
+
+def test_a_python_without_budgetware_runs_unbounded_and_says_so(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120
+    )
+    python = bare / "bin" / "python"
+    done = run(["--", str(python), "-c", "print('still runs')"], _env(None, tmp_path))
+    assert done.returncode == 0
+    assert done.stdout == "still runs\n"
+    (line,) = done.stderr.splitlines()
+    assert line == (
+        f"budgetware run: budgetware is not installed for {python}; this program runs unbounded"
+    )
+
+
+def test_parse_and_environment() -> None:
+    settings, command = parse(["--unit", "tokens", "--persist", "--", "python", "x.py"])  # type: ignore[misc]
+    assert settings == {"unit": "tokens", "persist": "true"}
+    assert command == ["python", "x.py"]
+    env = child_environment(settings, {"PYTHONPATH": f"/a{os.pathsep}{BOOTSTRAP_DIR}"})
+    assert env["PYTHONPATH"] == os.pathsep.join([BOOTSTRAP_DIR, "/a"])
+    assert env["BUDGETWARE_UNIT"] == "tokens"
+    assert env["BUDGETWARE_RUN_OPTIONS"] == "unit,persist"
+    assert parse(["--help"]) == 0
+
+
+def test_which_programs_are_python(tmp_path: Path) -> None:
+    assert is_python_program(sys.executable)
+    assert is_python_program("/usr/bin/python3.12")
+    script = tmp_path / "tool"
+    script.write_text("#!/usr/bin/env python3\nprint(1)\n")
+    assert is_python_program(str(script))
+    long_path = tmp_path / "long"
+    long_path.write_text("#!/bin/sh\n'''exec' /very/long/venv/bin/python \"$0\" \"$@\"\n' '''\n")
+    assert is_python_program(str(long_path))
+    shell = tmp_path / "sh-tool"
+    shell.write_text("#!/bin/sh\necho hi\n")
+    assert not is_python_program(str(shell))
+    assert not is_python_program("/bin/echo" if os.path.exists("/bin/echo") else str(shell))
