@@ -12,10 +12,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
 from budgetware.cli.errors import CliError, describe_os_error
-from budgetware.core.config import ConfigError
 
 __all__ = ["COMMANDS", "main", "version"]
 
@@ -35,6 +33,8 @@ EXIT_INTERRUPTED = 130
 
 def version() -> str:
     """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
+    from importlib import metadata
+
     try:
         return metadata.version("budgetware")
     except metadata.PackageNotFoundError:  # run from a source tree that is not installed
@@ -74,12 +74,17 @@ def _dispatch(args: list[str]) -> int:
         code: int = module.main(rest)
     except CliError as exc:
         return _fail(prog, exc.message, exc.code)
-    except ConfigError as exc:
-        return _fail(prog, str(exc), 2)
     except BrokenPipeError:
         raise  # the reader went away: handled once, in main()
     except OSError as exc:
         return _fail(prog, describe_os_error(exc), 1)
+    except ValueError as exc:
+        # A bad setting (ConfigError). Its module is not imported here: `budgetware run`
+        # and --help start without pydantic; a command that raised one has imported it.
+        config = sys.modules.get("budgetware.core.config")
+        if config is not None and isinstance(exc, config.ConfigError):
+            return _fail(prog, str(exc), 2)
+        raise
     return code
 
 

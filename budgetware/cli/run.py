@@ -22,6 +22,7 @@ import subprocess
 import sys
 import zipfile
 
+from budgetware.cli.errors import CliError, UsageError
 from budgetware.cli.startup import OPTIONS_VARIABLE
 
 __all__ = ["BOOTSTRAP_DIR", "child_environment", "is_python_program", "main"]
@@ -54,7 +55,7 @@ def _setting_name(option: str) -> str:
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
-    """``({setting: value}, command)``, or an exit code (help, or a usage mistake)."""
+    """``({setting: value}, command)``, or 0 after printing the help; raises UsageError."""
     settings: dict[str, str] = {}
     args = list(argv)
     while args:
@@ -69,7 +70,7 @@ def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
             break
         name, equals, value = arg[2:].partition("=")
         if not name:
-            return _usage_error(f"bad option {arg!r}")
+            raise UsageError(f"bad option {arg!r} (see 'budgetware run --help')")
         if equals:
             settings[_setting_name(name)] = value
         elif name.startswith("no-"):
@@ -79,13 +80,8 @@ def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
         else:  # a flag on its own: a boolean setting turned on
             settings[_setting_name(name)] = "true"
     if not args:
-        return _usage_error("no command given")
+        raise UsageError("no command given (see 'budgetware run --help')")
     return settings, args
-
-
-def _usage_error(message: str) -> int:
-    print(f"budgetware run: {message}\n\n{USAGE}", end="", file=sys.stderr)
-    return 2
 
 
 def child_environment(
@@ -135,8 +131,7 @@ def main(argv: list[str]) -> int:
     env = child_environment(settings)
     executable = shutil.which(command[0], path=env.get("PATH"))
     if executable is None:
-        print(f"budgetware run: command not found: {command[0]}", file=sys.stderr)
-        return 127
+        raise CliError(f"command not found: {command[0]}", code=127)
     if not is_python_program(executable):
         print(
             f"budgetware run: {command[0]} is not a Python program; it runs unchanged "
@@ -150,8 +145,7 @@ def main(argv: list[str]) -> int:
         try:
             os.execve(executable, command, env)
         except OSError as exc:  # not executable, bad format: as a shell reports it
-            print(f"budgetware run: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
-            return 126
+            raise CliError(f"cannot run {command[0]}: {exc.strerror}", code=126) from None
     return _spawn(executable, command, env)  # pragma: no cover - Windows
 
 
@@ -161,8 +155,7 @@ def _spawn(executable: str, command: list[str], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen([executable, *command[1:]], env=env)
     except OSError as exc:
-        print(f"budgetware run: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
-        return 126
+        raise CliError(f"cannot run {command[0]}: {exc.strerror}", code=126) from None
     previous = forward_signals(child)
     try:
         returncode = child.wait()

@@ -209,7 +209,7 @@ def test_a_bad_setting_stops_the_program_before_it_starts(tmp_path: Path) -> Non
 def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
     done = run(["--batch-budget", "5"], _env(None, tmp_path))
     assert done.returncode == 2
-    assert done.stderr.startswith("budgetware run: no command given")
+    assert done.stderr == "budgetware run: no command given (see 'budgetware run --help')\n"
 
 
 def test_a_program_with_its_own_sitecustomize_gets_both(
@@ -305,3 +305,15 @@ def test_which_programs_are_python(tmp_path: Path) -> None:
     shell.write_text("#!/bin/sh\necho hi\n")
     assert not is_python_program(str(shell))
     assert not is_python_program("/bin/echo" if os.path.exists("/bin/echo") else str(shell))
+
+
+def test_the_command_itself_imports_no_pydantic_and_no_http_library() -> None:
+    # `budgetware run` replaces itself with the program: its own start-up must be cheap.
+    code = (
+        "import sys, budgetware.cli.main, budgetware.cli.run\n"
+        "print([m for m in ('pydantic', 'httpx', 'httpx2', 'budgetware._api') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
