@@ -43,4 +43,18 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "mean off.",
         "diagnostics.md",
     ),
+    EnvironmentVariable(
+        "BUDGETWARE_RUN_OPTIONS",
+        "unset",
+        "Set by `budgetware run` for the program it starts: the settings given as options "
+        "(comma-separated names), so that a mistake names the option. Not for users.",
+        "run.md",
+    ),
+    EnvironmentVariable(
+        "BUDGETWARE_RUN_MAIN",
+        "unset",
+        "Set by `budgetware run`: the process id of the program it started, the one that "
+        "says so when its Python has no budgetware. Not for users.",
+        "run.md",
+    ),
 )
