@@ -16,6 +16,7 @@ if _typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArtifactNotFound",
     "ArtifactStore",
     "ArtifactStoreError",
     "AsyncBudgetTransport",
@@ -23,12 +24,17 @@ __all__ = [
     "BudgetTransport",
     "BudgetwareWarning",
     "ConfigError",
+    "GrepLine",
+    "GrepMatch",
     "HeadlessWriter",
     "Instrumentation",
+    "InvalidPattern",
+    "InvalidReadArgument",
     "LocalArtifactStore",
     "McpBudget",
     "McpServerBudget",
     "Recorder",
+    "SearchTimeout",
     "StoreUsage",
     "ToolResult",
     "__version__",
@@ -38,6 +44,7 @@ __all__ = [
     "finalize_batch",
     "finalize_body",
     "fit_text",
+    "grep_artifact",
     "guard_batch",
     "instrument",
     "is_instrumented",
@@ -46,6 +53,7 @@ __all__ = [
     "project_acp_frame",
     "project_acp_update",
     "project_headless_message",
+    "read_artifact",
     "set_recorder",
     "uninstrument",
 ]

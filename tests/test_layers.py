@@ -24,6 +24,8 @@ SOURCES = {"budgetware": ROOT / "budgetware", "budgetware.integrations": ROOT / 
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("store",),
+    ("retrieval",),
+    ("tools",),
     ("wire",),
     ("diagnostics",),
     ("http",),

@@ -29,13 +29,17 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
+from budgetware.store.charindex import SUFFIX as INDEX_SUFFIX
+from budgetware.store.charindex import CharIndex, NotText, build_index
 from budgetware.store.lifecycle import (
+    STALE_TEMP_SECONDS,
     Entry,
     StoreUsage,
     plan_prune,
@@ -55,6 +59,11 @@ DAY = 24 * HOUR
 CACHE_ENTRIES = 4096
 # Per-key locks are striped: a fixed set, whatever the number of keys.
 _STRIPES = 64
+# Character indexes kept in memory per store object (LRU); an index is 8 bytes per 4,096
+# characters of a non-ASCII artifact, a few hundred bytes otherwise.
+INDEX_ENTRIES = 256
+# Artifacts are read in pieces of this size to build an index (memory for one piece).
+READ_CHUNK = 8 * MIB
 
 # What a backend found under an artifact's name: nothing, bytes that match the name, or
 # bytes that do not.
@@ -75,6 +84,8 @@ class Listing:
     artifacts: list[Entry] = field(default_factory=list)
     decisions: list[Entry] = field(default_factory=list)
     temps: list[Entry] = field(default_factory=list)
+    # Files kept beside an artifact (``<key>.index``): they go with it.
+    sidecars: list[Entry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,10 @@ class ContentStore:
         self._refresh_every = min_age / 4
         self._lock = threading.Lock()
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._index_stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._indexes: OrderedDict[str, CharIndex] = OrderedDict()
+        # The size of each artifact as this process wrote or first read it.
+        self._sizes: OrderedDict[str, int] = OrderedDict()
         # key -> monotonic time its last use was last refreshed by this process
         self._known: OrderedDict[str, float] = OrderedDict()
         self._decisions: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -179,6 +194,18 @@ class ContentStore:
 
     def read_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``start`` to ``end`` (exclusive) of the artifact; fewer at its end."""
+        return self.read_window(key, start, end)[0]
+
+    def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
+        """``read_range``, and the artifact's size in bytes as it was read (one call)."""
+        raise NotImplementedError
+
+    def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
+        """The file kept beside the artifact (``<key><suffix>``), or None if there is none."""
+        raise NotImplementedError
+
+    def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
+        """Write (or replace, atomically) the file kept beside the artifact."""
         raise NotImplementedError
 
     # -- the ArtifactStore protocol ----------------------------------------------------
@@ -219,6 +246,7 @@ class ContentStore:
                 else:
                     self._unreserve(key)
             self._remember(key)
+            self._note_size(key, len(data))
         return self.ref_for(key), wrote
 
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
@@ -271,6 +299,103 @@ class ContentStore:
             raise ArtifactNotFound("no such artifact in this store (missing or altered)")
         return key
 
+    def char_index(self, key: str, *, rebuild: bool = False) -> CharIndex:
+        """The character-offset index of a verified artifact (``store/charindex.py``): from
+        memory, else the one beside the artifact if it checks, else built from the
+        artifact's bytes in one pass and written beside it (by whichever reader comes
+        first; writers of an index write the same bytes, atomically). ``rebuild`` ignores
+        the one there. A store that cannot be written keeps the index in memory only."""
+        check_key(key)
+        if not rebuild:
+            with self._lock:
+                cached = self._indexes.get(key)
+                if cached is not None:
+                    self._indexes.move_to_end(key)
+                    return cached
+        with self._index_stripes[int(key[:8], 16) % _STRIPES]:
+            with self._lock:
+                cached = self._indexes.get(key)
+            if cached is not None and not rebuild:
+                return cached
+            size = self.checked_size(key)
+            index = None
+            if not rebuild:
+                try:
+                    raw = self._read_sidecar(key, INDEX_SUFFIX)
+                except OSError:
+                    raw = None
+                index = CharIndex.loads(raw, key, size) if raw is not None else None
+            if index is None:
+                try:
+                    index = build_index(self._chunks(key, size), key)
+                except NotText as exc:
+                    raise ArtifactStoreError(errno.EILSEQ, str(exc)) from None
+                if index.size != size:
+                    raise ArtifactNotFound("the artifact changed while it was read")
+                try:
+                    self._write_sidecar(key, INDEX_SUFFIX, index.dumps())
+                except OSError:
+                    pass  # a read-only store: the index lives in this process only
+            with self._lock:
+                self._indexes[key] = index
+                while len(self._indexes) > INDEX_ENTRIES:
+                    self._indexes.popitem(last=False)
+        return index
+
+    def read_text(self, key: str, start: int, stop: int) -> str:
+        """Characters ``start`` to ``stop`` (exclusive; clamped to the text) of a verified
+        artifact, reading only the bytes around them.
+
+        Every read is checked against the index (the bytes decode and hold the characters
+        expected); an index that does not match is rebuilt once. An artifact whose size is
+        no longer the one it was verified with (truncated, rewritten) raises
+        ArtifactNotFound and must be resolved again."""
+        if start < 0 or stop < start:
+            raise ValueError("a character range is 0 <= start <= stop")
+        for rebuild in (False, True):
+            index = self.char_index(key, rebuild=rebuild)
+            first, last = min(start, index.chars), min(stop, index.chars)
+            if first == last:
+                return ""
+            begin, end, begin_char, end_char = index.span(first, last)
+            data, size = self.read_window(key, begin, end)
+            if size != index.size:
+                self._drop(key)
+                raise ArtifactNotFound(
+                    "the artifact was truncated or altered after it was verified"
+                )
+            try:
+                text = data.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                continue
+            if len(data) == end - begin and len(text) == end_char - begin_char:
+                return text[first - begin_char : last - begin_char]
+        self._drop(key)
+        raise ArtifactNotFound("the artifact does not match what was verified")
+
+    def iter_bytes(self, key: str, *, chunk: int = READ_CHUNK, start: int = 0) -> Iterator[bytes]:
+        """The artifact's bytes from ``start``, in pieces of ``chunk`` bytes (the last one
+        shorter); memory for one piece whatever the artifact's size."""
+        return self._chunks(key, self.checked_size(key), chunk=chunk, start=start)
+
+    def checked_size(self, key: str) -> int:
+        """The artifact's size, checked against the size it had when this process wrote
+        or first read it: ArtifactNotFound if it changed since (truncated, rewritten)."""
+        current = self.size(key)
+        with self._lock:
+            known = self._sizes.get(key)
+        if known is None:
+            self._note_size(key, current)
+        elif known != current:
+            self._drop(key)
+            raise ArtifactNotFound("the artifact was truncated or altered after it was verified")
+        return current
+
+    def _note_size(self, key: str, size: int) -> None:
+        with self._lock:
+            self._sizes[key] = size
+            _trim(self._sizes)
+
     def verify(self, key: str) -> bool:
         """Whether the artifact exists and its bytes hash to its name (checked once per
         process; a False is checked again next time)."""
@@ -311,7 +436,7 @@ class ContentStore:
             listing.artifacts, older_than=older_than, max_total_bytes=max_total_bytes, now=now
         )
         if not dry_run:
-            self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+            self._remove(listing, doomed, stale_temps(listing.temps, now=now), now=now)
             self._census(listing, doomed, started)
         return summarize(doomed)
 
@@ -329,7 +454,7 @@ class ContentStore:
             min_age=self.min_age,
             now=now,
         )
-        self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+        self._remove(listing, doomed, stale_temps(listing.temps, now=now), now=now)
         total = self._census(listing, doomed, started)
         try:
             self._write_marker(SweepMarker(started, total).dumps())
@@ -380,6 +505,23 @@ class ContentStore:
         self._remember(key)
         return True
 
+    def _chunks(
+        self, key: str, size: int, *, chunk: int = READ_CHUNK, start: int = 0
+    ) -> Iterator[bytes]:
+        for at in range(start, size, chunk):
+            data, now = self.read_window(key, at, min(at + chunk, size))
+            if now != size or len(data) != min(chunk, size - at):
+                self._drop(key)
+                raise ArtifactNotFound("the artifact changed while it was read")
+            yield data
+
+    def _drop(self, key: str) -> None:
+        """Forget what this process verified and indexed of an artifact that changed."""
+        self._forget(key)
+        with self._lock:
+            self._indexes.pop(key, None)
+            self._sizes.pop(key, None)
+
     def _remember(self, key: str) -> None:
         with self._lock:
             self._known[key] = time.monotonic()
@@ -428,15 +570,18 @@ class ContentStore:
                     del self._pending[key]
                     self._pending_bytes -= size
 
-    def _remove(self, listing: Listing, doomed: list[Entry], temps: list[Entry]) -> None:
+    def _remove(
+        self, listing: Listing, doomed: list[Entry], temps: list[Entry], *, now: float
+    ) -> None:
         names = [e.name for e in doomed] + [t.name for t in temps]
+        names += [e.name for e in _stale_sidecars(listing, doomed, now)]
         if not names:
             return
         self._delete(names)
         gone: set[str] = set()
         for entry in doomed:
             key = entry.name[: -len(".txt")]
-            self._forget(key)
+            self._drop(key)
             gone.add(self.ref_for(key))
         self._remove_decisions_naming(listing, gone)
 
@@ -487,6 +632,19 @@ class ContentStore:
             self._adopt(marker.total_bytes, marker.started)
             return
         self.sweep()
+
+
+def _stale_sidecars(listing: Listing, doomed: list[Entry], now: float) -> list[Entry]:
+    """The sidecars of deleted artifacts, and those whose artifact is gone (a listing may
+    see a sidecar before its artifact: only old ones count as orphans)."""
+    dying = {e.name[: -len(".txt")] for e in doomed}
+    living = {e.name[: -len(".txt")] for e in listing.artifacts} - dying
+    stale = []
+    for entry in listing.sidecars:
+        key = entry.name[:64]
+        if key in dying or (key not in living and now - entry.used > STALE_TEMP_SECONDS):
+            stale.append(entry)
+    return stale
 
 
 def _trim(cache: OrderedDict[str, Any]) -> None:

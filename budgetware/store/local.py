@@ -22,9 +22,11 @@ __all__ = ["LocalArtifactStore", "store_for"]
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
+_SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
 # What _write_file names its temporary files: ".<name>.<pid>.<thread id>.tmp".
 _TEMP = re.compile(
-    r"\.(?:[0-9a-f]{64}\.(?:txt|decision\.json)|budgetware-sweep\.json)\.\d+\.\d+\.tmp"
+    r"\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|budgetware-sweep\.json)"
+    r"\.\d+\.\d+\.tmp"
 )
 _MARKER = ".budgetware-sweep.json"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -102,16 +104,18 @@ class LocalArtifactStore(ContentStore):
             raise ArtifactNotFound("no such artifact in this store")
         return info.st_size
 
-    def read_range(self, key: str, start: int, end: int) -> bytes:
-        """Bytes ``start`` to ``end`` (exclusive) of the artifact; fewer at its end."""
+    def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), and
+        its size."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
         fd = self._open_artifact(check_key(key) + ".txt")
         try:
+            size = os.fstat(fd).st_size
             if hasattr(os, "pread"):
-                return os.pread(fd, end - start, start)
+                return os.pread(fd, end - start, start), size
             os.lseek(fd, start, os.SEEK_SET)  # pragma: no cover - Windows
-            return os.read(fd, end - start)  # pragma: no cover - Windows
+            return os.read(fd, end - start), size  # pragma: no cover - Windows
         finally:
             os.close(fd)
 
@@ -206,6 +210,23 @@ class LocalArtifactStore(ContentStore):
         finally:
             folder.close()
 
+    def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
+        try:
+            folder = self._open_dir(create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            return _read_whole(folder, check_key(key) + suffix)
+        finally:
+            folder.close()
+
+    def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
+        folder = self._open_dir(create=False)
+        try:
+            _write_file(folder, check_key(key) + suffix, data, replace=True)
+        finally:
+            folder.close()
+
     def _read_marker(self) -> bytes | None:
         try:
             folder = self._open_dir(create=False)
@@ -239,6 +260,8 @@ class LocalArtifactStore(ContentStore):
                         into = listing.artifacts
                     elif _DECISION.fullmatch(name):
                         into = listing.decisions
+                    elif _SIDECAR.fullmatch(name):
+                        into = listing.sidecars
                     elif _TEMP.fullmatch(name):
                         into = listing.temps
                     else:
@@ -293,6 +316,23 @@ def _read_small(folder: Folder, name: str) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ArtifactStoreError(errno.EINVAL, "record is not a regular file")
         return os.read(fd, _CHUNK)
+    finally:
+        os.close(fd)
+
+
+def _read_whole(folder: Folder, name: str) -> bytes | None:
+    """A regular file's bytes (None if there is none), read without following a symlink."""
+    try:
+        fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 

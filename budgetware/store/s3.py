@@ -49,6 +49,7 @@ BREAKER_SECONDS = 30.0
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
+_SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
 _MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
@@ -144,12 +145,13 @@ class S3ArtifactStore(ContentStore):
             raise ArtifactNotFound("no such artifact in this store") from None
         return int(head["ContentLength"])
 
-    def read_range(self, key: str, start: int, end: int) -> bytes:
-        """Bytes ``start`` to ``end`` (exclusive) of the artifact; fewer at its end."""
+    def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), and
+        its size: one ranged GET."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
         if end == start:
-            return b""
+            return b"", self.size(key)
         try:
             got = self._call(
                 "get_object",
@@ -161,9 +163,12 @@ class S3ArtifactStore(ContentStore):
             raise ArtifactNotFound("no such artifact in this store") from None
         except ArtifactStoreError as exc:
             if "InvalidRange" in str(exc):
-                return b""  # starts at or past the end
+                return b"", self.size(key)  # starts at or past the end
             raise
-        return bytes(got["Body"].read())
+        data = bytes(got["Body"].read())
+        # "bytes 0-99/1234": the object's size; a whole-object answer gives its length.
+        total = str(got.get("ContentRange", "")).rpartition("/")[2]
+        return data, int(total) if total.isdigit() else int(got["ContentLength"])
 
     # -- the client ----------------------------------------------------------------------
 
@@ -302,6 +307,17 @@ class S3ArtifactStore(ContentStore):
         with self._lock:
             self._no_decision.pop(key, None)
 
+    def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
+        try:
+            got = self._call("get_object", Bucket=self.bucket, Key=self._name(key, suffix))
+        except _Missing:
+            return None
+        return bytes(got["Body"].read())
+
+    def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
+        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
+        self._put_object(self._name(check_key(key), suffix), data, digest)
+
     def _read_marker(self) -> bytes | None:
         try:
             got = self._call("get_object", Bucket=self.bucket, Key=self.prefix + _MARKER)
@@ -330,6 +346,8 @@ class S3ArtifactStore(ContentStore):
                     into = listing.artifacts
                 elif _DECISION.fullmatch(name):
                     into = listing.decisions
+                elif _SIDECAR.fullmatch(name):
+                    into = listing.sidecars
                 else:
                     continue
                 into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))

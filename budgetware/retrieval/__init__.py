@@ -1,0 +1,1 @@
+"""Reading artifacts back: a window of characters, or the lines matching a pattern."""

@@ -1,0 +1,19 @@
+"""The typed errors of reading artifacts back (beside ``ArtifactNotFound`` of the core)."""
+
+from __future__ import annotations
+
+__all__ = ["InvalidPattern", "InvalidReadArgument", "SearchTimeout"]
+
+
+class InvalidReadArgument(ValueError):
+    """An offset, limit, context or match count that is not a whole number in range (a
+    negative one, or an offset past the end of the output)."""
+
+
+class InvalidPattern(ValueError):
+    """A search pattern that is not a valid regular expression."""
+
+
+class SearchTimeout(TimeoutError):
+    """A search that took longer than its time limit (a pattern that backtracks without
+    end, or an artifact too large to search in the time)."""

@@ -1,0 +1,426 @@
+"""Searching an artifact: the lines matching a pattern, streamed in pieces so an artifact
+larger than memory can be searched.
+
+A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends). One with
+no special character is searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so
+a match of the encoded pattern is a match of the text) and never decoded unless it
+matches. Any other goes to the ``regex`` package (the ``retrieval`` extra), whose matching
+takes a time limit: a pattern that backtracks catastrophically ends in SearchTimeout
+instead of running for hours, and the whole search is bounded by the same deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from budgetware.core.config import BudgetConfig
+from budgetware.retrieval.errors import InvalidPattern, SearchTimeout
+from budgetware.retrieval.read import count, resolve_ref
+from budgetware.store.base import MIB, ContentStore
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "GrepLine",
+    "GrepMatch",
+    "GrepResult",
+    "compile_pattern",
+    "grep_artifact",
+    "search",
+]
+
+# Bytes read per piece: the memory a search needs, whatever the artifact's size.
+CHUNK = 4 * MIB
+# A line longer than this is searched in pieces of it (a match across two pieces of such a
+# line is not found).
+LONG_LINE = 4 * CHUNK
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_LINE_CHARS = 2_000
+_SPECIAL = frozenset(".^$*+?{}[]\\|()")
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_INSTALL = (
+    'a regular-expression pattern needs the regex package: pip install "budgetware[retrieval]"'
+)
+
+
+@dataclass(frozen=True)
+class GrepLine:
+    """A line of the output: its 1-based number, its text (without the line break; a long
+    line shortened to the part around the match), and the character offset of the text's
+    first character in the full output (what ``read_artifact`` takes to read on)."""
+
+    line_number: int
+    line: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class GrepMatch(GrepLine):
+    """A matching line, with up to ``context`` lines before and after it."""
+
+    before: tuple[GrepLine, ...] = ()
+    after: tuple[GrepLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class GrepResult:
+    """The matches found (at most ``max_matches``), whether there are more, and the size
+    of what was searched."""
+
+    matches: list[GrepMatch]
+    more: bool
+    total_bytes: int
+
+
+def _regex() -> Any:
+    try:
+        import regex
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return regex
+
+
+def is_literal(pattern: str) -> bool:
+    """Whether ``pattern`` has no character special to regular expressions."""
+    return not any(c in _SPECIAL for c in pattern)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled search pattern: bytes to find, or a regular expression."""
+
+    text: str
+    needle: bytes | None
+    compiled: Any = field(default=None, compare=False)
+
+
+def compile_pattern(pattern: object) -> Pattern:
+    """``pattern`` ready to search (InvalidPattern if it is not a valid regular expression;
+    ImportError naming the extra when a regular expression needs the regex package)."""
+    if not isinstance(pattern, str):
+        raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
+    if is_literal(pattern):
+        return Pattern(pattern, pattern.encode("utf-8", "surrogatepass"))
+    regex = _regex()
+    try:
+        compiled = regex.compile(pattern, regex.MULTILINE)
+    except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise InvalidPattern(f"not a valid regular expression: {exc}") from None
+    return Pattern(pattern, None, compiled)
+
+
+def _chars(data: bytes) -> int:
+    """Code points in UTF-8 bytes: every byte but the continuation bytes."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _boundary(data: bytes, at: int, step: int) -> int:
+    """``at`` moved (by ``step``) off UTF-8 continuation bytes onto a character start."""
+    while 0 < at < len(data) and data[at] & 0xC0 == 0x80:
+        at += step
+    return at
+
+
+class _Block:
+    """One piece of the artifact ending at a line break (or the end), searched as bytes
+    (literal patterns) or as text (regular expressions)."""
+
+    def __init__(self, data: bytes, as_text: bool, line: int, char: int, width: int) -> None:
+        self.data = data
+        self.ascii = data.isascii()
+        self.text: str | None = _decode(data) if as_text else None
+        self.hay: Any = self.text if self.text is not None else data
+        self.nl: Any = "\n" if self.text is not None else b"\n"
+        self.first_line = line
+        self.first_char = char
+        self.width = width
+        self._line_at = (0, line)  # (position, line number there): counted forward
+        self._char_at = (0, char)
+
+    @property
+    def length(self) -> int:
+        return len(self.hay)
+
+    def line_number(self, pos: int) -> int:
+        at, number = self._line_at
+        if pos < at:
+            at, number = 0, self.first_line
+        number += int(self.hay.count(self.nl, at, pos))
+        self._line_at = (pos, number)
+        return number
+
+    def char_offset(self, pos: int) -> int:
+        if self.text is not None or self.ascii:
+            return self.first_char + pos
+        at, chars = self._char_at
+        if pos < at:
+            at, chars = 0, self.first_char
+        chars += _chars(self.data[at:pos])
+        self._char_at = (pos, chars)
+        return chars
+
+    def end_lines(self) -> int:
+        return self.line_number(self.length) - self.first_line
+
+    def end_chars(self) -> int:
+        if self.text is not None:
+            return len(self.text)
+        return len(self.data) if self.ascii else _chars(self.data)
+
+    def line_bounds(self, pos: int) -> tuple[int, int]:
+        start = self.hay.rfind(self.nl, 0, pos) + 1
+        end = self.hay.find(self.nl, pos)
+        return start, self.length if end < 0 else end
+
+    def line(self, start: int, end: int, number: int, at: int | None = None) -> GrepLine:
+        """The line ``[start, end)``, shortened around ``at`` (else its head) when long."""
+        width = self.width
+        focus = start if at is None else at
+        if self.text is not None:
+            if end - start > width:
+                start = max(start, min(focus - width // 4, end - width))
+                end = start + width
+            shown = self.text[start:end]
+        else:
+            if end - start > width:
+                lo = max(start, min(focus - width, end - 4 * width))
+                lo = _boundary(self.data, lo, 1)
+                end = _boundary(self.data, min(end, lo + 4 * width), -1)
+                start = lo
+            shown = _decode(self.data[start:end])
+            if len(shown) > width:
+                head = max(0, min(_chars(self.data[start:focus]) - width // 4, len(shown) - width))
+                start_char = self.char_offset(start) + head
+                return GrepLine(number, _strip_cr(shown[head : head + width]), start_char)
+        return GrepLine(number, _strip_cr(shown), self.char_offset(start))
+
+    def lines_before(self, start: int, number: int, wanted: int) -> list[GrepLine]:
+        found: list[GrepLine] = []
+        end = start - 1  # the break ending the line before
+        while len(found) < wanted and end >= 0:
+            begin = self.hay.rfind(self.nl, 0, end) + 1
+            number -= 1
+            found.append(self.line(begin, end, number))
+            end = begin - 1
+        found.reverse()
+        return found
+
+    def lines_after(self, end: int, number: int, wanted: int) -> tuple[list[GrepLine], int]:
+        """Up to ``wanted`` lines after the break at ``end``; and where the next one starts."""
+        found: list[GrepLine] = []
+        start = end + 1
+        while len(found) < wanted and start < self.length:
+            stop = self.hay.find(self.nl, start)
+            stop = self.length if stop < 0 else stop
+            number += 1
+            found.append(self.line(start, stop, number))
+            start = stop + 1
+        return found, start
+
+    def last_lines(self, wanted: int) -> list[GrepLine]:
+        if wanted <= 0 or self.length == 0:
+            return []
+        end = self.length - 1 if self.hay[-1:] == self.nl else self.length
+        number = self.first_line + self.end_lines() - (1 if end < self.length else 0)
+        start = self.hay.rfind(self.nl, 0, end) + 1
+        return [*self.lines_before(start, number, wanted - 1), self.line(start, end, number)]
+
+
+def _strip_cr(line: str) -> str:
+    return line[:-1] if line.endswith("\r") else line
+
+
+class _Pending:
+    """A match waiting for the lines after it (they are in the next piece)."""
+
+    def __init__(self, index: int, match: GrepMatch, wanted: int) -> None:
+        self.index = index
+        self.match = match
+        self.after: list[GrepLine] = list(match.after)
+        self.wanted = wanted
+
+    def done(self) -> GrepMatch:
+        m = self.match
+        return GrepMatch(m.line_number, m.line, m.offset, m.before, tuple(self.after))
+
+
+def _pieces(store: ContentStore, key: str) -> Iterator[bytes]:
+    """The artifact in pieces that end at a line break (a line longer than LONG_LINE is cut
+    at a character boundary), the last one at the end."""
+    carry = b""
+    for chunk in store.iter_bytes(key, chunk=CHUNK):
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            if len(data) < LONG_LINE:
+                carry = data
+                continue
+            cut = _boundary(data, len(data) - 1, -1)
+        carry = data[cut:]
+        yield data[:cut]
+    if carry:
+        yield carry
+
+
+def search(
+    store: ContentStore,
+    key: str,
+    pattern: Pattern,
+    *,
+    context: int = 0,
+    max_matches: int = 100,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    timeout: float = DEFAULT_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+) -> GrepResult:
+    """The lines of artifact ``key`` matching ``pattern`` (see ``grep_artifact``)."""
+    deadline = clock() + timeout
+    matches: list[GrepMatch] = []
+    pending: list[_Pending] = []
+    previous: deque[GrepLine] = deque(maxlen=max(context, 1))
+    line, char, total = 1, 0, 0
+    more = False
+    as_text = pattern.needle is None
+    for data in _pieces(store, key):
+        if clock() > deadline:
+            raise SearchTimeout(f"the search took longer than {timeout:g} s")
+        block = _Block(data, as_text, line, char, max_line_chars)
+        if pending:  # the lines after matches of earlier pieces come first
+            for waiting in pending:
+                got, _ = block.lines_after(-1, line - 1, waiting.wanted - len(waiting.after))
+                waiting.after += got
+                if len(waiting.after) >= waiting.wanted:
+                    matches[waiting.index] = waiting.done()
+            pending = [w for w in pending if len(w.after) < w.wanted]
+        pos = 0
+        while pos <= block.length and not more:
+            found = _find(block, pattern, pos, deadline, clock, timeout)
+            if found < 0 or (found == block.length and block.hay.endswith(block.nl)):
+                break
+            if len(matches) == max_matches:
+                more = True
+                break
+            start, end = block.line_bounds(found)
+            number = block.line_number(start)
+            before: list[GrepLine] = []
+            after: list[GrepLine] = []
+            if context:
+                before = block.lines_before(start, number, context)
+                if len(before) < context:  # the rest are the last lines of earlier pieces
+                    first = number - len(before)
+                    earlier = [p for p in previous if p.line_number < first]
+                    before = earlier[len(earlier) - (context - len(before)) :] + before
+                after, _ = block.lines_after(end, number, context)
+            shown = block.line(start, end, number, found)
+            match = GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
+            if len(after) < context:
+                pending.append(_Pending(len(matches), match, context))
+            matches.append(match)
+            pos = end + 1
+        if context:
+            previous.extend(block.last_lines(context))
+        line += block.end_lines()
+        char += block.end_chars()
+        total += len(data)
+        if more and not pending:
+            break
+    for waiting in pending:  # the output ended before their lines did
+        matches[waiting.index] = waiting.done()
+    return GrepResult(matches, more, total)
+
+
+def _find(
+    block: _Block,
+    pattern: Pattern,
+    pos: int,
+    deadline: float,
+    clock: Callable[[], float],
+    timeout: float,
+) -> int:
+    """Where the next match at or after ``pos`` starts in the block, or -1."""
+    if pattern.needle is not None:
+        return block.data.find(pattern.needle, pos)
+    remaining = deadline - clock()
+    if remaining <= 0:
+        raise SearchTimeout(f"the search took longer than {timeout:g} s")
+    try:
+        found = pattern.compiled.search(block.hay, pos, timeout=remaining, concurrent=True)
+    except TimeoutError:
+        raise SearchTimeout(
+            f"the search took longer than {timeout:g} s (a pattern that backtracks too much?)"
+        ) from None
+    return -1 if found is None else int(found.start())
+
+
+def grep_artifact(
+    ref: str,
+    pattern: str,
+    *,
+    context: int = 0,
+    max_matches: int = 100,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    timeout: float = DEFAULT_TIMEOUT,
+    store: ContentStore | None = None,
+    config: BudgetConfig | None = None,
+) -> list[GrepMatch]:
+    """The lines of a full output that match ``pattern``, first to last, at most
+    ``max_matches``: each a GrepMatch with ``line_number`` (1-based), ``line``, ``offset``
+    (the character offset of ``line`` in the output) and ``context`` lines ``before`` and
+    ``after`` it.
+
+    ``pattern`` is a regular expression (``^``/``$`` match at line ends); one without
+    special characters is a plain string, searched as fast as ``grep -F``. The artifact is
+    read in 4 MiB pieces, so one larger than memory can be searched; a line longer than
+    ``max_line_chars`` is shortened to the part around the match. The search gives up with
+    SearchTimeout after ``timeout`` seconds (a regular expression that backtracks without
+    end is stopped inside its match).
+
+    Raises ArtifactNotFound (see ``read_artifact``), InvalidPattern for a pattern that is
+    not a valid regular expression, InvalidReadArgument for a negative count.
+    """
+    result = grep_result(
+        ref,
+        pattern,
+        context=context,
+        max_matches=max_matches,
+        max_line_chars=max_line_chars,
+        timeout=timeout,
+        store=store,
+        config=config,
+    )
+    return result.matches
+
+
+def grep_result(
+    ref: object,
+    pattern: object,
+    *,
+    context: int = 0,
+    max_matches: int = 100,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    timeout: float = DEFAULT_TIMEOUT,
+    store: ContentStore | None = None,
+    config: BudgetConfig | None = None,
+) -> GrepResult:
+    """``grep_artifact``, with whether more matches follow and the size searched."""
+    context = count("context", context)
+    max_matches = count("max_matches", max_matches, minimum=1)
+    max_line_chars = count("max_line_chars", max_line_chars, minimum=16)
+    compiled = compile_pattern(pattern)
+    store, key = resolve_ref(ref, store=store, config=config)
+    return search(
+        store,
+        key,
+        compiled,
+        context=context,
+        max_matches=max_matches,
+        max_line_chars=max_line_chars,
+        timeout=float(timeout),
+    )

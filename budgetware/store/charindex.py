@@ -1,0 +1,181 @@
+"""The character-offset index kept beside an artifact, so that a window of characters costs
+the window and not its offset, whatever the text.
+
+An artifact is UTF-8 (lone surrogates kept, as ``put`` writes them): character ``n`` sits at
+a byte offset that only counting from the start can tell. The index records the byte
+offset of every ``BLOCK``-th character; a window ``[start, stop)`` then reads the bytes
+from the checkpoint at or before ``start`` to the one at or after ``stop``: at most
+``2 * BLOCK`` characters more than the window. A pure-ASCII artifact (the common case:
+logs, JSON, source) has bytes equal to characters and needs no checkpoints at all.
+
+The index is bound to its artifact (the artifact's SHA-256 and byte size are in it), checks
+itself (a SHA-256 of its own bytes at the end) and must be consistent with UTF-8 (offsets
+rising by 1 to 4 bytes per character); every window read through it is checked again (the
+bytes decode strictly and hold exactly the characters expected). An index failing any of
+those is rebuilt from the artifact, which the store has verified against its name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import sys
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["BLOCK", "SUFFIX", "CharIndex", "NotText", "build_index"]
+
+# Characters between two checkpoints: a window reads at most twice this more than asked,
+# and the index takes 8 bytes per BLOCK characters (0.2% of an artifact of 4-byte
+# characters; nothing for ASCII).
+BLOCK = 4096
+# The index of ``<key>.txt`` is ``<key>.index``.
+SUFFIX = ".index"
+_MAGIC = b"BWCHIDX1"
+# magic, block, artifact bytes, artifact characters, artifact sha256, checkpoint count
+_HEADER = struct.Struct("<8sIQQ32sQ")
+_DIGEST = 32
+_ENCODING = ("utf-8", "surrogatepass")
+
+
+class NotText(ValueError):
+    """The artifact's bytes are not UTF-8 text."""
+
+
+@dataclass(frozen=True)
+class CharIndex:
+    """Where every ``block``-th character of an artifact starts (``offsets``, empty for an
+    ASCII artifact), and the artifact's size in bytes and characters."""
+
+    key: str
+    size: int
+    chars: int
+    block: int
+    offsets: array[int]
+
+    @property
+    def ascii(self) -> bool:
+        return self.size == self.chars
+
+    def span(self, start: int, stop: int) -> tuple[int, int, int, int]:
+        """``(first_byte, end_byte, first_char, end_char)``: the bytes to read for the
+        characters ``start`` to ``stop`` (0 <= start <= stop <= chars) and the characters
+        those bytes hold."""
+        if self.ascii:
+            return start, stop, start, stop
+        first = start // self.block
+        last = -(-stop // self.block)
+        if last < len(self.offsets):
+            end_byte, end_char = self.offsets[last], last * self.block
+        else:
+            end_byte, end_char = self.size, self.chars
+        return self.offsets[first], end_byte, first * self.block, end_char
+
+    def dumps(self) -> bytes:
+        offsets = self.offsets
+        if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+            offsets = array("Q", offsets)
+            offsets.byteswap()
+        head = _HEADER.pack(
+            _MAGIC, self.block, self.size, self.chars, bytes.fromhex(self.key), len(offsets)
+        )
+        body = head + offsets.tobytes()
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def loads(cls, data: bytes, key: str, size: int) -> CharIndex | None:
+        """The index in ``data`` if it is well formed, belongs to the artifact ``key`` of
+        ``size`` bytes and is consistent with UTF-8; None for anything else."""
+        if len(data) < _HEADER.size + _DIGEST:
+            return None
+        body, digest = data[:-_DIGEST], data[-_DIGEST:]
+        if hashlib.sha256(body).digest() != digest:
+            return None
+        magic, block, n_bytes, chars, raw_key, count = _HEADER.unpack_from(body)
+        if (
+            magic != _MAGIC
+            or block <= 0
+            or raw_key != bytes.fromhex(key)
+            or n_bytes != size
+            or len(body) != _HEADER.size + 8 * count
+            or not chars <= size <= 4 * chars
+        ):
+            return None
+        offsets = array("Q")
+        offsets.frombytes(body[_HEADER.size :])
+        if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+            offsets.byteswap()
+        index = cls(key, size, chars, block, offsets)
+        return index if _consistent(index) else None
+
+
+def _consistent(index: CharIndex) -> bool:
+    """Checkpoints where UTF-8 allows them: from byte 0, each block of ``block`` characters
+    taking 1 to 4 bytes per character."""
+    offsets, block = index.offsets, index.block
+    if index.ascii:
+        return len(offsets) == 0
+    if len(offsets) != -(-index.chars // block) or offsets[0] != 0:
+        return False
+    ends = [*offsets[1:], index.size]
+    for number, (begin, end) in enumerate(zip(offsets, ends)):
+        count = min(block, index.chars - number * block)
+        if not count <= end - begin <= 4 * count:
+            return False
+    return True
+
+
+def _complete(chunk: bytes) -> int:
+    """How many leading bytes of ``chunk`` are whole UTF-8 sequences (a chunk cut from a
+    stream may end inside a character)."""
+    end = len(chunk)
+    lead = end - 1
+    while lead >= 0 and end - lead <= 4 and chunk[lead] & 0xC0 == 0x80:
+        lead -= 1
+    if lead < 0:
+        return end
+    first = chunk[lead]
+    need = 1 if first < 0x80 else 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+    return lead if lead + need > end else end
+
+
+def build_index(chunks: Iterable[bytes], key: str, *, block: int = BLOCK) -> CharIndex:
+    """The index of the artifact whose bytes ``chunks`` yields in order (one pass, memory
+    for one chunk); NotText if they are not UTF-8."""
+    offsets = array("Q")
+    chars = 0  # characters before `pending`
+    base = 0  # bytes before `pending`
+    mark = 0  # the next checkpoint, a character number
+    pending = b""
+    for chunk in chunks:
+        data = pending + chunk if pending else chunk
+        whole = _complete(data)
+        part, pending = data[:whole], data[whole:]
+        if not part:
+            continue
+        if part.isascii():
+            count = len(part)
+            if mark < chars + count:
+                offsets.extend(range(base + mark - chars, base + count, block))
+                mark += -(-(chars + count - mark) // block) * block
+        else:
+            try:
+                text = part.decode(*_ENCODING)
+            except UnicodeDecodeError:
+                raise NotText("the artifact is not UTF-8 text") from None
+            count = len(text)
+            at_char, at_byte = 0, base
+            while mark < chars + count:
+                upto = mark - chars
+                at_byte += len(text[at_char:upto].encode(*_ENCODING))
+                at_char = upto
+                offsets.append(at_byte)
+                mark += block
+        chars += count
+        base += len(part)
+    if pending:
+        raise NotText("the artifact ends inside a UTF-8 character")
+    if base == chars:
+        offsets = array("Q")
+    return CharIndex(key, base, chars, block, offsets)

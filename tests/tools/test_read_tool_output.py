@@ -1,0 +1,229 @@
+"""read_tool_output: its declaration for each API, and an executor that answers every call
+with text whose first line says what it is, and every mistake with one line."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetware import LocalArtifactStore
+from budgetware.core.artifacts import text_key
+from budgetware.store.base import ContentStore
+from budgetware.tools import (
+    MAX_LIMIT,
+    TOOL_NAME,
+    arun_read_tool_output,
+    read_tool_output_parameters,
+    read_tool_output_schema,
+    run_read_tool_output,
+)
+
+LOG = "\n".join(
+    [f"PASSED tests/test_{i}.py::test_ok" for i in range(1, 3000)]
+    + ["FAILED tests/test_cart.py::test_checkout_total - AssertionError"]
+    + [f"PASSED tests/test_{i}.py::test_more" for i in range(3000, 6000)]
+)
+
+
+def test_a_window_starts_with_what_it_is(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    answer = run_read_tool_output({"ref": ref, "offset": 20, "limit": 100}, store=any_store)
+    head, _, body = answer.partition("\n")
+    assert head == f"chars 20-120 of {len(LOG):,}; more with offset=120"
+    assert body == LOG[20:120]
+
+
+def test_the_last_window_says_nothing_more(any_store: ContentStore) -> None:
+    ref = any_store.put("short output")
+    assert run_read_tool_output({"ref": ref}, store=any_store) == "chars 0-12 of 12\nshort output"
+
+
+def test_arguments_as_the_json_string_a_provider_sends(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    answer = run_read_tool_output(json.dumps({"ref": ref, "limit": 6}), store=any_store)
+    assert answer.endswith("\nPASSED")
+    assert (
+        run_read_tool_output(json.dumps({"ref": ref, "limit": 6}).encode(), store=any_store)
+        == answer
+    )
+    # numbers as models sometimes send them
+    assert (
+        run_read_tool_output({"ref": ref, "limit": 6.0, "offset": "0"}, store=any_store) == answer
+    )
+
+
+def test_a_pattern_gives_the_matching_lines(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    answer = run_read_tool_output({"ref": ref, "pattern": "FAILED"}, store=any_store)
+    lines = answer.split("\n")
+    assert lines[0].startswith("1 match ")
+    offset = LOG.index("FAILED")
+    assert (
+        lines[1]
+        == f"3000:{offset}: FAILED tests/test_cart.py::test_checkout_total - AssertionError"
+    )
+
+
+def test_context_lines_are_marked_apart_from_matches(any_store: ContentStore) -> None:
+    ref = any_store.put("a\nb\nhit\nc\nd\ne\nf\nhit\ng")
+    answer = run_read_tool_output({"ref": ref, "pattern": "hit", "context": 1}, store=any_store)
+    assert answer.split("\n") == [
+        "2 matches (line:offset: text; read around one with its offset)",
+        "2-2- b",
+        "3:4: hit",
+        "4-8- c",
+        "--",
+        "7-14- f",
+        "8:16: hit",
+        "9-20- g",
+    ]
+
+
+def test_many_matches_stop_at_the_limit_and_say_so(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    answer = run_read_tool_output({"ref": ref, "pattern": "PASSED", "limit": 500}, store=any_store)
+    head, _, body = answer.partition("\n")
+    shown = int(head.split()[0])
+    assert head.startswith(f"{shown} matches shown (more follow: narrow the pattern)")
+    assert len(body) <= 500 and len(body.split("\n")) == shown
+
+
+def test_no_match(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    assert run_read_tool_output({"ref": ref, "pattern": "ERROR"}, store=any_store) == "0 matches"
+
+
+def test_the_limit_is_capped(any_store: ContentStore) -> None:
+    ref = any_store.put("x" * (MAX_LIMIT + 50))
+    answer = run_read_tool_output({"ref": ref, "limit": 10**9}, store=any_store)
+    assert answer.startswith(f"chars 0-{MAX_LIMIT:,} of")
+
+
+# -- bad input: one line for the model, never an exception -----------------------------------
+
+
+def bad_calls(ref: str, directory: str) -> list[tuple[Any, str]]:
+    return [
+        ({}, "error: ref is required"),
+        ("not json", "error: the arguments are not a JSON object"),
+        ("[1, 2]", "error: the arguments are not a JSON object"),
+        (None, "error: the arguments are not a JSON object"),
+        ({"ref": 7}, "error: ref is required"),
+        ({"ref": "/etc/passwd"}, "error: no such full output"),
+        ({"ref": f"{directory}/../{Path(ref).name}"}, "error: no such full output"),
+        ({"ref": directory}, "error: no such full output"),
+        ({"ref": "f" * 64}, "error: no such full output"),
+        ({"ref": ref, "offset": -5}, "error: offset must be 0 or more"),
+        ({"ref": ref, "offset": 10**12}, "error: offset 1,000,000,000,000 is past the end"),
+        ({"ref": ref, "limit": "lots"}, "error: limit must be a whole number"),
+        ({"ref": ref, "pattern": "foo("}, "error: not a valid regular expression"),
+        ({"ref": ref, "pattern": ["x"]}, "error: pattern must be a string"),
+        ({"ref": ref, "pattern": "x", "context": -1}, "error: context must be 0 or more"),
+    ]
+
+
+def test_every_mistake_is_one_line_for_the_model(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(LOG)
+    for arguments, start in bad_calls(ref, str(tmp_path / "a")):
+        answer = run_read_tool_output(arguments, store=store)
+        assert answer.startswith(start), (arguments, answer)
+        assert "\n" not in answer
+
+
+def test_an_evicted_artifact_is_one_line(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(LOG)
+    store.prune(max_total_bytes=0, now=1e12)
+    answer = run_read_tool_output({"ref": ref}, store=store)
+    assert answer.startswith("error: no such full output") and "\n" not in answer
+
+
+def test_a_truncated_artifact_is_one_line(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(LOG)
+    with open(ref, "r+b") as f:
+        f.truncate(10)
+    answer = run_read_tool_output({"ref": ref, "pattern": "FAILED"}, store=store)
+    assert answer.startswith("error: no such full output") and "\n" not in answer
+
+
+def test_a_runaway_pattern_is_stopped_and_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from budgetware.tools import read_tool_output as module
+
+    monkeypatch.setattr(module, "SEARCH_SECONDS", 0.5)
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(("a" * 64 + "b\n") * 10)
+    started = time.monotonic()
+    answer = run_read_tool_output({"ref": ref, "pattern": "^(a|aa)+$"}, store=store)
+    assert answer.startswith("error: the search took longer than 0.5 s")
+    assert time.monotonic() - started < 30
+
+
+def test_an_internal_error_is_one_line_when_errors_do_not_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(LOG)
+
+    def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(store, "char_index", broken)
+    with pytest.raises(RuntimeError):  # under the suite internal errors raise
+        run_read_tool_output({"ref": ref}, store=store)
+    monkeypatch.setenv("BUDGETWARE_RAISE_ERRORS", "0")
+    assert run_read_tool_output({"ref": ref}, store=store) == (
+        "error: the full output cannot be read now (internal error)"
+    )
+
+
+async def test_the_async_executor_gives_the_same_answer(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    args = {"ref": ref, "pattern": "FAILED", "context": 1}
+    assert await arun_read_tool_output(args, store=any_store) == run_read_tool_output(
+        args, store=any_store
+    )
+
+
+def test_the_bare_hash_works_as_a_ref(any_store: ContentStore) -> None:
+    any_store.put(LOG)
+    assert run_read_tool_output({"ref": text_key(LOG), "limit": 6}, store=any_store).endswith(
+        "PASSED"
+    )
+
+
+# -- the declarations ------------------------------------------------------------------------
+
+
+def test_the_parameters_are_a_json_schema_object() -> None:
+    params = read_tool_output_parameters()
+    assert params["required"] == ["ref"]
+    assert set(params["properties"]) == {"ref", "offset", "limit", "pattern", "context"}
+
+
+@pytest.mark.parametrize(
+    ("api", "name_at"),
+    [
+        ("openai_chat", ("function", "name")),
+        ("openai_responses", ("name",)),
+        ("anthropic", ("name",)),
+        ("gemini", ("name",)),
+    ],
+)
+def test_each_api_gets_its_shape(api: str, name_at: tuple[str, ...]) -> None:
+    schema: Any = read_tool_output_schema(api)
+    for part in name_at:
+        schema = schema[part]
+    assert schema == TOOL_NAME
+
+
+def test_an_unknown_api_is_refused() -> None:
+    with pytest.raises(ValueError, match="openai_chat"):
+        read_tool_output_schema("cohere")
