@@ -98,10 +98,12 @@ def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
     ref = any_store.put("first\n" + line + "\nlast")
     [m] = grep_artifact(ref, "needle", max_line_chars=100, store=any_store)
     assert m.line_number == 2
-    assert "needle" in m.line and len(m.line) == 100
+    assert "needle" in m.line
+    assert len(m.line) == 100
     assert read_artifact(ref, offset=m.offset, limit=100, store=any_store) == m.line
     [r] = grep_artifact(ref, "ne+dle", max_line_chars=100, store=any_store)
-    assert r.line == m.line and r.offset == m.offset
+    assert r.line == m.line
+    assert r.offset == m.offset
 
 
 def test_a_search_streams_the_artifact_in_pieces(
@@ -119,7 +121,8 @@ def test_a_search_streams_the_artifact_in_pieces(
 
     monkeypatch.setattr(store, "read_window", counting)
     assert grep_artifact(ref, "nothing", store=store) == []
-    assert max(reads) <= 64 * 1024 and sum(reads) == 2_000_000
+    assert max(reads) <= 64 * 1024
+    assert sum(reads) == 2_000_000
 
 
 def test_no_match_is_an_empty_list(any_store: ContentStore) -> None:
@@ -130,7 +133,8 @@ def test_no_match_is_an_empty_list(any_store: ContentStore) -> None:
 def test_matches_are_grep_matches(any_store: ContentStore) -> None:
     ref = any_store.put("a\nb\n")
     [m] = grep_artifact(ref, "b", store=any_store)
-    assert isinstance(m, GrepMatch) and (m.line_number, m.line, m.offset) == (2, "b", 2)
+    assert isinstance(m, GrepMatch)
+    assert (m.line_number, m.line, m.offset) == (2, "b", 2)
 
 
 # -- bad input ------------------------------------------------------------------------------

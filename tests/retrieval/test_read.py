@@ -95,7 +95,8 @@ def test_the_index_is_written_once_beside_the_artifact_and_reused(tmp_path: Path
         read_artifact(ref, offset=4 * BLOCK, limit=100, store=other)
         == text[4 * BLOCK : 4 * BLOCK + 100]
     )
-    assert len(reads) == 1 and reads[0][1] - reads[0][0] <= 4 * (2 * BLOCK + 100)
+    assert len(reads) == 1
+    assert reads[0][1] - reads[0][0] <= 4 * (2 * BLOCK + 100)
     assert index_path.read_bytes() == written
 
 
@@ -103,7 +104,8 @@ def test_an_ascii_artifact_needs_no_checkpoints(any_store: ContentStore) -> None
     text = "log line\n" * 10_000
     any_store.put(text)
     index = any_store.char_index(text_key(text))
-    assert index.ascii and len(index.offsets) == 0
+    assert index.ascii
+    assert len(index.offsets) == 0
     assert len(index.dumps()) < 200
 
 
@@ -206,9 +208,8 @@ def test_the_configured_store_is_read_by_default(
     ref = store.put("configured")
     assert read_artifact(ref) == "configured"
     # budget() narrows it like every other setting
-    with budget(artifact_dir=str(tmp_path / "other")):
-        with pytest.raises(ArtifactNotFound):
-            read_artifact(ref)
+    with budget(artifact_dir=str(tmp_path / "other")), pytest.raises(ArtifactNotFound):
+        read_artifact(ref)
     assert read_artifact(ref, config=BudgetConfig(artifact_dir=tmp_path / "env")) == "configured"
 
 

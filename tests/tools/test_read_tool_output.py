@@ -89,7 +89,8 @@ def test_many_matches_stop_at_the_limit_and_say_so(any_store: ContentStore) -> N
     head, _, body = answer.partition("\n")
     shown = int(head.split()[0])
     assert head.startswith(f"{shown} matches shown (more follow: narrow the pattern)")
-    assert len(body) <= 500 and len(body.split("\n")) == shown
+    assert len(body) <= 500
+    assert len(body.split("\n")) == shown
 
 
 def test_no_match(any_store: ContentStore) -> None:
@@ -140,7 +141,8 @@ def test_an_evicted_artifact_is_one_line(tmp_path: Path) -> None:
     ref = store.put(LOG)
     store.prune(max_total_bytes=0, now=1e12)
     answer = run_read_tool_output({"ref": ref}, store=store)
-    assert answer.startswith("error: no such full output") and "\n" not in answer
+    assert answer.startswith("error: no such full output")
+    assert "\n" not in answer
 
 
 def test_a_truncated_artifact_is_one_line(tmp_path: Path) -> None:
@@ -149,7 +151,8 @@ def test_a_truncated_artifact_is_one_line(tmp_path: Path) -> None:
     with open(ref, "r+b") as f:
         f.truncate(10)
     answer = run_read_tool_output({"ref": ref, "pattern": "FAILED"}, store=store)
-    assert answer.startswith("error: no such full output") and "\n" not in answer
+    assert answer.startswith("error: no such full output")
+    assert "\n" not in answer
 
 
 def test_a_runaway_pattern_is_stopped_and_one_line(
