@@ -23,6 +23,7 @@ from budgetware.http.transport import (
     mark_handled,
     off_loop,
     prepare_request,
+    rewrite_response_off_loop,
 )
 from budgetware.store.select import check_store
 
@@ -122,7 +123,7 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
         response = await wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response, config)
+    return await rewrite_response_off_loop(request, response, config)
 
 
 def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:

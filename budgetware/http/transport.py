@@ -33,6 +33,7 @@ __all__ = [
     "mark_handled",
     "off_loop",
     "prepare_request",
+    "rewrite_response_off_loop",
     "sdk_http_library",
 ]
 
@@ -326,6 +327,19 @@ async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(fn, *args)
 
 
+async def rewrite_response_off_loop(request: Any, response: Any, config: Any) -> Any:
+    """``rewrite_response`` for the async paths: in a worker thread when the response body
+    is already read and large (a non-streaming ``send``), since a rewriter may parse it,
+    bound it and write an artifact; a streamed body is rewritten chunk by chunk, off the
+    loop already. Small bodies stay on the loop, where a thread hop would cost more."""
+    content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
+    if not isinstance(content, bytes) or len(content) < OFFLOAD_BYTES:
+        return rewrite_response(request, response, config)
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(rewrite_response, request, response, config)
+
+
 class AsyncBudgetTransport(_TransportBase):
     """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
@@ -341,7 +355,7 @@ class AsyncBudgetTransport(_TransportBase):
             response = await self.inner.handle_async_request(outgoing)
         finally:
             settle(outgoing)
-        return rewrite_response(outgoing, response, self.config)
+        return await rewrite_response_off_loop(outgoing, response, self.config)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -207,7 +207,7 @@ def patch_json(body: bytes, old: object, new: object) -> bytes | None:
     if not replace and not insert:
         return body
     try:
-        spans, ends = value_spans(body, set(replace), set(insert))
+        spans, ends = value_spans(body, old, set(replace), set(insert))
     except (SpliceError, IndexError, UnicodeDecodeError, ValueError):
         return None
     if len(spans) != len(replace) or len(ends) != len(insert):
@@ -289,18 +289,19 @@ def _has_non_ascii_escape(token: bytes) -> bool:
 
 
 def value_spans(
-    body: bytes, wanted: set[JsonPath], object_ends: set[JsonPath]
+    body: bytes, root: object, wanted: set[JsonPath], object_ends: set[JsonPath]
 ) -> tuple[dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, bool]]]:
     """The byte span of the value at each wanted path, and for each object in
     ``object_ends`` the offset of its closing brace and whether it is empty.
 
-    Containers off every wanted path are skipped at C speed; duplicate keys resolve to
-    the last occurrence, as decoders do.
+    ``root`` is the value ``body`` decodes to: long strings are skipped by comparing them
+    with their predicted bytes, as ``locate`` does. Containers off every wanted path are
+    skipped at C speed; duplicate keys resolve to the last occurrence, as decoders do.
     """
     prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
     spans: dict[JsonPath, tuple[int, int]] = {}
     ends: dict[JsonPath, tuple[int, bool]] = {}
-    # Frames of open containers: [is_object, path, start, index, members].
+    # Frames of open containers: [is_object, path, start, index, decoded container].
     stack: list[list[Any]] = []
     pos = _WS.match(body, 0).end()  # type: ignore[union-attr]
     current: JsonPath = ()
@@ -315,7 +316,8 @@ def value_spans(
                 pos = end
             else:
                 is_object = char == _LBRACE
-                stack.append([is_object, current, pos, 0, 0])
+                container = _child(stack[-1][4], current[-1]) if stack else root
+                stack.append([is_object, current, pos, 0, container])
                 pos = _WS.match(body, pos + 1).end()  # type: ignore[union-attr]
                 if body[pos] not in (_RBRACE, _RBRACKET):
                     if is_object:
@@ -324,12 +326,15 @@ def value_spans(
                         current = (*current, 0)
                     continue
         elif char == _QUOTE:
-            token = _STRING.match(body, pos)
-            if token is None:
-                raise SpliceError("unterminated string")
+            quote = body.find(b'"', pos + 1)
+            if quote > 0 and body[quote - 1] != _BACKSLASH:
+                end = quote + 1
+            else:
+                value = _child(stack[-1][4], current[-1]) if stack else root
+                end = _string_end(body, pos, value)
             if current in wanted:
-                spans[current] = (pos, token.end())
-            pos = token.end()
+                spans[current] = (pos, end)
+            pos = end
         else:
             scalar = _SCALAR.match(body, pos)
             if scalar is None:
