@@ -553,6 +553,15 @@ class ContentStore:
             old = self._pending.get(key)
             if old is not None:
                 self._pending[key] = (old[0], time.time())
+            if len(self._pending) > CACHE_ENTRIES:
+                # No census came to count them (sweeps off or far apart): the finished
+                # writes join the measured size, so the quota stays exact and the table
+                # stays small however many artifacts a process writes.
+                for done, (size, finished) in list(self._pending.items()):
+                    if finished is not None:
+                        del self._pending[done]
+                        self._pending_bytes -= size
+                        self._measured += size
 
     def _census(self, listing: Listing, doomed: list[Entry], started: float) -> int:
         """Adopt what a listing that began at ``started`` measured; returns the total."""
