@@ -5,7 +5,13 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ArtifactNotFound", "ArtifactStore", "ArtifactStoreError", "text_key"]
+__all__ = [
+    "ArtifactNotFound",
+    "ArtifactStore",
+    "ArtifactStoreError",
+    "PredictsReferences",
+    "text_key",
+]
 
 
 class ArtifactStoreError(OSError):
@@ -37,3 +43,16 @@ class ArtifactStore(Protocol):
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None: ...
 
     def lookup_decision(self, key: str) -> tuple[str, ...] | None: ...
+
+
+@runtime_checkable
+class PredictsReferences(Protocol):
+    """A store that can say, without any I/O, what ``put(text, key=key)`` will return.
+
+    The finalizer writes an artifact only when a preview can name it; with this, it knows
+    before writing. A store without it is probed with an empty reference instead, which
+    still avoids every write that no reference could fit, but not one whose reference turns
+    out too long for the room.
+    """
+
+    def ref_for(self, key: str) -> str: ...

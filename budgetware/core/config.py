@@ -212,6 +212,20 @@ class BudgetConfig(BaseModel):
             "opentelemetry-api is installed."
         ),
     )
+    preview_json: bool = Field(
+        True,
+        description="Shorten a JSON document to valid JSON of the same shape (else a text cut).",
+    )
+    preview_salient_percent: int = Field(
+        25,
+        ge=0,
+        le=90,
+        description="Most of a preview's room for salient lines of the omitted middle; 0: none.",
+    )
+    preview_salient_patterns: tuple[str, ...] = Field(
+        (),
+        description="More salient-line patterns (regular expressions matched at line starts).",
+    )
 
     @field_validator("batch_budget", mode="before")
     @classmethod
@@ -221,6 +235,31 @@ class BudgetConfig(BaseModel):
             return 0
         if isinstance(value, str) and value.strip().lower() in {"inf", "infinity", "nan"}:
             return 0
+        return value
+
+    @field_validator("preview_salient_patterns", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> Any:
+        # From the environment: a JSON list, or one pattern.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    raise ValueError("expected a JSON list of patterns") from None
+            else:
+                value = (text,) if text else ()
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for pattern in value:
+                if not isinstance(pattern, str):
+                    raise ValueError("patterns must be strings")
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
         return value
 
     @field_validator("artifact_dir", mode="before")

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate
-from budgetware.core.artifacts import ArtifactStore, text_key
+from budgetware.core.artifacts import ArtifactStore, PredictsReferences, text_key
 from budgetware.core.config import BudgetConfig
-from budgetware.core.fit import fit_text
+from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
+from budgetware.core.salient import compile_salient
 
-__all__ = ["finalize_batch", "finalize_batch_written", "guard_batch"]
+__all__ = ["finalize_batch", "finalize_batch_written", "guard_batch", "preview_options"]
 
 logger = logging.getLogger("budgetware")
 
 _DEFAULT_CONFIG = BudgetConfig()
-
-# Given an entry that is about to be cut, return its references and its new tri-state.
-_Decide = Callable[[ToolResult], tuple[tuple[str, ...], tuple[str, ...] | None]]
 
 
 def finalize_batch(
@@ -33,8 +32,10 @@ def finalize_batch(
 
     Results that fit keep their identity; each cut one names where its full output is. An
     undecided entry (``persisted_output_files is None``) that is cut is persisted once
-    through ``store``, unless a producer already recorded a decision for its text; a store
-    failure leaves it decided with no reference (``()``), never with an invented one.
+    through ``store`` when one of its previews can name the artifact (an artifact no
+    preview names is never written), unless a producer already recorded a decision for its
+    text; a store failure leaves it decided with no reference (``()``), never with an
+    invented one.
     """
     return finalize_batch_written(entries, config=config, store=store)[0]
 
@@ -50,15 +51,16 @@ def finalize_batch_written(
     persist = store if config.persist else None
     written: list[str] = []
 
-    def decide(entry: ToolResult) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    def resolve(entry: ToolResult, cut: list[_Cut]) -> tuple[str, ...] | None:
         if entry.persisted_output_files is not None:
-            return entry.persisted_output_files, entry.persisted_output_files
+            _fit_all(cut, entry.persisted_output_files)
+            return entry.persisted_output_files
         if persist is None:
-            return (), ()
-        refs = _persist(entry, persist, config, written)
-        return refs, refs
+            _fit_all(cut, ())
+            return ()
+        return _persist(entry, cut, persist, written)
 
-    result = _bound(entries, config, decide)
+    result = _bound(entries, config, resolve)
     done = tuple(written)
     observer = observe.batch_observer  # off (None): this one read is the whole cost
     if observer is not None:
@@ -78,10 +80,11 @@ def guard_batch(
     """
     config = config or _DEFAULT_CONFIG
 
-    def decide(entry: ToolResult) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-        return entry.persisted_output_files or (), entry.persisted_output_files
+    def resolve(entry: ToolResult, cut: list[_Cut]) -> tuple[str, ...] | None:
+        _fit_all(cut, entry.persisted_output_files or ())
+        return entry.persisted_output_files
 
-    result = _bound(entries, config, decide)
+    result = _bound(entries, config, resolve)
     observer = observe.batch_observer
     if observer is not None:
         observer("guard", entries, result, config, ())
@@ -96,8 +99,70 @@ def guard_batch(
     return result
 
 
+class _Cut:
+    """One slot of an entry that must be cut: its preview, its allocation, its fitted text.
+
+    ``key`` (the slot's content address, when the finalizer computed it anyway) lets a
+    preview be reused: a conversation re-sends the same outputs every turn, and their
+    previews are the same every turn.
+    """
+
+    __slots__ = ("allocation", "key", "preview", "text")
+
+    def __init__(self, preview: SlotPreview, allocation: int) -> None:
+        self.preview = preview
+        self.allocation = allocation
+        self.key: str | None = None
+        self.text = ""
+
+    def fit(self, refs: tuple[str, ...]) -> bool:
+        preview = self.preview
+        memo = None
+        if self.key is not None:
+            memo = (self.key, self.allocation, refs, preview.unit, preview.options)
+            fitted = _FITTED.get(memo)
+            if fitted is not None:
+                self.text = fitted.text
+                return fitted.named
+        fitted = preview.fit(self.allocation, refs)
+        if memo is not None:
+            _remember(memo, fitted)
+        self.text = fitted.text
+        return fitted.named
+
+
+# Previews by content address, allocation, references, unit and options: exact, because a
+# preview depends on nothing else. Bounded by the characters it holds.
+_FITTED: dict[tuple[object, ...], Fitted] = {}
+_FITTED_MAX_CHARS = 16 * 1024 * 1024
+_fitted_chars = 0
+
+
+def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
+    global _fitted_chars
+    size = len(fitted.text)
+    if _fitted_chars + size > _FITTED_MAX_CHARS:
+        _FITTED.clear()
+        _fitted_chars = 0
+    if size <= _FITTED_MAX_CHARS // 4:
+        _FITTED[memo] = fitted
+        _fitted_chars += size
+
+
+# Given an entry and its slots to cut: fit them (setting each ``_Cut.text``), return the
+# entry's new tri-state.
+_Resolve = Callable[[ToolResult, list[_Cut]], tuple[str, ...] | None]
+
+
+def _fit_all(cut: list[_Cut], refs: tuple[str, ...]) -> bool:
+    named = False
+    for slot in cut:
+        named = slot.fit(refs) or named
+    return named
+
+
 def _bound(
-    entries: Sequence[ToolResult], config: BudgetConfig, decide: _Decide
+    entries: Sequence[ToolResult], config: BudgetConfig, resolve: _Resolve
 ) -> list[ToolResult]:
     out = list(entries)
     if not config.enabled or not out:
@@ -107,6 +172,7 @@ def _bound(
     if sum(lengths) <= config.batch_budget:
         return out
     allocation = allocate(lengths, config.batch_budget)
+    options = preview_options(config)
     index = 0
     for position, entry in enumerate(out):
         count = len(entry.slots)
@@ -115,28 +181,57 @@ def _bound(
         index += count
         if all(a >= n for a, n in zip(mine, sizes)):
             continue
-        refs, state = decide(entry)
-        slots = tuple(
-            slot if a >= n else fit_text(slot, a, refs=refs, unit=unit)
-            for slot, a, n in zip(entry.slots, mine, sizes)
-        )
+        cut: list[_Cut] = []
+        plan: list[str | _Cut] = []
+        for slot, a, n in zip(entry.slots, mine, sizes):
+            if a >= n:
+                plan.append(slot)
+            else:
+                cut.append(_Cut(SlotPreview(slot, unit, options, total=n), a))
+                plan.append(cut[-1])
+        state = resolve(entry, cut)
         out[position] = ToolResult(
             call_id=entry.call_id,
             tool_name=entry.tool_name,
-            slots=slots,
+            slots=tuple(p if isinstance(p, str) else p.text for p in plan),
             parts=entry.parts,
             persisted_output_files=state,
         )
     return out
 
 
+def preview_options(config: BudgetConfig) -> PreviewOptions:
+    """How the previews of a configuration are made (cached: configurations recur)."""
+    return _preview_options(
+        config.preview_json, config.preview_salient_percent, config.preview_salient_patterns
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _preview_options(json: bool, percent: int, patterns: tuple[str, ...]) -> PreviewOptions:
+    if json and percent == DEFAULT_PREVIEW.salient_percent and not patterns:
+        return DEFAULT_PREVIEW
+    return PreviewOptions(
+        salient_percent=percent,
+        salient=compile_salient(patterns) if percent > 0 else None,
+        json=json,
+    )
+
+
 def _persist(
-    entry: ToolResult, store: ArtifactStore, config: BudgetConfig, written: list[str]
+    entry: ToolResult, cut: list[_Cut], store: ArtifactStore, written: list[str]
 ) -> tuple[str, ...]:
-    """Persist an undecided entry once; any failure means "decided, nothing reusable"."""
+    """Decide an undecided entry: reuse a producer's decision, or persist once if named.
+
+    The artifact is written only when a preview can name it: the reference is predicted
+    (``reference_for``) before anything is written. Any failure means "decided, nothing
+    reusable": previews without a reference, and the state ``()``.
+    """
     full = entry.full_text
     try:
         key = text_key(full)
+        if len(entry.slots) == 1:
+            cut[0].key = key  # the one slot is the full text: its previews can be reused
         decided = store.lookup_decision(key)
         if decided is None and len(entry.slots) > 1:
             for slot in entry.slots:
@@ -144,7 +239,13 @@ def _persist(
                 if decided is not None:
                     break
         if decided is not None:
+            _fit_all(cut, decided)
             return decided
+        predicted = _predict(store, key)
+        # A store that cannot predict its reference: probe with an empty one, which fits
+        # wherever any reference could.
+        if not _fit_all(cut, (predicted,) if predicted is not None else ("",)):
+            return ()  # no preview could name it: write nothing (the fit is done)
         # A store that can tell (the local one does) says whether this put wrote the
         # artifact or found it there already; one that cannot counts as written.
         put_reporting = _reporting_put(store)
@@ -154,12 +255,15 @@ def _persist(
             ref, wrote = store.put(full, key=key), True
         if wrote:
             written.append(ref)
+        if ref != predicted:
+            _fit_all(cut, (ref,))
         return (ref,)
     except Exception as exc:  # a store must never fail the request
         logger.warning(
             "budgetware could not persist a tool output (%s); bounded without a reference",
             type(exc).__name__,
         )
+        _fit_all(cut, ())
         return ()
 
 
@@ -172,5 +276,14 @@ def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | No
             method: Callable[..., tuple[str, bool]] = store.put_reporting  # type: ignore[attr-defined]
             return method
         if "put" in attributes:
+            return None
+    return None
+
+
+def _predict(store: ArtifactStore, key: str) -> str | None:
+    if isinstance(store, PredictsReferences):
+        try:
+            return store.ref_for(key)
+        except NotImplementedError:
             return None
     return None

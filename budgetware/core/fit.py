@@ -1,69 +1,336 @@
-"""Fitting one slot of text into its allocation: a truthful notice, the head and the tail."""
+"""Fitting one slot of text into its allocation: the preview a model reads instead of it.
+
+A preview never exceeds its allocation, is the same for the same input, and fitting it again
+changes nothing. The forms, tried in order until one fits with at least half of the room
+left for the output's own text (`MIN_CONTENT_PERCENT`):
+
+1. JSON (a JSON document only): the notice line, then valid JSON of the same shape;
+2. full: the notice line, the first fifth of the room, a marker (with salient lines picked
+   from the omitted middle when it holds some), the last four fifths;
+3. compact, for small rooms: a short notice line, the head, ``[...]``, the tail.
+
+Each form is tried with the references first and then without, so a reference is named
+whole or not at all. When no form leaves half of the room for content, the preview is
+``[...]`` and the tail.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
+from budgetware.core.notice import DEFAULT_WORDING, Wording
+from budgetware.core.salient import compile_salient, salient_spans
 
-__all__ = ["HEAD_SHARE_PERCENT", "fit_text"]
+__all__ = [
+    "DEFAULT_PREVIEW",
+    "HEAD_SHARE_PERCENT",
+    "MIN_CONTENT_PERCENT",
+    "Fitted",
+    "PreviewOptions",
+    "SlotPreview",
+    "fit_text",
+]
 
 # The tail gets four fifths of the room: errors, exit codes and summaries come last.
 HEAD_SHARE_PERCENT = 20
-_UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes", "tokens": "tokens"}
+# A form is used only if the output's own text fills at least this share of the room.
+MIN_CONTENT_PERCENT = 50
+# Salient lines are looked for only when their reserve can hold a short line.
+_MIN_SALIENT_RESERVE = 40
+# How many salient lines are considered at most from each end of the omitted middle.
+_SALIENT_CANDIDATES = 64
+# The scan for salient lines covers at most this many characters of the middle (half next
+# to the head, half next to the tail): this factor times the room, and at least the minimum.
+_SALIENT_WINDOW_FACTOR = 64
+_MIN_SALIENT_WINDOW = 1 << 16
 
 
-def _notice(total: int, omitted: int, unit: Unit, refs: Sequence[str]) -> str:
-    word = _UNIT_WORD[unit]
-    text = f"[Tool output truncated: {total:,} {word}, {omitted:,} omitted."
-    if refs:
-        text += " Full output: " + ", ".join(refs)
-    return text + "]"
+@dataclass(frozen=True)
+class PreviewOptions:
+    """How previews are made: the wording, salient lines, JSON structure.
+
+    ``salient_percent`` is the most of the room that salient lines may take (0: none);
+    ``salient`` the pattern that finds them; ``json`` whether JSON documents keep their
+    structure.
+    """
+
+    wording: Wording = field(default=DEFAULT_WORDING)
+    salient_percent: int = 25
+    salient: re.Pattern[str] | None = field(default_factory=lambda: compile_salient())
+    json: bool = True
 
 
-def _marker(omitted: int, unit: Unit) -> str:
-    return f"\n[... {omitted:,} {_UNIT_WORD[unit]} omitted ...]\n"
+DEFAULT_PREVIEW = PreviewOptions()
 
 
-def fit_text(text: str, allocation: int, *, refs: Sequence[str] = (), unit: Unit = "chars") -> str:
+class Fitted(NamedTuple):
+    """A fitted slot: its text, and whether that text names the references it was given."""
+
+    text: str
+    named: bool
+
+
+class _Piece(NamedTuple):
+    text: str
+    content: int
+
+
+def fit_text(
+    text: str,
+    allocation: int,
+    *,
+    refs: Sequence[str] = (),
+    unit: Unit = "chars",
+    options: PreviewOptions | None = None,
+) -> str:
     """``text`` itself when it fits ``allocation``, else a preview that never exceeds it.
 
-    The preview is a one-line notice (original size, amount omitted, the references when
-    they fit whole), a blank line, the first fifth of the room, a marker naming what was
-    omitted, and the last four fifths. The same input always gives the same preview.
+    The preview names ``refs`` (where the full output is) when they fit whole, and is the
+    same for the same input. See the module docstring for its forms.
     """
     if allocation < 0:
         raise ValueError("allocation must not be negative")
-    total = measure(text, unit)
-    if total <= allocation:
-        return text
-    # Try the notice with its references, then without; never cut a reference in half.
-    for names in ((tuple(refs),) if refs else ()) + ((),):
-        preview = _layout(text, total, allocation, names, unit)
-        if preview is not None:
-            return preview
-    # Not even the bare notice fits with a marker: the (cut) notice is all there is room for.
-    return cut_prefix(_notice(total, total, unit, ()), allocation, unit)
+    return SlotPreview(text, unit, options).fit(allocation, refs).text
 
 
-def _layout(text: str, total: int, allocation: int, refs: Sequence[str], unit: Unit) -> str | None:
-    # The notice and marker print the omitted amount, which depends on how much room they
-    # leave: iterate from a lower bound. Their size only grows with it, so this settles in
-    # a few steps at the layout whose printed numbers are exact.
-    omitted = max(total - allocation, 0)
-    for _ in range(16):
-        notice = _notice(total, omitted, unit, refs)
-        marker = _marker(omitted, unit)
-        fixed = measure(notice, unit) + 2 + measure(marker, unit)
-        room = allocation - fixed
-        if room < 0:
+class SlotPreview:
+    """One slot's text, measured, parsed and scanned once, fitted at one or more rooms.
+
+    The finalizer fits a slot with a reference it predicts, then without: the JSON parse
+    and the salient-line scan are shared between the tries.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        unit: Unit = "chars",
+        options: PreviewOptions | None = None,
+        *,
+        total: int | None = None,
+    ) -> None:
+        self.text = text
+        self.unit = unit
+        self.options = options or DEFAULT_PREVIEW
+        self.total = measure(text, unit) if total is None else total
+        self._json: Any = _UNSET
+        self._salient: dict[int, list[tuple[int, int, int]]] = {}
+
+    def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
+        """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
+        if allocation < 0:
+            raise ValueError("allocation must not be negative")
+        if self.total <= allocation:
+            return Fitted(self.text, False)
+        choices: tuple[tuple[str, ...], ...] = (tuple(refs), ()) if refs else ((),)
+        value = self._json_value()
+        if value is not _INVALID:
+            for names in choices:
+                for compact in (False, True):
+                    piece = self._json_form(value, allocation, names, compact=compact)
+                    if piece is not None and _enough(piece, allocation):
+                        return Fitted(piece.text, bool(names))
+        for names in choices:
+            for compact in (False, True):
+                piece = self._text_form(allocation, names, compact=compact)
+                if piece is not None and _enough(piece, allocation):
+                    return Fitted(piece.text, bool(names))
+        return Fitted(self._minimal(allocation), False)
+
+    # -- the forms --------------------------------------------------------------------
+
+    def _text_form(self, allocation: int, refs: Sequence[str], *, compact: bool) -> _Piece | None:
+        text, unit, total, words = self.text, self.unit, self.total, self.options.wording
+        # The notice and marker print the omitted amount, which depends on how much room
+        # they leave: iterate from a lower bound until the printed numbers are exact.
+        omitted = max(total - allocation, 0)
+        slack = 0
+        for _ in range(32):
+            if compact:
+                prefix = words.compact_notice(total, omitted, unit, refs) + "\n"
+                marker = words.compact_marker()
+            else:
+                prefix = words.notice(total, omitted, unit, refs) + "\n\n"
+                marker = words.marker(omitted, unit)
+            room = allocation - measure(prefix, unit) - measure(marker, unit) - slack
+            if room < 0:
+                return None
+            salient_kept = 0
+            if not compact:
+                block = self._salient_block(allocation, room, omitted)
+                if block is not None:
+                    middle, salient_kept, block_size = block
+                    room -= block_size - measure(marker, unit)
+                    marker = middle
+            head_room = room * HEAD_SHARE_PERCENT // 100
+            head = cut_prefix(text, head_room, unit)
+            tail = cut_suffix(text, room - head_room, unit)
+            kept = measure(head, unit) + measure(tail, unit) + salient_kept
+            actual = max(total - kept, 0)
+            if actual != omitted:
+                omitted = actual
+                continue
+            preview = prefix + head + marker + tail
+            size = measure(preview, unit)
+            if size > allocation:  # units that do not add up (tokens): give the excess back
+                slack += size - allocation
+                continue
+            return _Piece(preview, kept)
+        return None
+
+    def _salient_block(
+        self, allocation: int, room: int, omitted: int
+    ) -> tuple[str, int, int] | None:
+        """The marker with salient lines from the omitted middle: (text, kept, size), or None."""
+        options = self.options
+        if options.salient is None or options.salient_percent <= 0:
             return None
-        head_room = room * HEAD_SHARE_PERCENT // 100
-        head = cut_prefix(text, head_room, unit)
-        tail = cut_suffix(text, room - head_room, unit)
-        kept = measure(head, unit) + measure(tail, unit)
-        actual = total - kept
-        if actual == omitted:
-            return f"{notice}\n\n{head}{marker}{tail}"
-        omitted = actual
-    return None  # pragma: no cover - the sizes settle long before
+        reserve = room * options.salient_percent // 100
+        if reserve < _MIN_SALIENT_RESERVE:
+            return None
+        candidates = self._salient_lines(allocation)
+        if not candidates:
+            return None
+        unit, words, text = self.unit, options.wording, self.text
+        cap = max(reserve // 4, 80)
+        budget = measure(words.marker(omitted, unit), unit) + reserve
+        fixed = measure(words.salient_end(), unit)
+        chosen: list[tuple[int, str, int]] = []  # (line number, shown text, kept)
+        used = 0
+        for number, start, end in _alternate(candidates):
+            line = text[start:end].rstrip()
+            size = measure(line, unit)
+            if size > cap:
+                cut = words.line_cut()
+                shown = cut_prefix(line, cap - measure(cut, unit), unit)
+                kept = measure(shown, unit)
+                shown += cut
+            else:
+                shown, kept = line, size
+            cost = measure(words.salient_line(number, shown), unit)
+            head = measure(words.salient_marker(omitted, unit, len(chosen) + 1), unit)
+            if head + fixed + used + cost > budget:
+                break
+            chosen.append((number, shown, kept))
+            used += cost
+        if not chosen:
+            return None
+        chosen.sort()
+        block = (
+            words.salient_marker(omitted, unit, len(chosen))
+            + "".join(words.salient_line(n, shown) for n, shown, _ in chosen)
+            + words.salient_end()
+        )
+        return block, sum(k for _, _, k in chosen), measure(block, unit)
+
+    def _salient_lines(self, allocation: int) -> list[tuple[int, int, int]]:
+        """Distinct salient lines of the middle that every layout at ``allocation`` omits.
+
+        The head and tail of any layout are no longer than those of the whole allocation,
+        so the middle between those is omitted by all of them: it is scanned once.
+        """
+        found = self._salient.get(allocation)
+        if found is not None:
+            return found
+        pattern = self.options.salient
+        assert pattern is not None
+        text, unit = self.text, self.unit
+        head_room = allocation * HEAD_SHARE_PERCENT // 100
+        start = len(cut_prefix(text, head_room, unit))
+        end = len(text) - len(cut_suffix(text, allocation - head_room, unit))
+        # The scan looks at the part of the middle next to the head and the part next to the
+        # tail, up to a window proportional to the room: the cost of a preview stays bounded
+        # by what it can show, whatever the size of the output.
+        window = max(_MIN_SALIENT_WINDOW, _SALIENT_WINDOW_FACTOR * allocation)
+        if end - start <= window:
+            spans = salient_spans(text, start, end, pattern) if start < end else []
+        else:
+            half = window // 2
+            spans = salient_spans(text, start, start + half, pattern)
+            spans += salient_spans(text, end - half, end, pattern)
+        seen: set[str] = set()
+        distinct: list[tuple[int, int]] = []
+        for line_start, line_end in spans:
+            line = text[line_start:line_end].rstrip()
+            if line not in seen:
+                seen.add(line)
+                distinct.append((line_start, line_end))
+        if len(distinct) > 2 * _SALIENT_CANDIDATES:
+            distinct = distinct[:_SALIENT_CANDIDATES] + distinct[-_SALIENT_CANDIDATES:]
+        numbered: list[tuple[int, int, int]] = []
+        line_number, position = 1, 0
+        for line_start, line_end in distinct:
+            line_number += text.count("\n", position, line_start)
+            position = line_start
+            numbered.append((line_number, line_start, line_end))
+        self._salient[allocation] = numbered
+        return numbered
+
+    def _json_value(self) -> Any:
+        if self._json is _UNSET:
+            self._json = _INVALID
+            if self.options.json:
+                from budgetware.core.jsonpreview import parse_document
+
+                value = parse_document(self.text)
+                if value is not None:
+                    self._json = value
+        return self._json
+
+    def _json_form(
+        self, value: Any, allocation: int, refs: Sequence[str], *, compact: bool
+    ) -> _Piece | None:
+        from budgetware.core.jsonpreview import render_within
+
+        unit, words = self.unit, self.options.wording
+        if compact:
+            prefix = words.compact_json_notice(self.total, unit, refs) + "\n"
+        else:
+            prefix = words.json_notice(self.total, unit, refs) + "\n\n"
+        room = allocation - measure(prefix, unit)
+        if room <= 0:
+            return None
+        body = render_within(value, room, unit, self.text, self.total, words)
+        if body is None:
+            return None
+        return _Piece(prefix + body, measure(body, unit))
+
+    def _minimal(self, allocation: int) -> str:
+        mark = self.options.wording.minimal()
+        unit = self.unit
+        room = allocation - measure(mark, unit)
+        if room <= 0:
+            return cut_prefix(mark, allocation, unit)
+        for _ in range(8):
+            preview = mark + cut_suffix(self.text, room, unit)
+            size = measure(preview, unit)
+            if size <= allocation:
+                return preview
+            room -= size - allocation
+            if room <= 0:
+                break
+        return cut_prefix(mark, allocation, unit)
+
+
+_UNSET: Any = object()
+_INVALID: Any = object()
+
+
+def _enough(piece: _Piece, allocation: int) -> bool:
+    return piece.content * 100 >= allocation * MIN_CONTENT_PERCENT
+
+
+def _alternate(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """First, last, second, second to last, ...: both ends of the middle are represented."""
+    out: list[tuple[int, int, int]] = []
+    i, j = 0, len(items) - 1
+    while i <= j:
+        out.append(items[i])
+        if i != j:
+            out.append(items[j])
+        i += 1
+        j -= 1
+    return out

@@ -322,7 +322,7 @@ def test_case20_a_call_id_never_influences_where_a_file_is_written(
 ) -> None:
     text = "p" * 5000
     (result,) = finalize_batch(
-        [ToolResult("../../etc/passwd", "../../tool", (text,))], config=cfg(100), store=store
+        [ToolResult("../../etc/passwd", "../../tool", (text,))], config=cfg(1_000), store=store
     )
     (ref,) = result.persisted_output_files or ()
     assert Path(ref).parent == store.directory
@@ -410,3 +410,59 @@ def test_the_guard_bounds_any_batch_without_file_access(
     assert events == []
     assert sum(measure(s) for r in result for s in r.slots) <= budget
     assert [r.persisted_output_files for r in result] == [r.persisted_output_files for r in batch]
+
+
+def test_no_artifact_is_written_that_no_preview_names(store: LocalArtifactStore) -> None:
+    # 500 results at 100 chars each: no reference fits beside half a room of content.
+    batch = [entry(f"result {i} " + "q" * 1_000, call_id=f"c{i}") for i in range(500)]
+    result = finalize_batch(batch, config=cfg(50_000), store=store)
+    assert artifacts(store) == []
+    for new in result:
+        (slot,) = new.slots
+        assert len(slot) <= 100
+        assert slot.count("q") * 2 >= 100
+        assert new.persisted_output_files == ()
+    assert finalize_batch(result, config=cfg(50_000), store=store) == result
+
+
+def test_an_artifact_is_written_exactly_when_a_preview_names_it(store: LocalArtifactStore) -> None:
+    batch = [entry("q" * 5_000, call_id=f"c{i}") for i in range(4)]
+    small = finalize_batch(batch, config=cfg(4 * 150), store=store)
+    assert artifacts(store) == []
+    large = finalize_batch(batch, config=cfg(4 * 1_000), store=store)
+    (written,) = artifacts(store)
+    for new in large:
+        assert str(written) in new.slots[0]
+        assert new.persisted_output_files == (str(written),)
+    assert all(new.persisted_output_files == () for new in small)
+
+
+class DelegatingStore:
+    """A store with no reference_for: the finalizer can only probe with an empty one."""
+
+    def __init__(self, inner: LocalArtifactStore) -> None:
+        self.inner = inner
+        self.puts = 0
+
+    def put(self, text: str, *, key: str | None = None) -> str:
+        self.puts += 1
+        return self.inner.put(text, key=key)
+
+    def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
+        self.inner.record_decision(key, refs)
+
+    def lookup_decision(self, key: str) -> tuple[str, ...] | None:
+        return self.inner.lookup_decision(key)
+
+
+def test_a_store_that_cannot_predict_its_reference_is_not_written_in_tiny_rooms(
+    store: LocalArtifactStore,
+) -> None:
+    plain = DelegatingStore(store)
+    batch = [entry("q" * 5_000, call_id=f"c{i}") for i in range(4)]
+    finalize_batch(batch, config=cfg(4 * 60), store=plain)
+    assert plain.puts == 0
+    (new, *_) = finalize_batch(batch, config=cfg(4 * 1_000), store=plain)
+    assert plain.puts == 4  # one per entry; the content address makes them one file
+    (written,) = artifacts(store)
+    assert str(written) in new.slots[0]

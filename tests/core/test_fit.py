@@ -57,9 +57,41 @@ def test_reference_is_dropped_whole_when_it_does_not_fit() -> None:
     assert preview.startswith("[Tool output truncated")
 
 
-def test_notice_itself_is_cut_when_nothing_else_fits() -> None:
-    preview = fit_text("z" * 5_000, 12)
-    assert preview == "[Tool output"
+def test_a_tiny_room_keeps_the_tail_behind_a_marker() -> None:
+    assert fit_text("z" * 5_000, 12) == "[...]zzzzzzz"
+    assert fit_text("z" * 5_000, 3) == "[.."
+
+
+@pytest.mark.parametrize("size", [101, 5_000, 1_000_000])
+@pytest.mark.parametrize("with_ref", [False, True])
+def test_from_100_up_at_least_half_of_a_preview_is_the_output_itself(
+    size: int, with_ref: bool
+) -> None:
+    text = "q" * size  # no notice or marker holds a "q"
+    refs = [REF] if with_ref else []
+    for allocation in range(100, min(size, 1_200), 7):
+        preview = fit_text(text, allocation, refs=refs)
+        assert len(preview) <= allocation
+        assert preview.count("q") * 2 >= allocation, (allocation, preview)
+
+
+def test_a_small_room_uses_the_compact_notice_with_the_same_facts() -> None:
+    preview = fit_text("q" * 16_014, 150)
+    notice, rest = preview.split("\n", 1)
+    omitted = 16_014 - rest.count("q")
+    assert notice == f"[{omitted:,} of 16,014 chars omitted.]"
+    assert rest.startswith("q")
+    assert rest.endswith("q")
+    assert "\n[...]\n" in rest
+
+
+def test_a_reference_is_named_only_where_half_the_room_stays_content() -> None:
+    text = "q" * 50_000
+    assert REF not in fit_text(text, 250, refs=[REF])  # 97-char reference: too big a share
+    compact = fit_text(text, 330, refs=[REF])
+    assert REF in compact.split("\n", 1)[0]  # the compact notice names it
+    assert compact.count("q") * 2 >= 330
+    assert REF in fit_text(text, 1_000, refs=[REF]).split("\n", 1)[0]
 
 
 def test_zero_allocation_gives_empty_text() -> None:

@@ -64,7 +64,7 @@ def test_reuse_refreshes_last_use_so_live_artifacts_survive(tmp_path: Path) -> N
     # rewritten, and marked as used now.
     (result,) = finalize_batch(
         [ToolResult("c", "t", (text,))],
-        config=BudgetConfig(batch_budget=100),
+        config=BudgetConfig(batch_budget=1_000),
         store=LocalArtifactStore(tmp_path),
     )
     assert result.persisted_output_files == (str(ref),)

@@ -1,0 +1,262 @@
+"""JSON previews: a JSON document shortened to valid JSON of the same shape within a room.
+
+Long arrays keep their first and last elements around one marker element that says how many
+were omitted; long strings keep their head and tail; an object keeps every key while there
+is room for its skeleton (keys are never cut), and its values share the rest max-min fair;
+a value with too little room left becomes a short summary string. Everything depends only
+on the value, so the same document always gives the same preview.
+
+Sizes are the UTF-8 bytes of compact JSON, measured by the C serializer; only the elements
+that are kept are visited, so a preview costs a few serializations of the document, not a
+walk over it in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from budgetware.core.allocate import allocate
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
+from budgetware.core.notice import Wording
+
+__all__ = ["parse_document", "render_within"]
+
+# The smallest value a shortened member or element may become: a summary string "...".
+_MIN_VALUE = 5
+_ELLIPSIS = "..."
+# An array shows at most this many elements (first ones and last ones) when they must be
+# shortened to fit; whole elements are kept as long as they fit.
+_MAX_SHRUNK_ELEMENTS = 3
+# A document is recognized by its first and last characters within this many of its ends.
+_EDGE = 64
+_LEADING_SPACE = re.compile(r"\s*")
+
+
+def parse_document(text: str) -> dict[str, Any] | list[Any] | None:
+    """The JSON object or array that ``text`` is, or None (any other text, invalid JSON)."""
+    # Look at the first and last non-space characters without copying a large text.
+    first = _LEADING_SPACE.match(text, 0, _EDGE).end()  # type: ignore[union-attr]
+    last = len(text) - 1
+    while last > first and last > len(text) - _EDGE and text[last].isspace():
+        last -= 1
+    if last - first < 1 or text[first] not in "{[" or text[last] not in "}]":
+        return None
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, (dict, list)) and _serializable(value):
+        return value
+    return None
+
+
+def _serializable(value: Any) -> bool:
+    try:
+        dumps_bytes(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def render_within(
+    value: Any, room: int, unit: Unit, text: str, total: int, words: Wording
+) -> str | None:
+    """Compact JSON of ``value``'s shape that measures at most ``room`` in ``unit``, or None.
+
+    ``text`` (the original, measuring ``total``) tells how bytes relate to the unit, for
+    the first guess; the result is measured in the unit and shrunk until it fits.
+    """
+    if room < 2:
+        return None
+    if unit == "utf8_bytes":
+        budget = room
+    else:
+        # Bytes per unit of the original text scale the first guess; then measure, shrink.
+        scale = len(text.encode("utf-8", "surrogatepass")) / max(total, 1)
+        budget = max(int(room * min(scale, 8.0)), 2)
+    for _ in range(16):
+        shrunk = _fit(value, budget, words)
+        if shrunk is None:
+            return None
+        out = dumps_bytes(shrunk[0]).decode("utf-8")
+        size = measure(out, unit)
+        if size <= room:
+            return out
+        budget = min(budget - 1, int(budget * room / size * 0.97))
+        if budget < 2:
+            return None
+    return None
+
+
+def _size(value: Any) -> int:
+    return len(dumps_bytes(value))
+
+
+def _fit(
+    value: Any, budget: int, words: Wording, size: int | None = None
+) -> tuple[Any, int] | None:
+    """``(shortened value, its size)`` with size <= ``budget``, or None."""
+    if size is None:
+        size = _size(value)
+    if size <= budget:
+        return value, size
+    if isinstance(value, str):
+        return _fit_str(value, budget, words)
+    if isinstance(value, list):
+        return _fit_list(value, budget, words) or _summary(value, budget, words)
+    if isinstance(value, dict):
+        return _fit_dict(value, budget, words) or _summary(value, budget, words)
+    return _summary(value, budget, words)
+
+
+def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
+    """A string standing for a value with too little room: what it was, or just ``...``."""
+    if isinstance(value, dict):
+        candidates = [words.json_summary("object", len(value)), _ELLIPSIS]
+    elif isinstance(value, list):
+        candidates = [words.json_summary("array", len(value)), _ELLIPSIS]
+    else:
+        candidates = [_ELLIPSIS]
+    for candidate in candidates:
+        size = _size(candidate)
+        if size <= budget:
+            return candidate, size
+    return None
+
+
+def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
+    # Characters are cut by UTF-8 bytes; escapes make the serialized string longer, so
+    # measure and shrink. The marker's number depends on what is kept: settle it.
+    room = budget - 2
+    omitted = len(s)
+    for _ in range(16):
+        marker = words.json_string_cut(omitted)
+        keep = room - len(marker)
+        if keep < 8:
+            short = cut_prefix(s, max(room - len(_ELLIPSIS), 0), "utf8_bytes") + _ELLIPSIS
+            while short != _ELLIPSIS and _size(short) > budget:
+                kept = short[: -len(_ELLIPSIS)]
+                short = cut_prefix(kept, len(kept) // 2, "chars") + _ELLIPSIS
+            size = _size(short)
+            return (short, size) if size <= budget else None
+        head = cut_prefix(s, keep // 2, "utf8_bytes")
+        tail = cut_suffix(s, keep - keep // 2, "utf8_bytes")
+        actual = len(s) - len(head) - len(tail)
+        if actual != omitted:
+            omitted = actual
+            continue
+        out = head + marker + tail
+        size = _size(out)
+        if size <= budget:
+            return out, size
+        room -= size - budget
+    return None
+
+
+def _fit_list(items: list[Any], budget: int, words: Wording) -> tuple[Any, int] | None:
+    n = len(items)
+    # Whole elements first: the first, the last, the second, ... while they fit.
+    front: list[int] = []
+    back: list[int] = []  # collected from the end inwards
+    used = 2  # the brackets
+    sizes: dict[int, int] = {}
+    for index in _ends(n):
+        size = sizes[index] = _size(items[index])
+        kept = len(front) + len(back) + 1
+        marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
+        if used + size + (kept - 1) + marker > budget:
+            break
+        (front if index == len(front) else back).append(index)
+        used += size
+    if len(front) + len(back) >= min(n, 2):
+        return _assemble([items[i] for i in front + back[::-1]], len(front), n, words)
+    # Elements too large to keep whole: shorten the first (and last) ones instead. Every
+    # value fits any share of at least _MIN_VALUE (as a summary at worst), so one pass
+    # settles it: no search, and the cost stays linear in what is kept.
+    count = min(n, _MAX_SHRUNK_ELEMENTS)
+    while count > 0:
+        omitted = n - count
+        marker = _size(words.json_items_omitted(omitted)) + 1 if omitted else 0
+        room = budget - 2 - (count - 1) - marker
+        if room >= count * _MIN_VALUE:
+            break
+        count -= 1
+    if count == 0:
+        return None
+    picks = sorted(_ends(n)[:count])
+    lengths = [sizes[i] if i in sizes else _size(items[i]) for i in picks]
+    fitted = []
+    for index, share, length in zip(picks, allocate(lengths, room), lengths):
+        done = _fit(items[index], share, words, length)
+        if done is None:  # pragma: no cover - a share of _MIN_VALUE always fits a summary
+            return None
+        fitted.append(done[0])
+    split = sum(1 for i in picks if i < (n + 1) // 2)
+    result = _assemble(fitted, split, n, words)
+    return result if result[1] <= budget else None
+
+
+def _ends(n: int) -> list[int]:
+    """Indices from both ends inwards: 0, n-1, 1, n-2, ..."""
+    out: list[int] = []
+    i, j = 0, n - 1
+    while i <= j:
+        out.append(i)
+        if i != j:
+            out.append(j)
+        i += 1
+        j -= 1
+    return out
+
+
+def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any, int]:
+    """The kept elements in document order, the marker element after the first ``split``."""
+    omitted = n - len(kept)
+    middle = [words.json_items_omitted(omitted)] if omitted else []
+    value = [*kept[:split], *middle, *kept[split:]]
+    return value, _size(value)
+
+
+def _fit_dict(obj: dict[str, Any], budget: int, words: Wording) -> tuple[Any, int] | None:
+    keys = list(obj)
+    marker_key = _marker_key(obj)
+    key_sizes = [_size(k) + 1 for k in keys]  # "key":
+    # Keep every key while the skeleton and the smallest values fit; else the first ones
+    # and one marker member for the rest.
+    count = len(keys)
+    while count > 0:
+        omitted = len(keys) - count
+        marker = (
+            _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
+        )
+        skeleton = 2 + sum(key_sizes[:count]) + (count - 1) + marker
+        if skeleton + count * _MIN_VALUE <= budget:
+            break
+        count -= 1
+    if count == 0:
+        return None
+    kept = keys[:count]
+    omitted = len(keys) - count
+    marker = _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
+    room = budget - (2 + sum(key_sizes[:count]) + (count - 1) + marker)
+    lengths = [_size(obj[k]) for k in kept]
+    shares = allocate(lengths, room)
+    out: dict[str, Any] = {}
+    for key, share, length in zip(kept, shares, lengths):
+        done = _fit(obj[key], share, words, length)
+        if done is None:
+            return None
+        out[key] = done[0]
+    if omitted:
+        out[marker_key] = words.json_keys_omitted(omitted)
+    size = _size(out)
+    return (out, size) if size <= budget else None
+
+
+def _marker_key(obj: dict[str, Any]) -> str:
+    key = _ELLIPSIS
+    while key in obj:
+        key += "."
+    return key

@@ -1,0 +1,108 @@
+"""The words of every preview, in one place: notice lines, markers, and how references read.
+
+A preview talks to the model in a few fixed phrases. They all come from one `Wording`, so a
+new way of naming where the full output is (a retrieval tool, say) is a change to
+`Wording.references` and reaches every form at once: the full notice, the compact notice of
+small rooms and the JSON notice. Every phrase is one line, deterministic, and ASCII, so it
+measures the same in every unit but tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_WORDING", "Wording", "unit_word"]
+
+_UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes"}
+
+
+def unit_word(unit: str) -> str:
+    """How a unit reads in a notice: ``chars``, ``bytes``, or ``tokens`` (estimated or exact)."""
+    return _UNIT_WORD.get(unit, "tokens")
+
+
+@dataclass(frozen=True)
+class Wording:
+    """Every phrase a preview uses. Subclass or extend here; nowhere else writes them."""
+
+    def references(self, refs: Sequence[str]) -> str:
+        """The clause naming where the full output is (empty when nothing is named)."""
+        if not refs:
+            return ""
+        return " Full output: " + ", ".join(refs)
+
+    def notice(self, total: int, omitted: int, unit: str, refs: Sequence[str]) -> str:
+        """The first line of a preview: original size, amount omitted, where the rest is."""
+        return (
+            f"[Tool output truncated: {total:,} {unit_word(unit)}, {omitted:,} omitted."
+            f"{self.references(refs)}]"
+        )
+
+    def compact_notice(self, total: int, omitted: int, unit: str, refs: Sequence[str]) -> str:
+        """The first line of a preview in a small room: the same facts in fewer characters."""
+        return f"[{omitted:,} of {total:,} {unit_word(unit)} omitted.{self.references(refs)}]"
+
+    def json_notice(self, total: int, unit: str, refs: Sequence[str]) -> str:
+        """The first line of a JSON preview: the JSON that follows is valid and shortened."""
+        return (
+            f"[Tool output truncated: {total:,} {unit_word(unit)} of JSON, shortened to "
+            f"valid JSON below.{self.references(refs)}]"
+        )
+
+    def compact_json_notice(self, total: int, unit: str, refs: Sequence[str]) -> str:
+        """The first line of a JSON preview in a small room."""
+        return f"[JSON of {total:,} {unit_word(unit)}, shortened.{self.references(refs)}]"
+
+    def marker(self, omitted: int, unit: str) -> str:
+        """Between the head and the tail: how much of the middle is omitted."""
+        return f"\n[... {omitted:,} {unit_word(unit)} omitted ...]\n"
+
+    def salient_marker(self, omitted: int, unit: str, shown: int) -> str:
+        """Between the head and the salient lines picked from the omitted middle."""
+        lines = "line" if shown == 1 else "lines"
+        return (
+            f"\n[... {omitted:,} {unit_word(unit)} omitted; {shown} matching {lines} "
+            f"from it follow, with line numbers ...]\n"
+        )
+
+    def salient_line(self, number: int, line: str) -> str:
+        """One salient line from the omitted middle, with its 1-based line number."""
+        return f"{number}: {line}\n"
+
+    def salient_end(self) -> str:
+        """After the salient lines, before the tail."""
+        return "[...]\n"
+
+    def line_cut(self) -> str:
+        """Appended to a salient line cut to its share of the room."""
+        return " [...]"
+
+    def compact_marker(self) -> str:
+        """Between the head and the tail of a compact preview (the notice gave the numbers)."""
+        return "\n[...]\n"
+
+    def minimal(self) -> str:
+        """All there is room for before the tail when even a compact notice does not fit."""
+        return "[...]"
+
+    def json_items_omitted(self, count: int) -> str:
+        """The marker element standing for the omitted elements of a long array."""
+        return f"... {count:,} items omitted ..."
+
+    def json_keys_omitted(self, count: int) -> str:
+        """The marker value standing for the omitted members of a large object."""
+        return f"... {count:,} more keys omitted ..."
+
+    def json_string_cut(self, omitted: int) -> str:
+        """Between the head and the tail of a long string value."""
+        return f" [... {omitted:,} chars omitted ...] "
+
+    def json_summary(self, kind: str, size: int) -> str:
+        """A value nested too deep for the room: what it was."""
+        if kind == "object":
+            return f"{{... object with {size:,} keys ...}}"
+        return f"[... array of {size:,} items ...]"
+
+
+DEFAULT_WORDING = Wording()
