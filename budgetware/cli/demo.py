@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
+from budgetware.core.artifacts import text_key
 from budgetware.core.config import BudgetConfig
 from budgetware.core.fit import fit_text
 from budgetware.http.transport import BudgetTransport
@@ -369,7 +370,8 @@ class Printer:
             f"note: previews this small cannot name their artifact: --budget {budget:,} is "
             f"shared by the whole batch, and a preview names the file that holds the full "
             f"output only from about {need:,} chars. The model sees a cut notice with no way "
-            f"back to the output; the full outputs are still written to {artifact_dir}.",
+            f"back to the output, so no artifact is written for it to {artifact_dir} (one "
+            f"that no preview names could never be found).",
             style="yellow",
         )
         self.line()
@@ -459,7 +461,7 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
             names = [p.name for p in _listing(artifact_dir)]
             unnamed = next(
                 (
-                    (b, str(artifact_dir / names[0]))
+                    (b, os.path.join(os.path.abspath(artifact_dir), text_key(b) + ".txt"))
                     for (_, b), (_, a) in zip(before, after)
                     if len(a) < len(b) and not any(name in a for name in names)
                 ),
@@ -474,7 +476,7 @@ def run(args: argparse.Namespace, printer: Printer) -> Run:
                 results=[(n, len(b), len(a)) for (n, b), (_, a) in zip(before, after)],
                 artifacts=[(p.name, p.stat().st_size) for p in new],
                 preview=_excerpt(cut[0]) if cut else None,
-                unnamed=unnamed if names else None,
+                unnamed=unnamed,
                 elapsed=time.perf_counter() - started,
                 shared_prefix=shared,
                 previous_bytes=len(previous),
