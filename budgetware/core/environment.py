@@ -57,4 +57,11 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "says so when its Python has no budgetware. Not for users.",
         "run.md",
     ),
+    EnvironmentVariable(
+        "BUDGETWARE_RUN_CHECKED",
+        "unset",
+        "Set by `budgetware run`'s start-up hook: the settings it checked, so that the Python "
+        "processes the program starts with the same settings skip the check. Not for users.",
+        "run.md",
+    ),
 )

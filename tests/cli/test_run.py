@@ -318,3 +318,24 @@ def test_the_command_itself_imports_no_pydantic_and_no_http_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_nothing_of_the_http_layer_loads_until_the_program_imports_an_http_library(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys\n"
+        "print('budgetware.http.instrument' in sys.modules, 'pydantic' in sys.modules)\n"
+        "import httpx2, budgetware\n"
+        "print(budgetware.is_instrumented())\n"
+    )
+    env = _env(None, tmp_path)
+    del env["BUDGETWARE_ARTIFACT_DIR"]  # no setting at all: nothing to check either
+    done = run(["--", "python", "-c", code], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["False False", "True"]
+    # With settings, the first process checks them once for the processes it starts.
+    env = _env(None, tmp_path)
+    done = run(["--unit", "tokens", "--", "python", "-c", code], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["False True", "True"]
