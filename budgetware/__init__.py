@@ -8,6 +8,7 @@ import threading as _threading
 import typing as _typing
 
 from budgetware.http import hooks as _hooks
+from budgetware.telemetry import otel as _otel
 
 if _typing.TYPE_CHECKING:
     from budgetware._api import *  # noqa: F403
@@ -82,6 +83,9 @@ def __dir__() -> list[str]:
 def _load_mcp_boundary() -> None:
     from budgetware.mcp import http  # noqa: F401  (registers its response rewriter)
 
+
+# With opentelemetry-api installed, every request is reported to it (docs/observability.md).
+_otel.enable_if_available()
 
 # Every response the HTTP layer delivers passes the MCP boundary, also for programs that
 # reach the transports without touching a public name (budgetware.integrations.*).

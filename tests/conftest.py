@@ -11,6 +11,8 @@ from collections.abc import Iterator
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # Under the test suite an internal error raises instead of letting the request through.
 os.environ["BUDGETWARE_RAISE_ERRORS"] = "1"
+# opentelemetry-api is installed here (a dev dependency): telemetry tests turn it on.
+os.environ["BUDGETWARE_TELEMETRY"] = "0"
 # Never write artifacts into the developer's real cache directory.
 os.environ["BUDGETWARE_ARTIFACT_DIR"] = tempfile.mkdtemp(prefix="budgetware-test-artifacts-")
 # No background sweeps of that directory while tests watch file-system access; the tests of
@@ -21,6 +23,9 @@ import pytest
 
 from budgetware.http.instrument import uninstrument
 from budgetware.testing import FakeProvider
+
+# The pytest plugin's tests run pytest on test modules they write.
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture

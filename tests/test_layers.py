@@ -29,7 +29,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("wire",),
     ("diagnostics",),
     ("http",),
-    ("mcp", "display"),
+    ("mcp", "display", "telemetry"),
     ("integrations",),
     ("cli",),
 )

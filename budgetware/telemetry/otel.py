@@ -1,0 +1,170 @@
+"""OpenTelemetry metrics and span attributes for every request budgetware handles.
+
+Needs only ``opentelemetry-api`` (``pip install "budgetware[opentelemetry]"``): the
+application configures the SDK and its exporters as usual. Without the API nothing is
+subscribed and nothing is imported. Turned on by ``import budgetware`` when the API is
+installed (``BUDGETWARE_TELEMETRY=0`` keeps it off; the ``telemetry`` setting turns it off
+per request).
+
+Metrics (instrumentation scope ``budgetware``), with the attributes ``budgetware.api`` (the
+wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``payload``):
+
+- ``budgetware.requests.bounded`` (counter, ``{request}``): requests whose body changed;
+- ``budgetware.tool_results.cut`` (counter, ``{tool_result}``): tool results shortened;
+- ``budgetware.bytes.saved`` (counter, ``By``): request bytes not sent;
+- ``budgetware.bounding.duration`` (histogram, ``s``): time spent bounding a request.
+
+Span attributes, on the span current when the request reaches the network (the client span
+of the httpx instrumentations, else the caller's own span; see ``http/delivery.py``):
+``budgetware.batch_budget``, ``budgetware.body.bytes_before``,
+``budgetware.body.bytes_after``, ``budgetware.tool_results.cut``,
+``budgetware.artifacts.written``.
+
+An SDK or exporter that raises never breaks the request: the failure is logged (its type
+only), once per type.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from budgetware.core import observe
+
+__all__ = ["METRICS", "SPAN_ATTRIBUTES", "disable", "enable", "enable_if_available", "enabled"]
+
+logger = logging.getLogger("budgetware")
+
+SCOPE = "budgetware"
+METRICS = (
+    "budgetware.requests.bounded",
+    "budgetware.tool_results.cut",
+    "budgetware.bytes.saved",
+    "budgetware.bounding.duration",
+)
+SPAN_ATTRIBUTES = (
+    "budgetware.batch_budget",
+    "budgetware.body.bytes_before",
+    "budgetware.body.bytes_after",
+    "budgetware.tool_results.cut",
+    "budgetware.artifacts.written",
+)
+_OFF = frozenset({"0", "false", "off", "no"})
+
+_lock = threading.Lock()
+_subscription: observe.Subscription | None = None
+_meter_provider: Any = None
+_instruments: tuple[Any, Any, Any, Any] | None = None
+_failed_types: set[str] = set()
+
+
+def enabled() -> bool:
+    """Whether budgetware reports to OpenTelemetry in this process."""
+    return _subscription is not None
+
+
+def enable_if_available() -> bool:
+    """``enable()`` when opentelemetry-api is installed and ``BUDGETWARE_TELEMETRY`` is not
+    off; what ``import budgetware`` does. Imports nothing of OpenTelemetry yet."""
+    if os.environ.get("BUDGETWARE_TELEMETRY", "").strip().lower() in _OFF:
+        return False
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("opentelemetry.metrics") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    return enable()
+
+
+def enable(*, meter_provider: Any = None) -> bool:
+    """Report every request to OpenTelemetry (``meter_provider``: instead of the global one).
+
+    Returns False, changing nothing, when opentelemetry-api is not installed.
+    """
+    global _subscription, _meter_provider, _instruments
+    try:
+        import opentelemetry.metrics
+        import opentelemetry.trace  # noqa: F401
+    except ImportError:
+        return False
+    with _lock:
+        _meter_provider = meter_provider
+        _instruments = None
+        if _subscription is None:
+            _subscription = observe.subscribe(request=_on_request)
+    return True
+
+
+def disable() -> None:
+    """Stop reporting to OpenTelemetry."""
+    global _subscription, _instruments
+    with _lock:
+        if _subscription is not None:
+            _subscription.close()
+            _subscription = None
+        _instruments = None
+
+
+def _create_instruments() -> tuple[Any, Any, Any, Any]:
+    from opentelemetry import metrics
+
+    provider = _meter_provider or metrics.get_meter_provider()
+    meter = provider.get_meter(SCOPE)
+    return (
+        meter.create_counter(
+            METRICS[0], unit="{request}", description="Requests whose tool results were bounded"
+        ),
+        meter.create_counter(
+            METRICS[1], unit="{tool_result}", description="Tool results shortened"
+        ),
+        meter.create_counter(METRICS[2], unit="By", description="Request bytes not sent"),
+        meter.create_histogram(
+            METRICS[3], unit="s", description="Time spent bounding a request body"
+        ),
+    )
+
+
+def _on_request(report: observe.RequestReport) -> None:
+    if not report.telemetry:
+        return
+    labels = {"budgetware.api": report.api or "unknown", "budgetware.entry": report.entry}
+    span_attributes = dict(
+        zip(
+            SPAN_ATTRIBUTES,
+            (
+                report.batch_budget,
+                report.bytes_before,
+                report.bytes_after,
+                report.results_cut,
+                report.artifacts_written,
+            ),
+        )
+    )
+    bounded = report.bounded
+    try:
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(span_attributes)
+        global _instruments
+        instruments = _instruments
+        if instruments is None:
+            instruments = _instruments = _create_instruments()
+        requests, cut, saved, duration = instruments
+        if bounded:
+            requests.add(1, labels)
+            cut.add(report.results_cut, labels)
+            saved.add(report.bytes_saved, labels)
+        duration.record(report.seconds, labels)
+    except Exception as exc:  # the application's SDK or exporter: never the request's problem
+        name = type(exc).__name__
+        if name not in _failed_types:
+            _failed_types.add(name)
+            logger.warning(
+                "budgetware could not report to OpenTelemetry (%s); requests go on", name
+            )

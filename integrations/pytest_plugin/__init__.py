@@ -1,0 +1,140 @@
+"""budgetware's pytest plugin: assert an agent's budgets in its own test suite.
+
+Registered by installing budgetware (the ``pytest11`` entry point ``budgetware``); nothing
+happens in a test run that does not use it. Importing it imports neither budgetware's
+HTTP layer nor any SDK: that happens when a test asks for it.
+
+- ``budgetware_capture``: a fixture that runs the test with ``budgetware.instrument()`` on
+  and records every request budgetware saw (sizes before and after, per batch: results,
+  sizes, the budget, the artifacts written). ``assert_within_budget()`` checks them.
+- ``@pytest.mark.budgetware(batch_budget=..., unit=..., ...)``: the settings for that test
+  (any field of ``budgetware.BudgetConfig``); a marked test gets ``budgetware_capture``
+  without asking for it.
+
+::
+
+    @pytest.mark.budgetware(batch_budget=20_000)
+    def test_the_agent_fixes_the_bug(budgetware_capture, fake_provider):
+        run_my_agent(...)
+        budgetware_capture.assert_within_budget()
+        assert budgetware_capture.results_cut >= 1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from budgetware.core.observe import BatchReport, RequestReport
+
+__all__ = ["BudgetwareCapture", "budgetware_capture"]
+
+MARKER = "budgetware"
+FIXTURE = "budgetware_capture"
+
+
+class BudgetwareCapture:
+    """What budgetware did to the requests of one test (read it after the agent ran)."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        """The settings the test ran with (from its ``budgetware`` marker)."""
+        self.requests: list[RequestReport] = []
+        """One report per request, in the order they reached the network."""
+
+    def _record(self, report: RequestReport) -> None:
+        self.requests.append(report)
+
+    @property
+    def batches(self) -> list[BatchReport]:
+        """Every batch of tool results of every request, in order."""
+        return [batch for request in self.requests for batch in request.batches]
+
+    @property
+    def bounded(self) -> list[RequestReport]:
+        """The requests whose body budgetware changed."""
+        return [request for request in self.requests if request.bounded]
+
+    @property
+    def results_cut(self) -> int:
+        """How many tool results were cut, over every request."""
+        return sum(request.results_cut for request in self.requests)
+
+    @property
+    def artifacts(self) -> list[str]:
+        """The references of every artifact written (full outputs), in order."""
+        return [ref for batch in self.batches for ref in batch.written]
+
+    def clear(self) -> None:
+        """Forget what was recorded so far."""
+        self.requests.clear()
+
+    def assert_within_budget(self, budget: int | None = None) -> None:
+        """Fail unless every batch that was sent fits its budget (or ``budget``, in the same
+        unit), and no request went out unchanged because budgetware failed on it."""
+        problems: list[str] = []
+        for number, request in enumerate(self.requests, 1):
+            if request.error is not None:
+                problems.append(
+                    f"request {number} ({request.api or 'unknown format'}): budgetware failed "
+                    f"({request.error}) and sent it unchanged"
+                )
+            for index, batch in enumerate(request.batches, 1):
+                limit = batch.budget if budget is None else budget
+                if limit > 0 and batch.size_after > limit:
+                    problems.append(
+                        f"request {number} ({request.api or 'unknown format'}), batch {index}: "
+                        f"{batch.size_after:,} {request.unit} sent, budget {limit:,}"
+                    )
+        if problems:
+            raise AssertionError("tool results over budget:\n  " + "\n  ".join(problems))
+
+    def __repr__(self) -> str:
+        return (
+            f"<BudgetwareCapture {len(self.requests)} request(s), {len(self.bounded)} bounded, "
+            f"{self.results_cut} tool result(s) cut>"
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(**settings): run the test with budgetware instrumented with these "
+        "settings (fields of budgetware.BudgetConfig) and the budgetware_capture fixture",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A marked test gets the fixture without naming it; unmarked tests are left as they are.
+    for item in items:
+        if item.get_closest_marker(MARKER) is None:
+            continue
+        names = getattr(item, "fixturenames", None)
+        if isinstance(names, list) and FIXTURE not in names:
+            names.append(FIXTURE)
+
+
+@pytest.fixture
+def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCapture]:
+    """Instrument for this test and record what budgetware did (see the module doc)."""
+    from budgetware.core import observe
+    from budgetware.core.config import BudgetConfig
+    from budgetware.http.instrument import instrument
+
+    marker = request.node.get_closest_marker(MARKER)
+    settings: dict[str, Any] = {}
+    if marker is not None:
+        if marker.args:
+            raise pytest.UsageError(
+                f"@pytest.mark.{MARKER} takes settings as keywords, "
+                f"e.g. @pytest.mark.{MARKER}(batch_budget=20_000)"
+            )
+        settings = dict(marker.kwargs)
+    # A bad setting is a ConfigError naming it, at setup: the test errors, it does not fail.
+    config = BudgetConfig.from_env({}, **settings) if settings else None
+    capture = BudgetwareCapture(settings)
+    with observe.subscribe(request=capture._record), instrument(config=config):
+        yield capture

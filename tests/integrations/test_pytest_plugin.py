@@ -1,0 +1,179 @@
+"""The pytest plugin users get by installing budgetware, run the way they would run it.
+
+Each test writes a test module and runs pytest on it (``pytester``, in process): the
+plugin comes from the ``pytest11`` entry point, as in a user's suite.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.sdk
+
+
+@pytest.fixture(autouse=True)
+def _user_ini(pytester: pytest.Pytester) -> None:
+    # A user's suite as budgetware's own settings would not be: explicit, warnings as errors.
+    pytester.makeini(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n"
+    )
+
+
+HEADER = '''
+import json
+import openai
+import pytest
+import budgetware
+from budgetware.testing import FakeProvider
+
+
+def agent_turn(url, size=300_000, count=10):
+    """One request with `count` tool results of `size` chars, as an agent would send it."""
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+             for i in range(count)]
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
+    messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * size}
+                 for i in range(count)]
+    client.chat.completions.create(model="m", messages=messages)
+
+
+@pytest.fixture
+def fake():
+    with FakeProvider() as provider:
+        yield provider
+
+
+def sent(fake, index=-1):
+    body = json.loads(fake.requests[index].body)
+    return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+
+
+def sent_first(fake):
+    return sent(fake, 0)
+'''
+
+
+def test_the_capture_records_batches_and_asserts_the_budget(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=20_000)
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url)
+    agent_turn(fake.url, size=100, count=2)
+    budgetware_capture.assert_within_budget()
+    first, second = budgetware_capture.requests
+    assert first.bounded and not second.bounded
+    (batch,) = first.batches
+    assert (batch.results, batch.cut, batch.budget) == (10, 10, 20_000)
+    assert batch.size_before == 3_000_020 and batch.size_after <= 20_000
+    assert len(budgetware_capture.artifacts) == 10
+    assert budgetware_capture.results_cut == 10
+    assert first.bytes_after == len(fake.requests[0].body) < first.bytes_before
+    assert sum(len(t) for t in sent_first(fake)) <= 20_000
+    assert budgetware_capture.settings == {"batch_budget": 20_000}
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_assert_within_budget_says_which_batch_is_over(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=50_000)
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url)
+    budgetware_capture.assert_within_budget(budget=10_000)
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*tool results over budget:*",
+            "*request 1 (openai_chat), batch 1: *chars sent, budget 10,000*",
+        ]
+    )
+
+
+def test_the_marker_alone_instruments_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=15_000, persist=False)
+def test_marked(fake):
+    assert budgetware.is_instrumented()
+    agent_turn(fake.url)
+    assert sum(len(t) for t in sent(fake)) <= 15_000
+
+
+def test_unmarked(fake, request):
+    assert not budgetware.is_instrumented()
+    assert "budgetware_capture" not in request.fixturenames
+    agent_turn(fake.url)
+    assert sum(len(t) for t in sent(fake)) == 3_000_020
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_bad_setting_in_the_marker_is_an_error_naming_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.budgetware(batch_budget="lots")
+def test_bad(budgetware_capture):
+    pass
+
+@pytest.mark.budgetware(bach_budget=5)
+def test_unknown(budgetware_capture):
+    pass
+
+@pytest.mark.budgetware(5)
+def test_positional(budgetware_capture):
+    pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*ConfigError: invalid budgetware setting: batch_budget*",
+            "*bach_budget*",
+            "*takes settings as keywords*",
+        ],
+        consecutive=False,
+    )
+
+
+def test_the_plugin_is_registered_by_installing_budgetware(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+def test_registered(pytestconfig):
+    assert pytestconfig.pluginmanager.hasplugin("budgetware")
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
+    result.assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.budgetware(**settings):*"])
+
+
+def test_importing_the_plugin_imports_no_sdk_and_no_http_layer() -> None:
+    code = (
+        "import sys, budgetware.integrations.pytest_plugin\n"
+        "heavy = ('openai', 'httpx', 'httpx2', 'pydantic', 'budgetware.http.instrument')\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
