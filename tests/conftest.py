@@ -22,7 +22,11 @@ os.environ["BUDGETWARE_ARTIFACT_SWEEP_INTERVAL"] = "0"
 import pytest
 
 from budgetware.http.instrument import uninstrument
+from budgetware.telemetry import otel
 from budgetware.testing import FakeProvider
+
+# budgetware's pytest plugin imported budgetware before this file set the variable above.
+otel.disable()
 
 # The pytest plugin's tests run pytest on test modules they write.
 pytest_plugins = ["pytester"]
