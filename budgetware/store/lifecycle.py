@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "STALE_TEMP_SECONDS",
@@ -30,9 +31,11 @@ STALE_TEMP_SECONDS = 600.0
 SWEEP_TARGET = 0.8
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One artifact as listed: its name, size in bytes, and last use (a timestamp)."""
+class Entry(NamedTuple):
+    """One artifact as listed: its name, size in bytes, and last use (a timestamp).
+
+    (A tuple: a listing of 100,000 artifacts builds 100,000 of them.)
+    """
 
     name: str
     size: int
@@ -104,18 +107,26 @@ def _plan(
     min_age: float | None,
     now: float,
 ) -> list[Entry]:
-    ordered = sorted(entries, key=lambda e: (e.used, e.name))
+    entries = list(entries)
     doomed: list[Entry] = []
     if older_than is not None:
-        doomed += [e for e in ordered if now - e.used > older_than]
-    if max_total_bytes is not None:
-        remaining = ordered[len(doomed) :]  # sorted by use: the old ones lead
-        total = sum(e.size for e in remaining)
-        for entry in remaining:  # least recently used first
-            if total <= max_total_bytes:
-                break
-            if min_age is not None and now - entry.used <= min_age:
-                break  # this one and every later one may still be named by a conversation
-            doomed.append(entry)
-            total -= entry.size
+        doomed = [e for e in entries if now - e.used > older_than]
+    if max_total_bytes is None:
+        return doomed
+    total = sum(e.size for e in entries) - sum(e.size for e in doomed)
+    if total <= max_total_bytes:
+        return doomed  # the usual sweep: no sort of the whole listing
+    gone = {e.name for e in doomed}
+    remaining = sorted((e for e in entries if e.name not in gone), key=_by_use)
+    for entry in remaining:  # least recently used first
+        if total <= max_total_bytes:
+            break
+        if min_age is not None and now - entry.used <= min_age:
+            break  # this one and every later one may still be named by a conversation
+        doomed.append(entry)
+        total -= entry.size
     return doomed
+
+
+def _by_use(entry: Entry) -> tuple[float, str]:
+    return (entry.used, entry.name)

@@ -53,6 +53,8 @@ _SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
 _MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
+# How long "absent" from a decision lookup's listing stands for the put right after it.
+_LISTING_TRUSTED = 5.0
 
 
 def require_boto3() -> Any:
@@ -116,6 +118,9 @@ class S3ArtifactStore(ContentStore):
         self._no_decision: OrderedDict[str, None] = OrderedDict()
         # LastModified of artifacts just verified, so a fresh one needs no refresh.
         self._modified: dict[str, float] = {}
+        # Artifacts a decision lookup just found absent (key -> monotonic time): the put
+        # that follows it in the finalizer needs no HEAD.
+        self._absent: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore({self._base_ref!r})"
@@ -226,6 +231,10 @@ class S3ArtifactStore(ContentStore):
     # -- backend primitives --------------------------------------------------------------
 
     def _probe(self, key: str) -> Probe:
+        with self._lock:
+            listed = self._absent.pop(key, None)
+        if listed is not None and time.monotonic() - listed < _LISTING_TRUSTED:
+            return "absent"
         try:
             head = self._call(
                 "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
@@ -243,15 +252,18 @@ class S3ArtifactStore(ContentStore):
         return "verified"
 
     def _put_object(self, name: str, data: bytes, checksum: str) -> None:
-        self._call(
-            "put_object",
-            Bucket=self.bucket,
-            Key=name,
-            Body=data,
-            ContentType=_CONTENT_TYPE,
-            ChecksumAlgorithm="SHA256",
-            ChecksumSHA256=checksum,
-        )
+        try:
+            self._call(
+                "put_object",
+                Bucket=self.bucket,
+                Key=name,
+                Body=data,
+                ContentType=_CONTENT_TYPE,
+                ChecksumAlgorithm="SHA256",
+                ChecksumSHA256=checksum,
+            )
+        except _Missing:  # no such bucket
+            raise ArtifactStoreError(errno.ENOENT, "S3 put_object failed: no bucket") from None
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
         # One PUT replaces whatever is there: the same bytes from a concurrent writer, or
@@ -285,19 +297,34 @@ class S3ArtifactStore(ContentStore):
             self._forget(key)  # deleted since: the next put writes it again
 
     def _read_decision(self, key: str) -> bytes | None:
+        # One LIST of "<prefix><key>" answers both questions the finalizer asks next: is
+        # there a decision for this text, and is its artifact there already. A put of a
+        # new artifact then costs this call and its PUT, with no HEAD between them.
         with self._lock:
             if key in self._no_decision:
                 self._no_decision.move_to_end(key)
                 return None
         try:
-            got = self._call(
-                "get_object", Bucket=self.bucket, Key=self._name(key, ".decision.json")
+            page = self._call(
+                "list_objects_v2", Bucket=self.bucket, Prefix=self._name(key, ""), MaxKeys=4
             )
         except _Missing:
+            page = {}  # no such bucket yet
+        names = {str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", ())}
+        if f"{key}.decision.json" not in names:
             with self._lock:
+                if f"{key}.txt" not in names:
+                    self._absent[key] = time.monotonic()
+                    if len(self._absent) > CACHE_ENTRIES:
+                        self._absent.clear()
                 self._no_decision[key] = None
                 while len(self._no_decision) > CACHE_ENTRIES:
                     self._no_decision.popitem(last=False)
+            return None
+        try:
+            name = self._name(key, ".decision.json")
+            got = self._call("get_object", Bucket=self.bucket, Key=name)
+        except _Missing:
             return None
         return bytes(got["Body"].read(MIB))
 

@@ -28,6 +28,7 @@ from budgetware import (
     instrument,
 )
 from budgetware.core.artifacts import ArtifactNotFound, text_key
+from budgetware.mcp.bound import bound_tool_result
 from budgetware.store import sweeper
 from budgetware.store.s3 import S3ArtifactStore
 from budgetware.store.select import check_store, store_for_config
@@ -415,3 +416,117 @@ def test_the_cli_sees_and_prunes_an_s3_store(s3_bucket: S3Bucket) -> None:
     assert pruned.returncode == 0, pruned.stderr
     assert "deleted 2 artifacts" in pruned.stdout
     assert "SECRET" not in usage.stdout + pruned.stdout
+
+
+def test_the_finalizer_makes_two_calls_for_a_new_artifact_and_none_after(
+    s3_bucket: S3Bucket,
+) -> None:
+    text = "n" * 300_000
+    batch = [ToolResult("c", "t", (text,))]
+    config = BudgetConfig(batch_budget=10_000)
+    store, calls = new_store(s3_bucket)
+    finalize_batch(batch, config=config, store=store)
+    # One LIST answers "a decision?" and "the artifact there?"; then one PUT.
+    assert calls.names == ["ListObjectsV2", "PutObject"]
+    finalize_batch(batch, config=config, store=store)
+    assert calls.names == ["ListObjectsV2", "PutObject"]
+    other, other_calls = new_store(s3_bucket)  # another process: no upload
+    finalize_batch(batch, config=config, store=other)
+    assert other_calls.names == ["ListObjectsV2", "HeadObject"]
+
+
+# The finalizer's acceptance cases (spec/FINALIZER.md) that involve the store, on S3.
+
+
+def test_finalizer_case03_one_write_with_the_full_text(s3_bucket: S3Bucket) -> None:
+    text = "HEAD" + "x" * 8000 + "MIDDLE" + "y" * 8000 + "TAIL"
+    store, calls = new_store(s3_bucket)
+    (result,) = finalize_batch(
+        [ToolResult("c", "t", (text,))], config=BudgetConfig(batch_budget=500), store=store
+    )
+    preview = result.slots[0]
+    assert len(preview) <= 500
+    assert "HEAD" in preview
+    assert "TAIL" in preview
+    assert "MIDDLE" not in preview
+    assert store.ref_for(text_key(text)) in preview
+    assert calls.names.count("PutObject") == 1
+    assert s3_bucket.get(f"artifacts/{text_key(text)}.txt") == text.encode()
+
+
+def test_finalizer_case08_output_and_error_are_written_together(s3_bucket: S3Bucket) -> None:
+    output, error = "o" * 3000, "e" * 3000
+    store, _ = new_store(s3_bucket)
+    finalize_batch(
+        [ToolResult("c", "t", (output, error))],
+        config=BudgetConfig(batch_budget=1000),
+        store=store,
+    )
+    full = output + "\n\n" + error
+    assert s3_bucket.get(f"artifacts/{text_key(full)}.txt") == full.encode()
+
+
+def test_finalizer_case11_duplicate_ids_get_distinct_artifacts(s3_bucket: S3Bucket) -> None:
+    batch = [ToolResult("dup", "t", ("a" * 5000,)), ToolResult("dup", "t", ("b" * 5000,))]
+    store, _ = new_store(s3_bucket)
+    result = finalize_batch(batch, config=BudgetConfig(batch_budget=1000), store=store)
+    refs = [r.persisted_output_files for r in result]
+    assert refs[0] != refs[1]
+    assert len(s3_bucket.objects("artifacts/")) == 2
+
+
+def test_finalizer_case13_finalizing_again_is_identical(s3_bucket: S3Bucket) -> None:
+    store, _ = new_store(s3_bucket)
+    batch = [ToolResult("c", "t", ("z" * 9000,))]
+    once = finalize_batch(batch, config=BudgetConfig(batch_budget=2000), store=store)
+    twice = finalize_batch(once, config=BudgetConfig(batch_budget=2000), store=store)
+    assert once == twice
+
+
+def test_finalizer_case18_concurrent_finalizations_write_one_object(s3_bucket: S3Bucket) -> None:
+    text = "C" * 300_000
+    store, _ = new_store(s3_bucket)
+    results: list[str] = []
+    start = threading.Barrier(20)
+
+    def work() -> None:
+        start.wait()
+        (r,) = finalize_batch(
+            [ToolResult("c", "t", (text,))], config=BudgetConfig(batch_budget=10_000), store=store
+        )
+        results.append(r.slots[0])
+
+    threads = [threading.Thread(target=work) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 20
+    assert len(set(results)) == 1
+    assert s3_bucket.objects("artifacts/") == [f"artifacts/{text_key(text)}.txt"]
+
+
+def test_finalizer_case19_an_unusable_store_still_bounds(s3_bucket: S3Bucket) -> None:
+    store = S3ArtifactStore("no-such-bucket-here", "artifacts")  # every write fails
+    entry = ToolResult("c", "t", ("f" * 10_000,))
+    (result,) = finalize_batch([entry], config=BudgetConfig(batch_budget=1000), store=store)
+    assert len(result.slots[0]) <= 1000
+    assert result.persisted_output_files == ()
+
+
+def test_the_mcp_boundary_and_the_finalizer_share_an_s3_store(s3_bucket: S3Bucket) -> None:
+    config = BudgetConfig(batch_budget=2000, artifact_store=s3_bucket.url("mcp"))
+    store = store_for_config(config)
+    result = {"content": [{"type": "text", "text": "m" * 200_000}], "isError": False}
+    bound = bound_tool_result(result, budget=20_000, store=store)
+    (ref,) = bound.refs or ()
+    assert ref == f"s3://{s3_bucket.name}/mcp/{text_key('m' * 200_000)}.txt"
+    bounded = bound.result["content"][0]["text"]
+    # Downstream, the model request carries the bounded text: the finalizer names the
+    # producer's artifact (its decision, read back from the bucket) and writes nothing.
+    fresh = S3ArtifactStore(s3_bucket.name, "mcp")
+    (entry,) = finalize_batch([ToolResult("c", "t", (bounded,))], config=config, store=fresh)
+    assert entry.persisted_output_files == (ref,)
+    assert [k for k in s3_bucket.objects() if k.endswith(".txt")] == [
+        f"mcp/{text_key('m' * 200_000)}.txt"
+    ]

@@ -1,0 +1,366 @@
+"""The artifact store: S3 puts and reuse against boto3's own calls, and the sweep.
+
+Run: .venv/bin/python benchmarks/bench_store.py
+S3 numbers come from moto's server on 127.0.0.1 (started here, stopped after), so every
+call pays moto's fixed cost per request (about 2 ms) and no network: a ratio there says
+how many round trips a put makes and what budgetware adds to them, not how fast S3 is.
+
+1. A new 300 KB artifact through ``S3ArtifactStore.put`` against ``put_object`` of the
+   same bytes (target: 1.2x), with its parts: the existence check (``HeadObject``) and
+   the write (``PutObject`` with the SHA-256 checksum).
+2. Reuse of an existing 300 KB artifact by a process that has not seen it: the calls it
+   makes (target: no upload, one metadata call) against one ``head_object``; and reuse
+   within the process (no call at all).
+3. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
+   directory, and the latency of requests made while it runs against requests made with
+   no sweep (target: no request waits for it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import print_table
+
+from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body
+from budgetware.core.artifacts import text_key
+from budgetware.store import sweeper
+from budgetware.store.local import LocalArtifactStore
+
+SIZE = 300_000
+
+
+def median_time(fn: Callable[[], object], *, rounds: int = 40) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved(
+    fns: list[Callable[[], object]], *, rounds: int = 60
+) -> tuple[list[float], list[float]]:
+    """Each function once per round, in turn: the median time of each, and the median of
+    its per-round ratio to the first (noise on a shared machine hits a round, not a case)."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - start)
+    medians = [statistics.median(t) for t in times]
+    ratios = [statistics.median(a / b for a, b in zip(t, times[0])) for t in times]
+    return medians, ratios
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.05)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def s3_benchmarks(endpoint: str) -> None:
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ENDPOINT_URL_S3=endpoint,
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    from botocore.exceptions import ClientError
+
+    from budgetware.store.s3 import S3ArtifactStore
+
+    bucket = f"bench-{uuid.uuid4().hex[:8]}"
+    store = S3ArtifactStore(bucket, "artifacts", max_store_bytes=1 << 40)
+    client = store.client()  # the same client (timeouts, checksum settings) for both
+    client.create_bucket(Bucket=bucket)
+    counter = [0]
+
+    def fresh_text() -> str:
+        counter[0] += 1
+        return f"{counter[0]:012d}" + "L" * (SIZE - 12)
+
+    def ours() -> None:
+        text = fresh_text()
+        store.put(text, key=text_key(text))
+
+    def raw() -> None:
+        data = fresh_text().encode()
+        client.put_object(Bucket=bucket, Key=f"raw/{counter[0]}", Body=data)
+
+    def raw_checked() -> None:
+        data = fresh_text().encode()
+        digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+        client.put_object(
+            Bucket=bucket,
+            Key=f"raw/{counter[0]}",
+            Body=data,
+            ChecksumAlgorithm="SHA256",
+            ChecksumSHA256=digest,
+        )
+
+    def head_missing() -> None:
+        try:
+            client.head_object(Bucket=bucket, Key="raw/none")
+        except ClientError:
+            pass
+
+    config = BudgetConfig(batch_budget=10_000)
+
+    def finalized() -> None:
+        finalize_batch([ToolResult("c", "t", (fresh_text(),))], config=config, store=store)
+
+    class Stub:
+        """A client that answers at once: what budgetware itself spends on a put."""
+
+        def head_object(self, **_: Any) -> Any:
+            raise ClientError({"Error": {"Code": "404"}}, "HeadObject")
+
+        def put_object(self, **_: Any) -> Any:
+            return {}
+
+    stubbed = S3ArtifactStore(bucket, "stub", client=Stub())
+
+    def own_work() -> None:
+        text = fresh_text()
+        stubbed.put(text, key=text_key(text))
+
+    for fn in (ours, raw, raw_checked, head_missing, finalized):  # warm the connections
+        fn()
+    cases = [
+        (raw, "put_object (baseline)"),
+        (ours, "S3ArtifactStore.put, new: HEAD + PUT"),
+        (head_missing, "  head_object, absent"),
+        (raw_checked, "  put_object with the SHA-256 checksum"),
+        (own_work, "  budgetware's own work (a client that answers at once)"),
+        (finalized, "finalize_batch, new 300 KB output: LIST + PUT"),
+    ]
+    medians, ratios = interleaved([fn for fn, _ in cases])
+    rows = [
+        (label, f"{m * 1000:.2f} ms", f"{r:.2f}x")
+        for (_, label), m, r in zip(cases, medians, ratios)
+    ]
+    try:
+        import obstore
+        from obstore.store import S3Store
+
+        other = S3Store(
+            bucket,
+            endpoint=endpoint,
+            region="us-east-1",
+            access_key_id="bench",
+            secret_access_key="bench",
+            client_options={"allow_http": True},
+        )
+        (_, ob), (_, ob_ratio) = interleaved(
+            [raw, lambda: obstore.put(other, f"ob/{fresh_text()[:12]}", fresh_text().encode())]
+        )
+        rows.append(("obstore.put (another library)", f"{ob * 1000:.2f} ms", f"{ob_ratio:.2f}x"))
+    except ImportError:
+        rows.append(("obstore.put (another library)", "not installed", ""))
+    print_table("1. a new 300 KB artifact, S3 (moto)", rows, ("case", "median", "ratio"))
+
+    text = "R" * SIZE
+    key = text_key(text)
+    store.put(text, key=key)
+    calls: list[str] = []
+    client.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+
+    def reuse_by_new_process() -> None:
+        S3ArtifactStore(bucket, "artifacts", client=client).put(text, key=key)
+
+    reuse_by_new_process()
+    first_calls = list(calls)
+    (head, cross), (_, cross_ratio) = interleaved(
+        [
+            lambda: client.head_object(Bucket=bucket, Key=f"artifacts/{key}.txt"),
+            reuse_by_new_process,
+        ]
+    )
+    calls.clear()
+    same = median_time(lambda: store.put(text, key=key), rounds=1000)
+    rows = [
+        ("head_object (baseline)", f"{head * 1000:.2f} ms", "1.00x", "1"),
+        (
+            "reuse, first time in a process",
+            f"{cross * 1000:.2f} ms",
+            f"{cross_ratio:.2f}x",
+            " ".join(first_calls),
+        ),
+        ("reuse, again in the process", f"{same * 1e6:.1f} us", f"{same / head:.4f}x", "none"),
+    ]
+    assert calls == [], calls
+    print_table(
+        "2. reuse of an existing 300 KB artifact, S3", rows, ("case", "median", "ratio", "calls")
+    )
+
+
+def make_store(directory: Path, count: int) -> None:
+    directory.mkdir(mode=0o700)
+    now = time.time()
+    for i in range(count):
+        data = f"artifact {i} ".encode() * 80
+        name = hashlib.sha256(data).hexdigest() + ".txt"
+        fd = os.open(directory / name, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, data)
+        os.close(fd)
+        then = now - 86400 * (i % 60)  # last used from today to 60 days ago
+        os.utime(directory / name, (then, then))
+
+
+def list_and_stat(directory: Path) -> int:
+    total = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+def sweep_benchmarks(count: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="budgetware-bench-store-"))
+    try:
+        directory = root / "store"
+        make_store(directory, count)
+        keep_all = LocalArtifactStore(directory, max_age=0, max_store_bytes=1 << 40)
+        base = min(timeit_once(lambda: list_and_stat(directory)) for _ in range(3))
+        sweep = min(timeit_once(keep_all.sweep) for _ in range(3))
+        rows = [
+            (f"scandir + stat of {count:,} files (baseline)", f"{base * 1000:.0f} ms", "1.00x"),
+            ("sweep, nothing to delete", f"{sweep * 1000:.0f} ms", f"{sweep / base:.2f}x"),
+        ]
+        # Request latency while the sweep runs on the background thread, against none: a
+        # 1.2 MB chat request re-sending four 300 KB tool outputs (stored on its first turn).
+        writer = LocalArtifactStore(root / "requests", max_store_bytes=1 << 40)
+        config = BudgetConfig(batch_budget=50_000, artifact_dir=root / "requests")
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for turn in range(4):
+            messages.append({"role": "assistant", "tool_calls": [{"id": f"c{turn}"}]})
+            messages.append(
+                {"role": "tool", "tool_call_id": f"c{turn}", "content": f"{turn}" * SIZE}
+            )
+        body = json.dumps({"model": "m", "messages": messages}).encode()
+        url = "https://api.openai.com/v1/chat/completions"
+
+        def request() -> None:
+            finalize_body(url, body, config=config)
+
+        request()
+        assert writer.usage().count == 4
+        quiet: list[float] = []
+        busy: list[float] = []
+        for _ in range(10):  # alternate phases, so that load from elsewhere hits both
+            quiet += [timeit_once(request) for _ in range(25)]
+            done = threading.Event()
+            running = threading.Event()
+
+            def sweep_loop(
+                done: threading.Event = done, running: threading.Event = running
+            ) -> None:
+                running.set()
+                while not done.is_set():
+                    keep_all.sweep()
+
+            # On the stores' own background thread, as the automatic sweep runs.
+            sweeper.submit("benchmark sweeps", sweep_loop)
+            running.wait()
+            try:
+                busy += [timeit_once(request) for _ in range(25)]
+            finally:
+                done.set()
+            drained = threading.Event()
+            sweeper.submit("benchmark drain", drained.set)
+            drained.wait()
+        q50, q99 = statistics.median(quiet), percentile(quiet, 0.99)
+        b50, b99 = statistics.median(busy), percentile(busy, 0.99)
+        rows += [
+            ("1.2 MB request, no sweep: p50 / p99", f"{q50 * 1000:.2f} / {q99 * 1000:.2f} ms", ""),
+            (
+                "1.2 MB request, sweeps running: p50 / p99",
+                f"{b50 * 1000:.2f} / {b99 * 1000:.2f} ms",
+                f"{b50 / q50:.2f}x / {b99 / q99:.2f}x",
+            ),
+        ]
+        due = LocalArtifactStore(root / "due", sweep_interval=3600)
+        due._next_sweep = float("inf")  # a sweep never due: the check alone
+        check = min(timeit_once(due._schedule_sweep) for _ in range(1000))
+        rows.append(("the request path's sweep check", f"{check * 1e9:.0f} ns", ""))
+        gone_store = LocalArtifactStore(directory, max_age=30 * 86400, max_store_bytes=1 << 40)
+        evict = timeit_once(gone_store.sweep)
+        rows.append(("sweep deleting the half older than 30 days", f"{evict * 1000:.0f} ms", ""))
+        print_table(
+            f"3. the sweep, a local store of {count:,} artifacts", rows, ("case", "time", "ratio")
+        )
+    finally:
+        shutil.rmtree(root)
+
+
+def timeit_once(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError:
+        print("boto3 or moto[server] is not installed (dev extra): S3 benchmarks skipped")
+    else:
+        with moto_server() as endpoint:
+            s3_benchmarks(endpoint)
+    sweep_benchmarks(int(os.environ.get("BENCH_STORE_ARTIFACTS", "100000")))
+
+
+if __name__ == "__main__":
+    main()
