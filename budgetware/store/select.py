@@ -8,6 +8,7 @@ import stat
 
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, StoreLocation
+from budgetware.store import sweeper
 from budgetware.store.files import untrusted_reason
 from budgetware.store.local import store_for
 
@@ -70,12 +71,16 @@ def check_store(config: BudgetConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"invalid budgetware setting: {named}: {exc}") from None
     if location.scheme == "s3":
-        from budgetware.store.s3 import require_boto3
+        from budgetware.store.s3 import S3ArtifactStore, require_boto3
 
         try:
             require_boto3()
         except ImportError as exc:
             raise ConfigError(f"invalid budgetware setting: {named}: {exc}") from None
+        # Building a boto3 client takes ~0.1 s: do it now, off the first request's path.
+        store = store_for_config(config)
+        if isinstance(store, S3ArtifactStore):
+            sweeper.submit("prepare the S3 client", store.client)
         return
     reason = _untrusted_directory(location)
     if reason is not None:
