@@ -287,7 +287,8 @@ class BudgetConfig(BaseModel):
             for item in text.split(","):
                 pattern, sep, name = item.strip().rpartition("=")
                 if not sep or not pattern.strip():
-                    raise ValueError(f"expected pattern=format, got {item.strip()!r}")
+                    # No value in the message: it may reach a log (names a host).
+                    raise ValueError("expected pattern=format pairs or a JSON object")
                 pairs[pattern.strip()] = name.strip()
             return pairs
         return value
@@ -300,7 +301,7 @@ class BudgetConfig(BaseModel):
                 raise ValueError("an endpoint pattern is empty")
             if name not in FORMAT_NAMES and name != NO_FORMAT:
                 raise ValueError(
-                    f"unknown wire format {name!r} for {pattern!r} "
+                    f"unknown wire format {name[:40]!r} "
                     f"(one of {', '.join(FORMAT_NAMES)}, or {NO_FORMAT!r})"
                 )
         return value

@@ -308,13 +308,13 @@ class _SseTransform(_Transform):
                     kind = value
         if kind != "message" or not data:
             return event
+        text = "\n".join(data).encode("utf-8")
         try:
-            message = loads("\n".join(data))
+            message = loads(text)
         except ValueError:
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
-        text = "\n".join(data).encode("utf-8")
         size = other_bytes + sum(len(f"data: {d}".encode()) for d in data)
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):

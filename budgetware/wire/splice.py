@@ -296,7 +296,8 @@ def value_spans(
 
     ``root`` is the value ``body`` decodes to: long strings are skipped by comparing them
     with their predicted bytes, as ``locate`` does. Containers off every wanted path are
-    skipped at C speed; duplicate keys resolve to the last occurrence, as decoders do.
+    skipped by their structural bytes only, without tracking paths; duplicate keys resolve
+    to the last occurrence, as decoders do.
     """
     prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
     spans: dict[JsonPath, tuple[int, int]] = {}
