@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_faithful, loads
-from budgetware.wire.body import finalize_body, observed_finalize_body
+from budgetware.core.jsonio import dumps_bytes
+from budgetware.core.observe import BatchReport, RequestReport
+
+# The byte path's steps between reading a body and splicing it, shared by the dict path.
+from budgetware.wire.body import _bound as bound_batches
+from budgetware.wire.body import _over_budget as over_budget
+from budgetware.wire.body import _report_batches as report_batches
+from budgetware.wire.detect import SNIFF, JsonPath, format_for_url, sniff_format
 
 __all__ = ["bound_payload"]
 
@@ -25,8 +32,10 @@ def bound_payload(
 
     ``url`` (or just its path, like ``/v1/messages``) picks the wire format. ``config``
     is resolved like the transports' (environment < config < budget() < overrides).
-    While something watches requests, its report is delivered at once (the caller's span
-    is current: no HTTP request exists yet).
+    The payload is never serialized: the new one shares every object outside the changed
+    tool results with ``payload`` (which is left as it was), so every other value stays
+    exactly as given. While something watches requests, its report is delivered at once
+    (the caller's span is current: no HTTP request exists yet).
     """
     if not isinstance(payload, dict):
         return payload
@@ -34,16 +43,90 @@ def bound_payload(
     effective = resolve_config(config, request_overrides=request_overrides, lenient=True)
     if not effective.enabled:
         return payload
+    if not observe.watching():
+        try:
+            return _bound(url, payload, effective, None)
+        except Exception:
+            fail_open("bound a request payload", config=effective)
+            return payload
+    start = time.perf_counter()
+    batches: list[BatchReport] = []
+    error: str | None = None
+    out = payload
     try:
-        # Written as the standard library would (NaN, Infinity, big integers) so that
-        # reading it back gives every value outside the tool results as it was.
-        body = dumps_faithful(payload)
-        if observe.watching():
-            new_body, report = observed_finalize_body(url, body, config=effective, entry="payload")
-            observe.deliver_request(report)
-        else:
-            new_body = finalize_body(url, body, config=effective)
-        return payload if new_body is body else loads(new_body)
-    except Exception:
+        out = _bound(url, payload, effective, batches)
+    except Exception as exc:
+        error = type(exc).__name__
         fail_open("bound a request payload", config=effective)
+    seconds = time.perf_counter() - start
+    fmt = format_for_url(url, effective)
+    observe.deliver_request(
+        RequestReport(
+            api=fmt.name if fmt is not None and fmt is not SNIFF else None,
+            bytes_before=max(_size(payload), 0),
+            bytes_after=max(_size(out), 0),
+            batch_budget=effective.batch_budget,
+            unit=effective.unit,
+            seconds=seconds,
+            batches=tuple(batches),
+            error=error,
+            telemetry=effective.telemetry,
+            entry="payload",
+        )
+    )
+    return out
+
+
+def _bound(
+    url: str, payload: dict[str, Any], config: BudgetConfig, reports: list[BatchReport] | None
+) -> Any:
+    # As for bodies: every string takes at least as many bytes in the JSON text as it
+    # measures, so a payload whose JSON is no longer than the budget holds no batch over it.
+    # (orjson writes a few values differently, never a string: the bound holds.)
+    if 0 <= _size(payload) <= config.batch_budget:
         return payload
+    fmt = format_for_url(url, config)
+    if fmt is SNIFF:
+        fmt = sniff_format(payload)
+    if fmt is None:
+        return payload
+    all_batches = fmt.batches(payload)
+    batches = [batch for batch in all_batches if over_budget(batch, config)]
+    bounded: dict[int, BatchReport] | None = None if reports is None else {}
+    try:
+        if not batches:
+            return payload
+        changes = bound_batches(batches, config, bounded)
+    finally:
+        if reports is not None and bounded is not None:
+            reports.extend(report_batches(all_batches, bounded, config))
+    if not changes:
+        return payload
+    return _with_values(payload, {path: new for path, (_, new) in changes.items()})
+
+
+def _with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str, Any]:
+    """A copy of ``doc`` with ``values`` at their paths: only the containers on those paths
+    are copied (once each); everything else is shared with ``doc``, which is not changed."""
+    root = dict(doc)
+    copies: dict[JsonPath, Any] = {(): root}
+    for path, value in values.items():
+        container: Any = root
+        for depth in range(1, len(path)):
+            prefix = path[:depth]
+            copied = copies.get(prefix)
+            if copied is None:
+                original = container[path[depth - 1]]
+                copied = dict(original) if isinstance(original, dict) else list(original)
+                container[path[depth - 1]] = copies[prefix] = copied
+            container = copied
+        container[path[-1]] = value
+    return root
+
+
+def _size(payload: Any) -> int:
+    """The payload's size as compact JSON (-1 when it is not JSON: size unknown)."""
+    try:
+        return len(dumps_bytes(payload))
+    except (TypeError, ValueError, RecursionError):
+        return -1
