@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import warnings
@@ -17,6 +18,7 @@ from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, c
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.http.transport import OFFLOAD_BYTES
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
@@ -189,6 +191,18 @@ def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
     return {**data, "headers": kept}
 
 
+def _request_size(data: Mapping[str, Any]) -> int:
+    """The client's request body size, as its ``content-length`` header says (0: unknown)."""
+    server_request = data.get("proxy_server_request")
+    headers = server_request.get("headers") if isinstance(server_request, Mapping) else None
+    if not isinstance(headers, Mapping):
+        return 0
+    try:
+        return int(headers.get("content-length") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _plain(value: Any) -> Any:
     # An SDK caller may put pydantic objects in its history (litellm's ``Message`` from a
     # previous response): the wire layer reads JSON, so those are bounded as their dumps.
@@ -258,7 +272,13 @@ class BudgetCallback(CustomLogger):
             overrides = metadata_overrides(team, "team metadata", warn=log_warning)
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
             overrides.update(header_overrides(request_headers(data), warn=log_warning))
-            bounded = _bound_field(data, call_type, self.config, overrides)
+            args = (data, call_type, self.config, overrides)
+            if _request_size(data) < OFFLOAD_BYTES:
+                bounded = _bound_field(*args)
+            else:
+                # Hashing, cutting and writing artifacts take milliseconds to tens of them
+                # (an fsync): not on the event loop that serves every other request.
+                bounded = await asyncio.to_thread(_bound_field, *args)
             if bounded is None:
                 return data
             _, field = _FORMATS[_call_type_name(call_type)]

@@ -268,3 +268,30 @@ async def test_disable_header_removed_from_forwarded_headers_leaves_messages_who
     result = await _hook(callback, data)
     assert result["headers"] == {}
     assert result["messages"] is data["messages"]
+
+
+@pytest.mark.parametrize(("length", "off_loop"), [("1000", False), (str(2 << 20), True)])
+async def test_a_large_request_is_bounded_off_the_event_loop(
+    callback: Any,
+    artifact_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    length: str,
+    off_loop: bool,
+) -> None:
+    import threading
+
+    from budgetware.integrations.litellm import _callback
+
+    threads: list[threading.Thread] = []
+    real = _callback._bound_field
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(_callback, "_bound_field", spy)
+    data = _chat()
+    data["proxy_server_request"]["headers"]["content-length"] = length
+    result = await _hook(callback, data)
+    assert_bounded(tool_texts("messages", result["messages"]), BIG, artifact_dir)
+    assert (threads[0] is not threading.current_thread()) is off_loop
