@@ -255,7 +255,9 @@ def main() -> None:
             without, with_ = statistics.median(rates["without"]), statistics.median(rates["with"])
             # Each round runs both proxies back to back, under the same outside load: the
             # ratio is the median of the rounds' ratios.
-            ratio = statistics.median(w / wo for w, wo in zip(rates["with"], rates["without"]))
+            ratios = [w / wo for w, wo in zip(rates["with"], rates["without"])]
+            ratio = statistics.median(ratios)
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
             for label, rate in (("without", without), ("with", with_)):
                 proxy_cpu = statistics.median(c[0] for c in cpu[label]) * 1e3
                 provider_cpu = statistics.median(c[1] for c in cpu[label]) * 1e3
@@ -269,6 +271,7 @@ def main() -> None:
                         f"{proxy_cpu:.1f}",
                         f"{provider_cpu:.1f}",
                         f"{ratio:.2f}x" if label == "with" else "",
+                        spread if label == "with" else "",
                     )
                 )
             print(f"{mix.name}: {without:.1f} req/s without, {with_:.1f} with: {ratio:.2f}x")
@@ -291,6 +294,7 @@ def main() -> None:
             "proxy CPU ms/req",
             "provider CPU ms/req",
             "req/s with/without",
+            "rounds",
         ),
     )
 

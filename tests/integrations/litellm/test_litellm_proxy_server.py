@@ -14,11 +14,11 @@ import anthropic
 import openai
 import pytest
 from litellm_proxy_helpers import BUDGET, assert_bounded, big_results, small_results, tool_texts
-from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL
+from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL, new_proxy, proxy_config, proxy_env
 from testing import drivers
 
 from budgetware.testing import FakeProvider, RecordedRequest, Reply
-from budgetware.testing.litellm_proxy import LiteLLMProxy
+from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 pytestmark = [pytest.mark.sdk, pytest.mark.slow]
 
@@ -353,3 +353,22 @@ def test_an_unwritable_store_never_fails_a_request(
     # Sizes and types only: no tool output, no path.
     assert "unwritable-0" not in log
     assert str(unwritable_store) not in log
+
+
+# --- setup ----------------------------------------------------------------------------------
+
+
+def test_a_bad_setting_stops_the_proxy_at_start_naming_the_variable(
+    proxy_upstream: FakeProvider, tmp_path: Path
+) -> None:
+    # Never a proxy that runs without budgetware, or fails requests: it does not start.
+    proxy = new_proxy(
+        tmp_path / "misconfigured",
+        proxy_config(proxy_upstream.url),
+        proxy_env(tmp_path / "artifacts", batch_budget="lots"),
+    )
+    with pytest.raises(LiteLLMProxyError) as failed:
+        proxy.start()
+    assert "ConfigError" in str(failed.value)
+    assert "BUDGETWARE_BATCH_BUDGET" in str(failed.value)
+    assert not proxy.running
