@@ -205,6 +205,14 @@ class BudgetConfig(BaseModel):
         False,
         description="Also bound unknown endpoints whose body looks like a model request.",
     )
+    text_results: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Presets for agents that send tool results as plain user text, each such message "
+            "a batch of its own: 'smolagents' and 'react' (Observation: messages), 'aider' "
+            "(its command output). A comma-separated list in the environment."
+        ),
+    )
     telemetry: bool = Field(
         True,
         description=(
@@ -261,6 +269,27 @@ class BudgetConfig(BaseModel):
                 except re.error as exc:
                     raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
         return value
+
+    @field_validator("text_results", mode="before")
+    @classmethod
+    def _preset_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("text_results")
+    @classmethod
+    def _known_presets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from budgetware.core.presets import TEXT_RESULT_PRESETS
+
+        unknown = [name for name in value if name not in TEXT_RESULT_PRESETS]
+        if unknown:
+            valid = ", ".join(sorted(TEXT_RESULT_PRESETS))
+            raise ValueError(f"unknown preset {', '.join(map(repr, unknown))} (valid: {valid})")
+        return tuple(dict.fromkeys(value))
 
     @field_validator("artifact_dir", mode="before")
     @classmethod

@@ -189,9 +189,9 @@ def _bound(
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):
         for found, entry in zip(batch, entries):
-            for path, old, new in zip(found.paths, found.slots, entry.slots):
+            for path, kept, old, new in zip(found.paths, found.kept, found.slots, entry.slots):
                 if new is not old and new != old:
-                    changes[path] = (old, new)
+                    changes[path] = (kept + old, kept + new)
     return changes
 
 

@@ -94,7 +94,13 @@ def read_body(
     found = sniff_format(decoded) if fmt is SNIFF else fmt
     if found is None:
         return None
-    return decoded, found.batches(decoded)
+    batches = found.batches(decoded)
+    if config is not None and config.text_results:
+        # Agents that send tool results as user text (smolagents' "Observation:").
+        from budgetware.wire.text_results import text_result_batches
+
+        batches += text_result_batches(found.name, decoded, config.text_results)
+    return decoded, batches
 
 
 class _Sniff:

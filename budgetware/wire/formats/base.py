@@ -30,15 +30,19 @@ class Found:
     paths: list[JsonPath] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
     parts: list[object] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    """Per slot, text before it in the same string that is never cut (a text-result
+    preset's marker, ``Observation:``): the value at the path is ``kept + slot``."""
 
     def entry(self) -> ToolResult:
         """This result as the core's neutral entry (undecided: a body carries no decision)."""
         return ToolResult(self.call_id, self.tool_name, tuple(self.slots), tuple(self.parts))
 
-    def slot(self, path: JsonPath, value: str) -> None:
-        """Record one piece of model-facing text that may be shortened."""
+    def slot(self, path: JsonPath, value: str, *, kept: str = "") -> None:
+        """Record one piece of model-facing text that may be shortened (after ``kept``)."""
         self.paths.append(path)
         self.slots.append(value)
+        self.kept.append(kept)
 
 
 # The tool results of one model turn, in body order.

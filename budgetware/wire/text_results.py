@@ -1,0 +1,82 @@
+"""Tool results sent as plain user text (``text_results`` presets, ``core/presets.py``).
+
+For each user message whose text starts with a preset's marker, one batch of one result:
+the text after the marker is its slot (the marker is kept, so the model still reads
+``Observation:``). Chat formats whose user messages carry a string or text parts are
+read: OpenAI Chat and Responses, Anthropic Messages, Gemini, Ollama, Cohere v2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from budgetware.core.presets import TEXT_RESULT_PRESETS, TextResultPreset
+from budgetware.wire.formats.base import Batch, Found, JsonPath
+
+__all__ = ["text_result_batches"]
+
+# format -> (list key, role key, user role, content key, text-part predicate key)
+_MESSAGES = {
+    "openai_chat": ("messages", "content"),
+    "anthropic_messages": ("messages", "content"),
+    "ollama_chat": ("messages", "content"),
+    "cohere_v2": ("messages", "content"),
+    "openai_responses": ("input", "content"),
+}
+_TEXT_TYPES = frozenset({"text", "input_text"})
+
+
+def _texts(content: object, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
+    if isinstance(content, str):
+        yield path, content
+    elif isinstance(content, list):
+        for index, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") in _TEXT_TYPES:
+                text = part.get("text")
+                if isinstance(text, str):
+                    yield (*path, index, "text"), text
+
+
+def _user_texts(fmt: str, body: Mapping[str, Any]) -> Iterator[Iterator[tuple[JsonPath, str]]]:
+    """For each user message, its text values with their paths."""
+    if fmt == "gemini":
+        contents = body.get("contents")
+        for index, content in enumerate(contents if isinstance(contents, list) else []):
+            if isinstance(content, dict) and content.get("role", "user") == "user":
+                parts = content.get("parts")
+                yield (
+                    (("contents", index, "parts", p, "text"), part["text"])
+                    for p, part in enumerate(parts if isinstance(parts, list) else [])
+                    if isinstance(part, dict) and isinstance(part.get("text"), str)
+                )
+        return
+    spec = _MESSAGES.get(fmt)
+    if spec is None:
+        return
+    key, content_key = spec
+    messages = body.get(key)
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            yield _texts(message.get(content_key), (key, index, content_key))
+
+
+def text_result_batches(fmt: str, body: Mapping[str, Any], presets: Sequence[str]) -> list[Batch]:
+    """One batch per user message that a preset recognizes as a tool result."""
+    chosen: list[TextResultPreset] = [TEXT_RESULT_PRESETS[name] for name in presets]
+    batches: list[Batch] = []
+    for texts in _user_texts(fmt, body):
+        found: Found | None = None
+        for path, text in texts:
+            for preset in chosen:
+                split = preset.split(text)
+                if split is None:
+                    continue
+                kept, result = split
+                if found is None:
+                    found = Found(call_id=None, tool_name=preset.tool_name)
+                found.slot(path, result, kept=kept)
+                break
+        if found is not None and found.slots:
+            batches.append([found])
+    return batches
