@@ -9,7 +9,7 @@ start in milliseconds); the first public name a program touches loads all of the
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStore, ArtifactStoreError
-from budgetware.core.config import BudgetConfig, ConfigError, budget
+from budgetware.core.config import BudgetConfig, ConfigError, ToolPolicy, budget
 from budgetware.core.errors import BudgetwareWarning
 from budgetware.core.finalize import finalize_batch, guard_batch
 from budgetware.core.fit import fit_text
@@ -25,7 +25,7 @@ from budgetware.display.projection import (
 from budgetware.http.instrument import Instrumentation, instrument, is_instrumented, uninstrument
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 from budgetware.mcp import http as _mcp_http  # registers its response rewriter
-from budgetware.mcp.bound import McpBudget, McpServerBudget
+from budgetware.mcp.bound import McpBudget, McpServerBudget, McpToolPolicy
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import GrepLine, GrepMatch, grep_artifact
 from budgetware.retrieval.read import read_artifact

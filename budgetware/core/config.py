@@ -34,7 +34,9 @@ __all__ = [
     "NO_FORMAT",
     "BudgetConfig",
     "ConfigError",
+    "Priority",
     "StoreLocation",
+    "ToolPolicy",
     "budget",
     "check_settings",
     "current_overrides",
@@ -133,6 +135,23 @@ def default_artifact_dir() -> Path:
     return base_dir / "budgetware" / "artifacts"
 
 
+Priority = Literal["high", "normal", "low"]
+
+
+class ToolPolicy(BaseModel):
+    """How a tool's results share a batch: a priority, and the least room they keep.
+
+    ``low`` results give room first; ``high`` ones are cut only when the rest, down to its
+    floor, cannot make room. ``min_room`` (in the budget's unit) is the room a result keeps
+    before any other result gets more than its own floor; the batch budget always holds.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
+    min_room: int = Field(0, ge=0, description="Room a result keeps first, in the unit.")
+
+
 class BudgetConfig(BaseModel):
     """Every budgetware setting, validated; unset fields fall back to the environment."""
 
@@ -220,6 +239,14 @@ class BudgetConfig(BaseModel):
             "opentelemetry-api is installed."
         ),
     )
+    tool_policies: dict[str, ToolPolicy] = Field(
+        default_factory=dict,
+        description=(
+            "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
+            "{'priority': ..., 'min_room': N}: low-priority results give room first, "
+            "high-priority ones are cut last; the batch budget always holds."
+        ),
+    )
     preview_json: bool = Field(
         True,
         description="Shorten a JSON document to valid JSON of the same shape (else a text cut).",
@@ -243,6 +270,20 @@ class BudgetConfig(BaseModel):
             return 0
         if isinstance(value, str) and value.strip().lower() in {"inf", "infinity", "nan"}:
             return 0
+        return value
+
+    @field_validator("tool_policies", mode="before")
+    @classmethod
+    def _parse_policies(cls, value: Any) -> Any:
+        # From the environment: a JSON object. A bare priority stands for {"priority": p}.
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text else {}  # a ValueError is a validation error
+        if isinstance(value, dict):
+            return {
+                pattern: {"priority": policy} if isinstance(policy, str) else policy
+                for pattern, policy in value.items()
+            }
         return value
 
     @field_validator("preview_salient_patterns", mode="before")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import logging
 from collections.abc import Callable, Sequence
 
 from budgetware.core import observe
-from budgetware.core.allocate import allocate
+from budgetware.core.allocate import allocate, allocate_by_priority
 from budgetware.core.artifacts import ArtifactStore, PredictsReferences, text_key
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import BudgetConfig, ToolPolicy
 from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
@@ -171,7 +172,10 @@ def _bound(
     lengths = [measure(slot, unit) for entry in out for slot in entry.slots]
     if sum(lengths) <= config.batch_budget:
         return out
-    allocation = allocate(lengths, config.batch_budget)
+    if config.tool_policies:
+        allocation = _allocate_by_policy(out, lengths, config)
+    else:
+        allocation = allocate(lengths, config.batch_budget)
     options = preview_options(config)
     index = 0
     for position, entry in enumerate(out):
@@ -198,6 +202,51 @@ def _bound(
             persisted_output_files=state,
         )
     return out
+
+
+# The room every result keeps first when priorities differ within a batch: enough for a
+# compact preview that is mostly the output's own text (a low-priority result is cut to
+# this, not to nothing, unless the floors themselves do not fit).
+_PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
+_PRIORITY_FLOOR_TOKENS = 25
+_RANK = {"high": 0, "normal": 1, "low": 2}
+
+
+def _allocate_by_policy(
+    entries: list[ToolResult], lengths: list[int], config: BudgetConfig
+) -> list[int]:
+    """The batch split with each tool's priority and minimum room (``tool_policies``)."""
+    table = tuple(config.tool_policies.items())
+    ranks: list[int] = []
+    floors: list[int] = []
+    index = 0
+    for entry in entries:
+        count = len(entry.slots)
+        policy = _policy_for(table, entry.tool_name)
+        ranks += [_RANK[policy.priority]] * count
+        mine = lengths[index : index + count]
+        floors += allocate(mine, policy.min_room) if policy.min_room else [0] * count
+        index += count
+    if len(set(ranks)) > 1:
+        least = _PRIORITY_FLOOR.get(config.unit, _PRIORITY_FLOOR_TOKENS)
+        floors = [max(f, least) for f in floors]
+    return allocate_by_priority(lengths, config.batch_budget, ranks, floors)
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy_for(table: tuple[tuple[str, ToolPolicy], ...], name: str | None) -> ToolPolicy:
+    """A tool's policy: its exact name first, then the first pattern (fnmatch) it matches."""
+    if name is not None:
+        for pattern, policy in table:
+            if pattern == name:
+                return policy
+        for pattern, policy in table:
+            if fnmatch.fnmatchcase(name, pattern):
+                return policy
+    return _NORMAL
+
+
+_NORMAL = ToolPolicy()
 
 
 def preview_options(config: BudgetConfig) -> PreviewOptions:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore, text_key
@@ -18,6 +18,7 @@ from budgetware.core.config import (
     ENV_PREFIX,
     BudgetConfig,
     ConfigError,
+    Priority,
     resolve_config,
     warn_setting_once,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "BoundResult",
     "McpBudget",
     "McpServerBudget",
+    "McpToolPolicy",
     "bound_response_message",
     "bound_tool_result",
     "default_store",
@@ -58,6 +60,30 @@ _ENV_MCP = ENV_PREFIX + "MCP_"
 _V = TypeVar("_V")
 
 
+class McpToolPolicy(BaseModel):
+    """One tool's settings at the producer boundary: a result budget, a priority, a floor.
+
+    Results arrive one at a time here, so a priority decides the per-result budget:
+    ``high`` is not cut to the result budget (only to the message limit: the batch
+    finalizer downstream bounds it, last, with its own ``tool_policies``) unless
+    ``result_budget`` is set; ``normal`` and ``low`` get the server's or global budget.
+    ``min_room`` raises the budget that applies to at least that much.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result_budget: int | None = Field(None, description="Per tools/call result of this tool.")
+    priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
+    min_room: int = Field(0, ge=0, description="The least result budget this tool gets.")
+
+
+def _tool_entries(value: Any) -> Any:
+    # A bare priority stands for {"priority": p}.
+    if isinstance(value, dict):
+        return {k: {"priority": v} if isinstance(v, str) else v for k, v in value.items()}
+    return value
+
+
 class McpServerBudget(BaseModel):
     """Overrides for one MCP server: its default result budget and per-tool budgets."""
 
@@ -66,9 +92,18 @@ class McpServerBudget(BaseModel):
     result_budget: int | None = Field(
         None, description="Budget per tools/call result of this server; None: the global one."
     )
-    tools: dict[str, int] = Field(
-        default_factory=dict, description="Tool name (or fnmatch pattern) -> result budget."
+    tools: dict[str, int | McpToolPolicy] = Field(
+        default_factory=dict,
+        description=(
+            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
+            "'priority', 'min_room'}."
+        ),
     )
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_shorthand(cls, value: Any) -> Any:
+        return _tool_entries(value)
 
 
 class McpBudget(BaseModel):
@@ -99,9 +134,19 @@ class McpBudget(BaseModel):
         description="Largest rewritten result message on the wire, in bytes (the mcp client's "
         "limit for one server-sent event); 0 or less disables.",
     )
-    tools: dict[str, int] = Field(
-        default_factory=dict, description="Tool name (or fnmatch pattern) -> result budget."
+    tools: dict[str, int | McpToolPolicy] = Field(
+        default_factory=dict,
+        description=(
+            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
+            "'priority', 'min_room'}."
+        ),
     )
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_shorthand(cls, value: Any) -> Any:
+        return _tool_entries(value)
+
     servers: dict[str, McpServerBudget] = Field(
         default_factory=dict,
         description='Server name, URL or host:port (or pattern) -> {"result_budget": n, '
@@ -162,20 +207,35 @@ class McpBudget(BaseModel):
         return _match(self.servers, name) is not None
 
     def budget_for(self, server: str | None = None, tool: str | None = None) -> int:
-        """The result budget for one tool of one server (most specific override wins)."""
+        """The result budget for one tool of one server (most specific override wins).
+
+        A tool entry is a budget, or an ``McpToolPolicy``: its ``result_budget`` if set,
+        else none for ``high`` priority (0: only the message limit applies) and the
+        server's or global budget otherwise, raised to ``min_room``.
+        """
         overrides = _match(self.servers, server) if server else None
+        base = self.result_budget
+        entry: int | McpToolPolicy | None = None
         if overrides is not None:
             if tool is not None:
-                by_tool = _match(overrides.tools, tool)
-                if by_tool is not None:
-                    return by_tool
+                entry = _match(overrides.tools, tool)
             if overrides.result_budget is not None:
-                return overrides.result_budget
-        if tool is not None:
-            by_tool = _match(self.tools, tool)
-            if by_tool is not None:
-                return by_tool
-        return self.result_budget
+                if entry is None:
+                    return overrides.result_budget  # server beats a global tool entry
+                base = overrides.result_budget
+        if entry is None and tool is not None:
+            entry = _match(self.tools, tool)
+        if entry is None:
+            return base
+        if isinstance(entry, int):
+            return entry
+        if entry.result_budget is not None:
+            budget = entry.result_budget
+        elif entry.priority == "high":
+            return 0
+        else:
+            budget = base
+        return max(budget, entry.min_room) if budget > 0 else budget
 
 
 def _match(table: Mapping[str, _V], name: str | None) -> _V | None:

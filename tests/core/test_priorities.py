@@ -1,0 +1,140 @@
+"""Priorities instead of exemptions: tool policies share a batch, the budget always holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from budgetware import (
+    BudgetConfig,
+    ConfigError,
+    McpBudget,
+    McpToolPolicy,
+    ToolPolicy,
+    ToolResult,
+    allocate,
+    finalize_batch,
+    guard_batch,
+)
+from budgetware.core.allocate import allocate_by_priority
+
+HIGH, NORMAL, LOW = 0, 1, 2
+
+
+def test_worked_numbers_of_the_docs() -> None:
+    lengths = [6_000, 8_000, 12_000]
+    assert allocate(lengths, 10_000) == [3_334, 3_333, 3_333]
+    ranks = [HIGH, NORMAL, LOW]
+    assert allocate_by_priority(lengths, 10_000, ranks, [100] * 3) == [6_000, 3_900, 100]
+    floors = [100, 100, 2_000]
+    assert allocate_by_priority(lengths, 10_000, ranks, floors) == [6_000, 2_000, 2_000]
+    big = [12_000, 8_000, 5_000]
+    assert allocate_by_priority(big, 10_000, ranks, [100] * 3) == [9_800, 100, 100]
+    # Floors that do not fit share the budget max-min fair: the bound holds.
+    assert allocate_by_priority([5_000] * 3, 200, ranks, [100] * 3) == [67, 67, 66]
+
+
+def test_a_rank_is_max_min_fair_on_totals_with_floors() -> None:
+    shares = allocate_by_priority([5_000, 5_000, 5_000], 6_000, [NORMAL] * 3, [0, 0, 2_500])
+    assert shares == [1_750, 1_750, 2_500]
+
+
+lengths_st = st.lists(st.integers(0, 3_000), min_size=1, max_size=12)
+
+
+@given(lengths_st, st.integers(0, 20_000))
+def test_one_rank_and_no_floors_is_the_plain_water_fill(lengths: list[int], budget: int) -> None:
+    n = len(lengths)
+    assert allocate_by_priority(lengths, budget, [NORMAL] * n, [0] * n) == allocate(lengths, budget)
+
+
+@given(lengths_st, st.integers(0, 20_000), st.data())
+def test_priority_split_is_bounded_and_respects_the_order(
+    lengths: list[int], budget: int, data: Any
+) -> None:
+    n = len(lengths)
+    ranks = data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    floors = data.draw(st.lists(st.integers(0, 1_000), min_size=n, max_size=n))
+    shares = allocate_by_priority(lengths, budget, ranks, floors)
+    assert sum(shares) == min(budget, sum(lengths))
+    assert all(0 <= a <= length for a, length in zip(shares, lengths))
+    if sum(min(f, x) for f, x in zip(floors, lengths)) <= budget:
+        assert all(a >= min(f, x) for a, f, x in zip(shares, floors, lengths))
+        # A higher rank is cut only when every lower rank is down to its floor.
+        for i in range(n):
+            for j in range(n):
+                if ranks[i] < ranks[j] and shares[i] < lengths[i]:
+                    assert shares[j] == min(floors[j], lengths[j])
+
+
+def _batch() -> list[ToolResult]:
+    return [
+        ToolResult("1", "memory_search", ("m" * 6_000,)),
+        ToolResult("2", "shell", ("s" * 8_000,)),
+        ToolResult("3", "web_fetch", ("w" * 12_000,)),
+    ]
+
+
+def test_policies_by_name_and_pattern_decide_who_gives_room_first() -> None:
+    config = BudgetConfig(
+        batch_budget=10_000,
+        persist=False,
+        tool_policies={"memory_*": "high", "web_fetch": {"priority": "low", "min_room": 2_000}},
+    )
+    memory, shell, web = finalize_batch(_batch(), config=config)
+    assert memory.slots[0] == "m" * 6_000  # high: whole, the others could make room
+    assert len(shell.slots[0]) <= 2_000
+    assert len(web.slots[0]) <= 2_000
+    assert web.slots[0].count("w") * 2 >= 2_000
+    assert sum(len(e.slots[0]) for e in (memory, shell, web)) <= 10_000
+    again = finalize_batch([memory, shell, web], config=config)
+    assert again == [memory, shell, web]
+    assert guard_batch([memory, shell, web], config=config) == [memory, shell, web]
+
+
+def test_a_high_priority_result_is_still_bounded() -> None:
+    config = BudgetConfig(batch_budget=1_000, persist=False, tool_policies={"*": "high"})
+    results = finalize_batch(_batch(), config=config)
+    assert sum(len(e.slots[0]) for e in results) <= 1_000
+
+
+def test_a_low_priority_result_keeps_a_floor_of_content() -> None:
+    config = BudgetConfig(batch_budget=10_000, persist=False, tool_policies={"web_*": "low"})
+    *_, web = finalize_batch(_batch(), config=config)
+    assert len(web.slots[0]) == 100
+    assert web.slots[0].count("w") >= 50
+
+
+def test_policies_from_the_environment_and_bad_ones() -> None:
+    config = BudgetConfig.from_env(
+        {"BUDGETWARE_TOOL_POLICIES": '{"tool_search": "high", "grep*": {"min_room": 500}}'}
+    )
+    assert config.tool_policies == {
+        "tool_search": ToolPolicy(priority="high"),
+        "grep*": ToolPolicy(min_room=500),
+    }
+    for bad in ('{"x": "urgent"}', '{"x": {"min_room": -1}}', "{not json"):
+        with pytest.raises(ConfigError, match="BUDGETWARE_TOOL_POLICIES"):
+            BudgetConfig.from_env({"BUDGETWARE_TOOL_POLICIES": bad})
+
+
+def test_mcp_per_tool_settings_take_a_priority_and_a_floor() -> None:
+    budget = McpBudget(
+        result_budget=10_000,
+        tools={"memory_*": "high", "fetch": {"min_room": 30_000}, "grep": 500},
+        servers={"docs": {"result_budget": 2_000, "tools": {"search": {"priority": "high"}}}},
+    )
+    assert budget.tools["memory_*"] == McpToolPolicy(priority="high")
+    assert budget.budget_for(tool="memory_search") == 0  # only the message limit applies
+    assert budget.budget_for(tool="fetch") == 30_000
+    assert budget.budget_for(tool="grep") == 500
+    assert budget.budget_for(tool="other") == 10_000
+    assert budget.budget_for("docs", "search") == 0
+    assert budget.budget_for("docs", "memory_search") == 2_000  # the server wins over a tool
+    pinned = McpBudget(tools={"x": {"priority": "high", "result_budget": 50_000}})
+    assert pinned.budget_for(tool="x") == 50_000
+    env = McpBudget.from_env({"BUDGETWARE_MCP_TOOLS": '{"tool_search": "high"}'})
+    assert env.budget_for(tool="tool_search") == 0
