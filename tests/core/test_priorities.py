@@ -48,7 +48,9 @@ lengths_st = st.lists(st.integers(0, 3_000), min_size=1, max_size=12)
 @given(lengths_st, st.integers(0, 20_000))
 def test_one_rank_and_no_floors_is_the_plain_water_fill(lengths: list[int], budget: int) -> None:
     n = len(lengths)
-    assert allocate_by_priority(lengths, budget, [NORMAL] * n, [0] * n) == allocate(lengths, budget)
+    assert allocate_by_priority(lengths, budget, [NORMAL] * n, [0] * n) == allocate(
+        lengths, budget
+    )
 
 
 @given(lengths_st, st.integers(0, 20_000), st.data())
