@@ -176,6 +176,10 @@ class ContentStore:
     def _write_decision(self, key: str, data: bytes) -> None:
         raise NotImplementedError
 
+    def _fetch_decision(self, key: str) -> bytes | None:
+        """A decision record as stored, with no lookup caches (the sweep reads them)."""
+        return self._read_decision(key)
+
     def _scan(self) -> Listing:
         raise NotImplementedError
 
@@ -604,7 +608,7 @@ class ContentStore:
                 return
             key = entry.name[: -len(".decision.json")]
             try:
-                raw = self._read_decision(key)
+                raw = self._fetch_decision(key)
                 record = loads(raw) if raw is not None else None
             except (OSError, ValueError):
                 continue

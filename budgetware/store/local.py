@@ -259,6 +259,7 @@ class LocalArtifactStore(ContentStore):
                         # Hand the GIL to a request thread that waits for it (after a
                         # write, say) every ~0.1 ms, not after the 5 ms switch interval.
                         time.sleep(0)
+                        sweeper.check_stopping()
                     match = _LISTED.fullmatch(item.name)
                     if match is None or match.lastindex is None:
                         continue

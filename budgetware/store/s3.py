@@ -321,9 +321,13 @@ class S3ArtifactStore(ContentStore):
                 while len(self._no_decision) > CACHE_ENTRIES:
                     self._no_decision.popitem(last=False)
             return None
+        return self._fetch_decision(key)
+
+    def _fetch_decision(self, key: str) -> bytes | None:
         try:
-            name = self._name(key, ".decision.json")
-            got = self._call("get_object", Bucket=self.bucket, Key=name)
+            got = self._call(
+                "get_object", Bucket=self.bucket, Key=self._name(key, ".decision.json")
+            )
         except _Missing:
             return None
         return bytes(got["Body"].read(MIB))
@@ -379,8 +383,9 @@ class S3ArtifactStore(ContentStore):
                     continue
                 into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))
             token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token or sweeper.stopping():
+            if not page.get("IsTruncated") or not token:
                 return listing
+            sweeper.check_stopping()
             time.sleep(0)  # hand the GIL to request threads between pages
 
     def _delete(self, names: list[str]) -> None:

@@ -17,13 +17,17 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["THREAD_NAME", "stopping", "submit"]
+__all__ = ["THREAD_NAME", "Stopping", "check_stopping", "stopping", "submit"]
 
 logger = logging.getLogger("budgetware")
 
 THREAD_NAME = "budgetware-sweeper"
 
 _Job = Callable[[], object]
+
+
+class Stopping(Exception):
+    """The interpreter is exiting: a long job ends here, having changed nothing more."""
 
 
 class _Sweeper:
@@ -56,6 +60,8 @@ class _Sweeper:
                     what, job = self.jobs.popleft()
                 try:
                     job()
+                except Stopping:
+                    return
                 except Exception as exc:  # upkeep must never end the thread
                     logger.warning(
                         "budgetware could not %s (%s); it is tried again later",
@@ -85,6 +91,13 @@ def submit(what: str, job: _Job) -> None:
 def stopping() -> bool:
     """Whether the interpreter is exiting: long jobs end at their next safe point."""
     return _SWEEPER.stop.is_set()
+
+
+def check_stopping() -> None:
+    """Raise Stopping when the interpreter is exiting (a sweep never acts on half a
+    listing)."""
+    if _SWEEPER.stop.is_set():
+        raise Stopping()
 
 
 def _after_fork_in_child() -> None:

@@ -6,6 +6,8 @@ files go."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -242,3 +244,43 @@ def test_a_forked_child_sweeps_on_its_own_thread(tmp_path: Path) -> None:
         answer = pipe.read()
     os.waitpid(pid, 0)
     assert answer == b"1"
+
+
+def test_a_sweep_stopped_by_interpreter_exit_deletes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalArtifactStore(tmp_path / "a", max_age=DAY)
+    refs = [store.put(f"{i}" * 100) for i in range(200)]
+    for ref in refs:
+        age(ref, 40 * DAY)
+    exiting = sweeper._Sweeper()
+    exiting.stop.set()
+    monkeypatch.setattr(sweeper, "_SWEEPER", exiting)
+    # The listing stops at its next safe point; nothing is decided on half of it.
+    with pytest.raises(sweeper.Stopping):
+        store.sweep()
+    assert all(Path(ref).exists() for ref in refs)
+
+
+_EXITING_CHILD = """
+import os, sys, time
+from budgetware import LocalArtifactStore
+store = LocalArtifactStore(sys.argv[1], sweep_interval=600)
+for i in range(3000):
+    ref = store.put(f"{i:05d}" * 20)
+    os.utime(ref, (time.time() - 90 * 86400,) * 2)
+store._next_sweep = 0.0
+store.put("wakes the sweep")
+# and exits at once, while the sweep may be running
+"""
+
+
+def test_the_interpreter_exits_cleanly_during_a_sweep(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING_CHILD, str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0
+    assert done.stderr == ""
