@@ -19,7 +19,7 @@ from budgetware.http.context import bounded_above
 from budgetware.http.delivery import attach_report, settle
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.hooks import rewrite_response
-from budgetware.store.select import check_store
+from budgetware.store.select import check_store, remote_store_in_use
 from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.signing import signed_header_names
 
@@ -306,6 +306,15 @@ class BudgetTransport(_TransportBase):
 # other requests. Above this size the async paths do it in a worker thread (a thread hop
 # costs tens of microseconds, far below a parse of this size).
 OFFLOAD_BYTES = 1 << 20
+# With a store over the network (S3) a body that may hold a cut result may wait for the
+# network (a HEAD and a PUT, seconds if the endpoint hangs): above this size it goes to a
+# worker thread too.
+REMOTE_OFFLOAD_BYTES = 64 * 1024
+
+
+def _offload(size: int) -> bool:
+    return size >= OFFLOAD_BYTES or (size >= REMOTE_OFFLOAD_BYTES and remote_store_in_use())
+
 
 T = TypeVar("T")
 
@@ -320,7 +329,7 @@ async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
         size = int(request.headers.get("content-length") or 0)
     except (AttributeError, ValueError):
         size = 0
-    if size < OFFLOAD_BYTES:
+    if not _offload(size):
         return fn(*args)
     import anyio.to_thread  # httpx and httpx2 both depend on anyio
 
@@ -333,7 +342,7 @@ async def rewrite_response_off_loop(request: Any, response: Any, config: Any) ->
     bound it and write an artifact; a streamed body is rewritten chunk by chunk, off the
     loop already. Small bodies stay on the loop, where a thread hop would cost more."""
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
-    if not isinstance(content, bytes) or len(content) < OFFLOAD_BYTES:
+    if not isinstance(content, bytes) or not _offload(len(content)):
         return rewrite_response(request, response, config)
     import anyio.to_thread
 

@@ -12,9 +12,18 @@ from budgetware.store import sweeper
 from budgetware.store.files import untrusted_reason
 from budgetware.store.local import store_for
 
-__all__ = ["check_store", "store_for_config"]
+__all__ = ["check_store", "remote_store_in_use", "store_for_config"]
 
 logger = logging.getLogger("budgetware")
+
+# Set once any entry point has named a store over the network (S3): the async paths then
+# bound every body that may need it in a worker thread, never on the event loop.
+_remote_in_use = False
+
+
+def remote_store_in_use() -> bool:
+    """Whether a store reached over the network has been configured in this process."""
+    return _remote_in_use
 
 
 def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
@@ -45,6 +54,8 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
     if location.scheme == "s3":
         from budgetware.store.s3 import s3_store_for
 
+        global _remote_in_use
+        _remote_in_use = True
         return s3_store_for(
             location.bucket,
             location.prefix,

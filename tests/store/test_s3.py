@@ -530,3 +530,37 @@ def test_the_mcp_boundary_and_the_finalizer_share_an_s3_store(s3_bucket: S3Bucke
     assert [k for k in s3_bucket.objects() if k.endswith(".txt")] == [
         f"mcp/{text_key('m' * 200_000)}.txt"
     ]
+
+
+async def test_async_requests_with_an_s3_store_are_bounded_off_the_event_loop(
+    s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+
+    from budgetware.http import transport as _transport
+    from budgetware.http.transport import OFFLOAD_BYTES, AsyncBudgetTransport
+
+    threads: list[int] = []
+    original = _transport.finalize_body
+
+    def recording(*args: Any, **kwargs: Any) -> bytes:
+        threads.append(threading.get_ident())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_transport, "finalize_body", recording)
+    sent: list[bytes] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.content)
+        return httpx2.Response(200, json={"ok": True})
+
+    config = BudgetConfig(batch_budget=20_000, artifact_store=s3_bucket.url("async"))
+    transport = AsyncBudgetTransport(httpx2.MockTransport(reply), config=config)
+    request_body = body("a" * 300_000)
+    assert len(request_body) < OFFLOAD_BYTES  # on the loop with a local store
+    async with httpx2.AsyncClient(transport=transport) as client:
+        await client.post(URL, content=request_body)
+    # The S3 calls (seconds if the endpoint hangs) ran in a worker thread.
+    assert threads
+    assert threading.get_ident() not in threads
+    assert f"s3://{s3_bucket.name}/async/" in sent[0].decode()

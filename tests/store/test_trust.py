@@ -152,3 +152,28 @@ def test_an_untrusted_directory_gives_previews_with_no_reference(untrusted_dir: 
     assert len(text) <= 5000
     assert str(untrusted_dir) not in text
     assert list(untrusted_dir.iterdir()) == []
+
+
+def test_every_entry_point_refuses_an_untrusted_directory_at_setup(
+    untrusted_dir: Path,
+) -> None:
+    from budgetware.integrations.anthropic import budget_middleware
+    from budgetware.integrations.litellm import budget_callback
+    from budgetware.integrations.mcp import BoundedTransport
+
+    config = BudgetConfig(artifact_dir=untrusted_dir)
+    for setup in (
+        lambda: budget_middleware(config=config),
+        lambda: budget_callback(config=config),
+        lambda: BoundedTransport(object(), config=config),
+    ):
+        with pytest.raises(ConfigError, match="artifact_dir"):
+            setup()
+
+
+def test_the_environment_is_checked_too(
+    untrusted_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", str(untrusted_dir))
+    with pytest.raises(ConfigError, match="BUDGETWARE_ARTIFACT_DIR"):
+        instrument()
