@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker builds the sdist and the wheel once for the whole module (scripts/test).
+pytestmark = pytest.mark.xdist_group("packaging")
+
 ROOT = Path(__file__).resolve().parent.parent
 TREES = {"budgetware": "budgetware", "integrations": "budgetware/integrations"}
 # What the build reads, and the folders the sdist carries (MANIFEST.in).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -37,8 +38,17 @@ def _originals() -> list[Any]:
     ]
 
 
+def _installed(target: PatchTarget) -> bool:
+    try:
+        return importlib.util.find_spec(target.module) is not None
+    except ModuleNotFoundError:  # the parent package is missing (google-genai on 3.10)
+        return False
+
+
 def test_every_patch_target_exists_in_the_installed_libraries() -> None:
     for target in PATCH_TARGETS:
+        if not _installed(target) and target.module.startswith("google."):
+            continue  # google-genai 3 needs Python 3.11 (the CI matrix runs 3.10 without it)
         module = importlib.import_module(target.module)
         cls = getattr(module, target.cls)
         assert callable(vars(cls).get(target.method)), target.name
@@ -46,9 +56,11 @@ def test_every_patch_target_exists_in_the_installed_libraries() -> None:
 
 def test_instrument_patches_send_of_both_libraries() -> None:
     originals = _originals()
-    importlib.import_module("google.genai._api_client")
+    installed = [t for t in PATCH_TARGETS if _installed(t)]
+    for target in installed:
+        importlib.import_module(target.module)
     handle = instrument()
-    assert set(handle.patched) == {t.name for t in PATCH_TARGETS}
+    assert set(handle.patched) == {t.name for t in installed}
     assert all(now is not before for now, before in zip(_originals(), originals))
 
 

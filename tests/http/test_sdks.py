@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from http_helpers import assert_bounded, big_results, small_results
-from testing.drivers import DRIVERS, Driver
+from testing.drivers import DRIVERS, DRIVERS_BY_NAME, Driver, needs_sdk, params
 
 from budgetware.core.config import BudgetConfig
 from budgetware.http.instrument import instrument
@@ -65,7 +65,7 @@ def _json(body: bytes) -> Any:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("driver", SYNC, ids=lambda d: d.name)
+@pytest.mark.parametrize("driver", params(SYNC))
 def test_big_batch_arrives_within_budget_sync(
     driver: Driver,
     mode: str,
@@ -82,7 +82,7 @@ def test_big_batch_arrives_within_budget_sync(
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("driver", ASYNC, ids=lambda d: d.name)
+@pytest.mark.parametrize("driver", params(ASYNC))
 async def test_big_batch_arrives_within_budget_async(
     driver: Driver,
     mode: str,
@@ -98,7 +98,7 @@ async def test_big_batch_arrives_within_budget_async(
     assert_bounded(driver.api, _json(body), BIG, artifact_dir)
 
 
-@pytest.mark.parametrize("driver", SYNC, ids=lambda d: d.name)
+@pytest.mark.parametrize("driver", params(SYNC))
 def test_batch_under_budget_arrives_byte_identical_sync(
     driver: Driver, fake_provider: FakeProvider, config: BudgetConfig
 ) -> None:
@@ -111,7 +111,7 @@ def test_batch_under_budget_arrives_byte_identical_sync(
     assert wrapped == plain
 
 
-@pytest.mark.parametrize("driver", ASYNC, ids=lambda d: d.name)
+@pytest.mark.parametrize("driver", params(ASYNC))
 async def test_batch_under_budget_arrives_byte_identical_async(
     driver: Driver, fake_provider: FakeProvider, config: BudgetConfig
 ) -> None:
@@ -124,23 +124,22 @@ async def test_batch_under_budget_arrives_byte_identical_async(
     assert wrapped == plain
 
 
+@needs_sdk(DRIVERS_BY_NAME["google_genai_aiohttp"])
 async def test_google_genai_default_aiohttp_path_is_bounded_under_instrument(
     fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
 ) -> None:
-    from testing.drivers import DRIVERS_BY_NAME
-
     driver = DRIVERS_BY_NAME["google_genai_aiohttp"]
     with instrument(config=config):
         body = await asend(driver, fake_provider, BIG)
     assert_bounded(driver.api, _json(body), BIG, artifact_dir)
 
 
+@needs_sdk(DRIVERS_BY_NAME["google_genai_aiohttp"])
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 async def test_google_genai_default_aiohttp_path_is_untouched_after_uninstrument(
     fake_provider: FakeProvider, config: BudgetConfig
 ) -> None:
     from google.genai._api_client import BaseApiClient
-    from testing.drivers import DRIVERS_BY_NAME
 
     original = vars(BaseApiClient)["_use_aiohttp"]
     with instrument(config=config):

@@ -31,11 +31,14 @@ event loop; the sync form takes ``asynchronous=True`` to run the async form unde
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
+
+import pytest
 
 # litellm fetches its model cost map from the network at import time unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -1173,3 +1176,37 @@ DRIVERS: tuple[Driver, ...] = (
     Driver("cohere", "cohere", "/v2/chat", send_cohere, asend_cohere, "httpx"),
 )
 DRIVERS_BY_NAME: dict[str, Driver] = {d.name: d for d in DRIVERS}
+
+# The module each driver's SDK imports as, by driver-name prefix. A driver whose SDK is not
+# installed is skipped, with the reason in the summary: scripts/ci-matrix runs the SDK
+# tests on Python 3.10, where google-genai 3 (it needs 3.11) cannot be installed.
+_SDK_MODULES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "google_genai": "google.genai",
+    "mistralai": "mistralai",
+    "litellm": "litellm",
+    "ollama": "ollama",
+    "cohere": "cohere",
+}
+
+
+def missing_sdk(driver: Driver) -> str | None:
+    """The module of ``driver``'s SDK when it is not installed, else None."""
+    module = next(m for prefix, m in _SDK_MODULES.items() if driver.name.startswith(prefix))
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # its parent package is missing (google)
+        found = None
+    return module if found is None else None
+
+
+def needs_sdk(driver: Driver) -> pytest.MarkDecorator:
+    """Skip the test when ``driver``'s SDK is not installed."""
+    module = missing_sdk(driver)
+    return pytest.mark.skipif(module is not None, reason=f"{module} is not installed")
+
+
+def params(drivers: Sequence[Driver]) -> list[Any]:
+    """``drivers`` for ``pytest.mark.parametrize``, by name, each skipped without its SDK."""
+    return [pytest.param(d, id=d.name, marks=needs_sdk(d)) for d in drivers]
