@@ -57,10 +57,10 @@ DEFAULT_SALIENT_PATTERNS: tuple[str, ...] = (
     r"make(?:\[\d+\])?: \*\*\*",
     # A first word that names the problem: "ValueError: x", "main.c:3:5: error: x",
     # "tests/a.py:12: AssertionError", "bash: x: command not found", "2024-01-01 ERROR x".
-    r"\S++(?:(?<=rror:)|(?<=tion:)|(?<=Error)$|(?<=Exception)$"
+    r"\S+(?!\S)(?:(?<=rror:)|(?<=tion:)|(?<=Error)$|(?<=Exception)$"
     r"|(?<=\d:) (?:fatal )?(?:error|[\w.]*Error|[\w.]*Exception)\b"
     r"|(?<=sh:) \S.*(?:not found|No such file|Permission denied)"
-    r"| (?:\S++ )?(?:\[?(?:ERROR|FATAL|CRITICAL|PANIC|SEVERE)\]?|FAILED|error:|fatal:)(?:\s|$))",
+    r"| (?:\S+ )?(?:\[?(?:ERROR|FATAL|CRITICAL|PANIC|SEVERE)\]?|FAILED|error:|fatal:)(?:\s|$))",
 )
 
 
@@ -75,7 +75,11 @@ def compile_salient(extra: tuple[str, ...] = (), defaults: bool = True) -> re.Pa
         return None
     for pattern in extra:
         re.compile(pattern)  # fail on the user's pattern, with its own error
-    return re.compile(r"\n[ \t]*+(?:" + "|".join(f"(?:{p})" for p in patterns) + ")", re.MULTILINE)
+    # No possessive quantifiers (*+, ++): Python 3.10's re has none. A negative lookahead
+    # pins each run as a possessive would: backing off a character fails at once.
+    return re.compile(
+        r"\n[ \t]*(?![ \t])(?:" + "|".join(f"(?:{p})" for p in patterns) + ")", re.MULTILINE
+    )
 
 
 def salient_spans(
