@@ -93,14 +93,9 @@ def main(argv: list[str]) -> int:
     store = store_for_config(config)
     if not isinstance(store, ContentStore):
         raise CliError("no artifact store can be named (set BUDGETWARE_ARTIFACT_DIR)")
-    name = _name(store)
+    name = store.location
     now = time.time()
     return _run(args, store, name, now)  # an OSError is one line, exit 1
-
-
-def _name(store: ContentStore) -> str:
-    directory = getattr(store, "directory", None)
-    return str(directory) if directory is not None else store.ref_for("")[: -len(".txt")]
 
 
 def _run(args: argparse.Namespace, store: ContentStore, name: str, now: float) -> int:

@@ -149,6 +149,11 @@ class ContentStore:
 
     # -- the backend ---------------------------------------------------------------------
 
+    @property
+    def location(self) -> str:
+        """Where the store is, as a person would name it (a directory, an s3:// URL)."""
+        raise NotImplementedError
+
     def ref_for(self, key: str) -> str:
         """The reference a preview names for ``key``."""
         raise NotImplementedError

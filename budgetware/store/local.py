@@ -72,6 +72,11 @@ class LocalArtifactStore(ContentStore):
 
     # -- references ----------------------------------------------------------------------
 
+    @property
+    def location(self) -> str:
+        """The store directory."""
+        return self._dir
+
     def path_for(self, key: str) -> Path:
         """The file a key lives in (whether or not it exists yet)."""
         return self.directory / (check_key(key) + ".txt")

@@ -127,6 +127,11 @@ class S3ArtifactStore(ContentStore):
 
     # -- references ----------------------------------------------------------------------
 
+    @property
+    def location(self) -> str:
+        """``s3://bucket/prefix/``."""
+        return self._base_ref
+
     def ref_for(self, key: str) -> str:
         """The reference a preview names: ``s3://bucket/prefix/<sha256>.txt``."""
         return f"{self._base_ref}{key}.txt"
