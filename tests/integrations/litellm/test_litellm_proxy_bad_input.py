@@ -21,7 +21,8 @@ from testing import drivers
 from budgetware.testing import FakeProvider, RecordedRequest
 from budgetware.testing.litellm_proxy import LiteLLMProxy
 
-pytestmark = [pytest.mark.sdk, pytest.mark.slow]
+# One worker starts the session's proxies and runs every test that uses them.
+pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]
 
 BIG = big_results(3, 40_000)
 CHAT = "/v1/chat/completions"

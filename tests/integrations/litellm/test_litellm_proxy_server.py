@@ -20,7 +20,8 @@ from testing import drivers
 from budgetware.testing import FakeProvider, RecordedRequest, Reply
 from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
-pytestmark = [pytest.mark.sdk, pytest.mark.slow]
+# One worker starts the session's proxies and runs every test that uses them.
+pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]
 
 SIZE = 60_000
 BIG = big_results(4, SIZE)
