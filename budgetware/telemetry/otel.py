@@ -12,7 +12,8 @@ wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``paylo
 - ``budgetware.requests.bounded`` (counter, ``{request}``): requests whose body changed;
 - ``budgetware.tool_results.cut`` (counter, ``{tool_result}``): tool results shortened;
 - ``budgetware.bytes.saved`` (counter, ``By``): request bytes not sent;
-- ``budgetware.bounding.duration`` (histogram, ``s``): time spent bounding a request.
+- ``budgetware.bounding.duration`` (histogram, ``s``): time spent bounding a request body
+  that budgetware had to read (one longer than the budget; a shorter one costs nothing).
 
 Span attributes, on the span current when the request reaches the network (the client span
 of the httpx instrumentations, else the caller's own span; see ``http/delivery.py``):
@@ -92,8 +93,9 @@ def enable(*, meter_provider: Any = None) -> bool:
     except ImportError:
         return False
     with _lock:
-        _meter_provider = meter_provider
-        _instruments = None
+        if meter_provider is not _meter_provider:
+            _meter_provider = meter_provider
+            _instruments = None  # made again from the new provider at the next report
         if _subscription is None:
             _subscription = observe.subscribe(request=_on_request)
     return True
@@ -101,12 +103,11 @@ def enable(*, meter_provider: Any = None) -> bool:
 
 def disable() -> None:
     """Stop reporting to OpenTelemetry."""
-    global _subscription, _instruments
+    global _subscription
     with _lock:
         if _subscription is not None:
             _subscription.close()
             _subscription = None
-        _instruments = None
 
 
 def _create_instruments() -> tuple[Any, Any, Any, Any]:
@@ -128,6 +129,18 @@ def _create_instruments() -> tuple[Any, Any, Any, Any]:
     )
 
 
+def _current_span() -> Any:
+    global _get_current_span
+    if _get_current_span is None:
+        from opentelemetry.trace import get_current_span
+
+        _get_current_span = get_current_span
+    return _get_current_span()
+
+
+_get_current_span: Any = None
+
+
 def _on_request(report: observe.RequestReport) -> None:
     if not report.telemetry:
         return
@@ -146,9 +159,7 @@ def _on_request(report: observe.RequestReport) -> None:
     )
     bounded = report.bounded
     try:
-        from opentelemetry import trace
-
-        span = trace.get_current_span()
+        span = _current_span()
         if span.is_recording():
             span.set_attributes(span_attributes)
         global _instruments
@@ -160,7 +171,8 @@ def _on_request(report: observe.RequestReport) -> None:
             requests.add(1, labels)
             cut.add(report.results_cut, labels)
             saved.add(report.bytes_saved, labels)
-        duration.record(report.seconds, labels)
+        if report.bytes_before > report.batch_budget > 0:  # a body it had to read
+            duration.record(report.seconds, labels)
     except Exception as exc:  # the application's SDK or exporter: never the request's problem
         name = type(exc).__name__
         if name not in _failed_types:
