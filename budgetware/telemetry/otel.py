@@ -71,26 +71,17 @@ def enable_if_available() -> bool:
     off; what ``import budgetware`` does. Imports nothing of OpenTelemetry yet."""
     if os.environ.get("BUDGETWARE_TELEMETRY", "").strip().lower() in _OFF:
         return False
-    import importlib.util
-
-    try:
-        if importlib.util.find_spec("opentelemetry.metrics") is None:
-            return False
-    except (ImportError, ValueError):
-        return False
     return enable()
 
 
 def enable(*, meter_provider: Any = None) -> bool:
     """Report every request to OpenTelemetry (``meter_provider``: instead of the global one).
 
-    Returns False, changing nothing, when opentelemetry-api is not installed.
+    Returns False, changing nothing, when opentelemetry-api is not installed. The API is
+    imported at the first report, not here: ``import budgetware`` stays cheap.
     """
     global _subscription, _meter_provider, _instruments
-    try:
-        import opentelemetry.metrics
-        import opentelemetry.trace  # noqa: F401
-    except ImportError:
+    if not _api_installed():
         return False
     with _lock:
         if meter_provider is not _meter_provider:
@@ -99,6 +90,15 @@ def enable(*, meter_provider: Any = None) -> bool:
         if _subscription is None:
             _subscription = observe.subscribe(request=_on_request)
     return True
+
+
+def _api_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("opentelemetry.trace") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def disable() -> None:
