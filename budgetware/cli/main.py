@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("budgetware.cli.diagnose", "summarize a budgetware debug log per tool call"),
     "acp-proxy": ("budgetware.cli.acp_proxy", "run an ACP agent with bounded tool output"),
     "artifacts": ("budgetware.cli.artifacts", "see or prune the artifact store"),
+    "mcp-server": ("budgetware.cli.mcp_server", "serve read_tool_output over MCP (stdio or HTTP)"),
     "run": ("budgetware.cli.run", "run a Python program with budgetware on, unchanged"),
 }
 

@@ -1,0 +1,116 @@
+"""An MCP server exposing ``read_tool_output`` over the configured artifact store, so any
+MCP-capable agent (or a LiteLLM Proxy's MCP gateway) reads full outputs with no code.
+
+Run it with ``budgetware mcp-server`` (stdio) or ``budgetware mcp-server --http HOST:PORT``
+(streamable HTTP at ``/mcp``); its settings come from ``BUDGETWARE_*`` variables, like every
+entry point. Built on the official ``mcp`` package's low-level server, so the tool's input
+schema is exactly ``read_tool_output``'s and every answer, an error included, is the
+executor's text (``isError`` set for ``error:`` answers). Reads run in a worker thread.
+
+``mcp`` (and ``uvicorn`` for HTTP) are imported only when used
+(``pip install "budgetware[mcp-server]"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from budgetware.core.config import BudgetConfig
+from budgetware.store.base import ContentStore
+from budgetware.tools import (
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    arun_read_tool_output,
+    read_tool_output_parameters,
+)
+
+__all__ = ["SERVER_NAME", "build_server", "http_app", "serve_http", "serve_stdio"]
+
+SERVER_NAME = "budgetware"
+_INSTALL = 'the budgetware MCP server needs the mcp package: pip install "budgetware[mcp-server]"'
+_INSTRUCTIONS = (
+    "Tool results that were too long reach you as a preview that names the full output "
+    "('Full output: <ref>'). Call read_tool_output with that ref to read any part of it "
+    "(offset, limit) or the lines matching a pattern."
+)
+
+
+def _mcp() -> tuple[Any, Any]:
+    try:
+        import mcp_types
+        from mcp.server.lowlevel.server import Server
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return Server, mcp_types
+
+
+def build_server(
+    *,
+    store: ContentStore | None = None,
+    config: BudgetConfig | None = None,
+    name: str = SERVER_NAME,
+) -> Any:
+    """The MCP server (``mcp.server.lowlevel.Server``) with the one tool, reading ``store``
+    (default: the store the configuration names, as it is when a call arrives)."""
+    server_class, types = _mcp()
+    tool = types.Tool(
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        inputSchema=read_tool_output_parameters(),
+        annotations=types.ToolAnnotations(
+            title="Read a truncated tool output",
+            readOnlyHint=True,
+            destructiveHint=False,
+            idempotentHint=True,
+            openWorldHint=False,
+        ),
+    )
+
+    async def list_tools(context: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(context: Any, params: Any) -> Any:
+        if params.name != TOOL_NAME:
+            text = f"error: unknown tool {params.name!r} (this server has {TOOL_NAME})"
+        else:
+            text = await arun_read_tool_output(params.arguments or {}, store=store, config=config)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            isError=text.startswith("error:"),
+        )
+
+    return server_class(
+        name,
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(server: Any = None) -> None:
+    """Serve over this process's stdin and stdout until the client closes them."""
+    _mcp()
+    from mcp.server.stdio import stdio_server
+
+    server = server if server is not None else build_server()
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app(server: Any = None, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+    """The streamable HTTP app (Starlette) serving ``server`` at ``path``."""
+    server = server if server is not None else build_server()
+    return server.streamable_http_app(streamable_http_path=path, host=host)
+
+
+async def serve_http(
+    server: Any = None, *, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp"
+) -> None:
+    """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    app = http_app(server, host=host, path=path)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
+    await uvicorn.Server(config).serve()
