@@ -1,0 +1,191 @@
+"""Reading artifacts back: a 64 KB window at offset 0 and at offset 99 MB of a 100 MB
+artifact (ASCII and CJK), against os.pread of the same bytes; a literal grep over 100 MB
+against ``grep -c -F`` on the same file; a regular-expression grep, reported.
+
+Targets (issue #14): the two windows within 2x of each other and within 2x of os.pread of
+the same bytes; the literal grep within 2x of ``grep -c -F``. The data is generated in a
+temporary directory and deleted at the end; everything runs from the page cache (each
+timing is the best of several rounds after a warm-up).
+
+    .venv/bin/python benchmarks/bench_retrieval.py [--mb 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import best_time, print_table
+
+from budgetware.core.artifacts import text_key
+from budgetware.retrieval.grep import grep_result
+from budgetware.retrieval.read import read_artifact
+from budgetware.store.local import LocalArtifactStore
+
+MIB = 1024 * 1024
+WINDOW = 65_536  # characters
+
+
+def make_ascii(size: int) -> str:
+    line = "2026-12-01T05:00:00Z INFO worker-17 PASSED tests/test_module_{:07d}.py::test_case ok\n"
+    lines = [line.format(i) for i in range(size // len(line) + 1)]
+    text = "".join(lines)[:size]
+    middle = len(text) * 97 // 100
+    needle = "FAILED tests/test_cart.py::test_checkout_total - AssertionError\n"
+    start = text.rfind("\n", 0, middle) + 1
+    return text[:start] + needle + text[start + len(needle) :]
+
+
+def make_cjk(size: int) -> str:
+    # Lines of 3-byte characters (CJK) with an ASCII line break: ~size bytes of UTF-8.
+    row = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(40)) + "\n"
+    rows = size // len(row.encode()) + 1
+    text = row * rows
+    chars = len(text) * 97 // 100
+    start = text.rfind("\n", 0, chars) + 1
+    needle = "失败 FAILED tests/test_cart.py\n"
+    return text[:start] + needle + text[start + len(needle) :]
+
+
+def window_rows(store: LocalArtifactStore, name: str, text: str) -> list[tuple[str, ...]]:
+    ref = store.put(text)
+    key = text_key(text)
+    started = time.perf_counter()
+    read_artifact(ref, limit=1, store=store)  # verify (hash) and build the index, once
+    first = time.perf_counter() - started
+    index_bytes = os.path.getsize(Path(ref).with_suffix(".index"))
+    far = len(text) - len(text) // 100 - WINDOW  # ~99% in: offset 99 MB of 100 MB
+    rows = [
+        (
+            f"{name}: first read (hash + index)",
+            f"{first * 1e3:.0f} ms",
+            f"index {index_bytes:,} bytes",
+            "",
+        )
+    ]
+    fd = os.open(ref, os.O_RDONLY)
+    try:
+        times = {}
+        for label, offset in (("offset 0", 0), (f"offset {far / MIB:.0f} Mi chars", far)):
+            begin = len(text[:offset].encode("utf-8", "surrogatepass"))
+            length = len(text[offset : offset + WINDOW].encode("utf-8", "surrogatepass"))
+            assert (
+                read_artifact(ref, offset=offset, limit=WINDOW, store=store)
+                == (text[offset : offset + WINDOW])
+            )
+            ours = best_time(
+                lambda o=offset: read_artifact(ref, offset=o, limit=WINDOW, store=store),
+                repeat=9,
+                number=200,
+            )
+            on_fd = best_time(
+                lambda b=begin, n=length: os.pread(fd, n, b).decode("utf-8"),
+                repeat=9,
+                number=200,
+            )
+
+            def opened(b: int = begin, n: int = length) -> str:
+                handle = os.open(ref, os.O_RDONLY)
+                try:
+                    return os.pread(handle, n, b).decode("utf-8")
+                finally:
+                    os.close(handle)
+
+            by_path = best_time(opened, repeat=9, number=200)
+            times[label] = ours
+            rows.append(
+                (
+                    f"{name}: 64 Ki chars at {label} ({length // 1024} KiB)",
+                    f"{ours * 1e6:.0f} us",
+                    f"pread+decode {on_fd * 1e6:.0f} us (x{ours / on_fd:.2f}); "
+                    f"open+pread+decode {by_path * 1e6:.0f} us (x{ours / by_path:.2f})",
+                    "",
+                )
+            )
+        near, far_time = times.values()
+        rows.append((f"{name}: far / near", f"x{far_time / near:.2f}", "target <= 2", ""))
+    finally:
+        os.close(fd)
+    del key
+    return rows
+
+
+def grep_rows(
+    store: LocalArtifactStore, name: str, text: str, tool: str | None
+) -> list[tuple[str, ...]]:
+    ref = store.put(text)
+    literal = "FAILED tests/test_cart.py"
+    regex = r"FAILED tests/\w+\.py"
+    found = grep_result(ref, literal, max_matches=10_000, store=store)
+    assert len(found.matches) == 1, len(found.matches)
+    ours = best_time(lambda: grep_result(ref, literal, max_matches=10_000, store=store), repeat=5)
+    rows = [(f"{name}: literal grep, 1 match", f"{ours * 1e3:.0f} ms", "", "")]
+    if tool:
+        out = subprocess.run([tool, "-c", "-F", literal, ref], capture_output=True, text=True)
+        assert out.stdout.strip() == "1", out
+        theirs = best_time(
+            lambda: subprocess.run([tool, "-c", "-F", literal, ref], capture_output=True),
+            repeat=5,
+        )
+        rows[-1] = (
+            rows[-1][0],
+            rows[-1][1],
+            f"grep -c -F {theirs * 1e3:.0f} ms (x{ours / theirs:.2f}, target <= 2)",
+            "",
+        )
+    assert len(grep_result(ref, regex, store=store).matches) == 1
+    ours_re = best_time(lambda: grep_result(ref, regex, store=store), repeat=3)
+    row = (f"{name}: regex grep {regex}", f"{ours_re * 1e3:.0f} ms", "", "")
+    if tool:
+        theirs_re = best_time(
+            lambda: subprocess.run(
+                [tool, "-c", "-E", r"FAILED tests/\w+\.py", ref], capture_output=True
+            ),
+            repeat=3,
+        )
+        row = (
+            row[0],
+            row[1],
+            f"grep -c -E {theirs_re * 1e3:.0f} ms (x{ours_re / theirs_re:.2f})",
+            "",
+        )
+    rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=int, default=100, help="artifact size in MB (default 100)")
+    args = parser.parse_args()
+    size = args.mb * MIB
+    tool = shutil.which("grep")
+    directory = Path(tempfile.mkdtemp(prefix="budgetware-bench-retrieval-"))
+    try:
+        store = LocalArtifactStore(
+            directory / "artifacts", max_artifact_bytes=2 * size, max_store_bytes=8 * size
+        )
+        rows: list[tuple[str, ...]] = []
+        for name, make in (("ASCII", make_ascii), ("CJK", make_cjk)):
+            text = make(size)
+            rows += window_rows(store, name, text)
+            rows += grep_rows(store, name, text, tool)
+            del text
+        print_table(
+            f"Reading a {args.mb} MB artifact back (best of several rounds, page cache warm)",
+            rows,
+            ("what", "time", "baseline (same run)", ""),
+        )
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
