@@ -56,7 +56,12 @@ def test_the_failing_line_reaches_the_model(
     with (
         FakeProvider(model) as fake,
         budgetware.instrument(),
-        budgetware.budget(batch_budget=20_000),
+        budgetware.budget(
+            # Salient lines off: the preview would otherwise rescue a FAILED line from the
+            # omitted middle (docs/previews.md); here it must stay omitted.
+            batch_budget=20_000,
+            preview_salient_percent=0,
+        ),
     ):
         client = openai.OpenAI(base_url=f"{fake.url}/v1", api_key="test")
         messages: list[Any] = [{"role": "user", "content": "Why does CI fail?"}]
