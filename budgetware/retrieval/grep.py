@@ -95,6 +95,9 @@ class Pattern:
     text: str
     needle: bytes | None
     compiled: Any = field(default=None, compare=False)
+    # A plain string every match of the regular expression contains: pieces without it
+    # are skipped without being decoded.
+    required: bytes | None = None
 
 
 def compile_pattern(pattern: object) -> Pattern:
@@ -109,7 +112,42 @@ def compile_pattern(pattern: object) -> Pattern:
         compiled = regex.compile(pattern, regex.MULTILINE)
     except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise InvalidPattern(f"not a valid regular expression: {exc}") from None
-    return Pattern(pattern, None, compiled)
+    literal = required_literal(pattern)
+    required = literal.encode("utf-8", "surrogatepass") if literal else None
+    return Pattern(pattern, None, compiled, required)
+
+
+# Syntax the regex package reads differently from re's parser (fuzzy matching, POSIX
+# classes, its own flags and groups): no required literal is taken from such a pattern.
+_OWN_SYNTAX = ("{", "[:", "(?")
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run of plain characters (3 or more) at the top level of ``pattern``, which
+    every match must contain; None when there is none or the pattern is not plain enough
+    to tell (alternatives at the top, case-insensitive, the regex package's own syntax)."""
+    if any(token in pattern for token in _OWN_SYNTAX):
+        return None
+    try:
+        import re._parser as parser  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as parser
+    try:
+        parsed = parser.parse(pattern)
+    except Exception:  # re refuses what regex may accept: no shortcut then
+        return None
+    if parsed.state.flags & (parser.SRE_FLAG_IGNORECASE | parser.SRE_FLAG_VERBOSE):
+        return None
+    best: list[int] = []
+    run: list[int] = []
+    for op, value in parsed.data:
+        if str(op) == "LITERAL":
+            run.append(value)
+            if len(run) > len(best):
+                best = list(run)
+        else:
+            run = []
+    return "".join(map(chr, best)) if len(best) >= 3 else None
 
 
 def _chars(data: bytes) -> int:
@@ -269,6 +307,123 @@ def _pieces(store: ContentStore, key: str) -> Iterator[bytes]:
         yield carry
 
 
+def _line_start(store: ContentStore, key: str, position: int, floor: int) -> int:
+    """Where the line holding byte ``position`` starts (not before ``floor``: a longer
+    line is shown from there, at a character boundary)."""
+    end = position
+    while end > floor:
+        begin = max(floor, end - 64 * 1024)
+        data = store.read_range(key, begin, end)
+        found = data.rfind(b"\n")
+        if found >= 0:
+            return begin + found + 1
+        end = begin
+    if floor == 0:
+        return 0
+    data = store.read_range(key, floor, min(floor + 4, position))
+    return floor + _boundary(data + b"\0", 0, 1)
+
+
+def _line_end(store: ContentStore, key: str, position: int, size: int, ceiling: int) -> int:
+    """Just after the line break ending the line that holds byte ``position`` (the end of
+    the output, or ``ceiling`` for a longer line)."""
+    begin = position
+    while begin < min(size, ceiling):
+        end = min(size, ceiling, begin + 64 * 1024)
+        data = store.read_range(key, begin, end)
+        found = data.find(b"\n")
+        if found >= 0:
+            return begin + found + 1
+        begin = end
+    return min(size, ceiling)
+
+
+def _search_plain(
+    store: ContentStore,
+    key: str,
+    pattern: Pattern,
+    needle: bytes,
+    *,
+    context: int,
+    max_matches: int,
+    max_line_chars: int,
+    deadline: float,
+    clock: Callable[[], float],
+    timeout: float,
+) -> GrepResult:
+    """A plain string (or a regular expression with a plain string every match contains,
+    ``needle``), searched as bytes in pieces aligned to the index's line table: a piece
+    without the string costs one read and one ``find``; only the lines around it are
+    counted (from the nearest line-table entry), decoded and, for a regular expression,
+    matched."""
+    index = store.char_index(key)
+    size, step = index.size, index.line_step
+    piece = max(CHUNK // step, 1) * step
+    overlap = max(len(needle) - 1, 0)
+    buffer = bytearray(piece + overlap)
+    matches: list[GrepMatch] = []
+    taken = 0  # matches start at or after this byte (the lines before were searched)
+    more = False
+    for start in range(0, size, piece):
+        if clock() > deadline:
+            raise SearchTimeout(f"the search took longer than {timeout:g} s")
+        got, now = store.read_into(key, start, buffer)
+        if now != size or got < min(piece + overlap, size - start):
+            store.changed(key)
+        end = min(start + piece, size)
+        first = buffer.find(needle, max(taken - start, 0), got)
+        if first < 0 or start + first >= end:
+            continue
+        # The lines from the first match to the piece's end, and `context` lines around.
+        line_from = _line_start(store, key, start + first, max(start + first - LONG_LINE, 0))
+        region_from = line_from
+        for _ in range(context):
+            if region_from == 0:
+                break
+            region_from = _line_start(store, key, region_from - 1, max(region_from - LONG_LINE, 0))
+        region_to = _line_end(store, key, end - 1, size, end + LONG_LINE)
+        for _ in range(context):
+            if region_to >= size:
+                break
+            region_to = _line_end(store, key, region_to, size, region_to + LONG_LINE)
+        entry, lines_before, chars_before = index.line_entry(region_from)
+        data = store.read_range(key, entry, region_to)
+        skip = region_from - entry
+        line = 1 + lines_before + data.count(b"\n", 0, skip)
+        char = chars_before + _chars(data[:skip])
+        region = data[skip:]
+        as_text = pattern.needle is None
+        block = _Block(region, as_text, line, char, max_line_chars)
+        if as_text:  # positions in characters; a match may start before the string
+            pos = _chars(region[: max(taken, line_from) - region_from])
+            stop = _chars(region[: end - region_from])
+        else:
+            pos = max(taken, start + first) - region_from
+            stop = end - region_from
+        while True:
+            found = _find(block, pattern, pos, deadline, clock, timeout)
+            if found < 0 or found >= stop:
+                break
+            if len(matches) == max_matches:
+                more = True
+                break
+            line_start, line_end = block.line_bounds(found)
+            number = block.line_number(line_start)
+            before = block.lines_before(line_start, number, context) if context else []
+            after = block.lines_after(line_end, number, context)[0] if context else []
+            shown = block.line(line_start, line_end, number, found)
+            matches.append(
+                GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
+            )
+            pos = line_end + 1
+        if as_text and block.text is not None:
+            pos = len(block.text[:pos].encode("utf-8", "surrogatepass"))
+        taken = region_from + pos
+        if more:
+            break
+    return GrepResult(matches, more, size)
+
+
 def search(
     store: ContentStore,
     key: str,
@@ -282,6 +437,20 @@ def search(
 ) -> GrepResult:
     """The lines of artifact ``key`` matching ``pattern`` (see ``grep_artifact``)."""
     deadline = clock() + timeout
+    needle = pattern.needle if pattern.needle is not None else pattern.required
+    if needle is not None:
+        return _search_plain(
+            store,
+            key,
+            pattern,
+            needle,
+            context=context,
+            max_matches=max_matches,
+            max_line_chars=max_line_chars,
+            deadline=deadline,
+            clock=clock,
+            timeout=timeout,
+        )
     matches: list[GrepMatch] = []
     pending: list[_Pending] = []
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
 from budgetware.core.jsonio import dumps_bytes, loads
@@ -70,9 +71,12 @@ READ_CHUNK = 8 * MIB
 Probe = Literal["absent", "verified", "false"]
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 def check_key(key: str) -> str:
     """``key`` if it is a lower-case hex SHA-256 digest (the only thing a name is made of)."""
-    if len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
+    if not isinstance(key, str) or _HEX64.fullmatch(key) is None:
         raise ValueError("artifact keys are lower-case hex SHA-256 digests")
     return key
 
@@ -208,6 +212,13 @@ class ContentStore:
     def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
         """``read_range``, and the artifact's size in bytes as it was read (one call)."""
         raise NotImplementedError
+
+    def read_into(self, key: str, start: int, buffer: bytearray) -> tuple[int, int]:
+        """Fill ``buffer`` with the artifact's bytes from ``start`` (fewer at its end): how
+        many, and the artifact's size. Backends that can read into memory in place do."""
+        data, size = self.read_window(key, start, start + len(buffer))
+        buffer[: len(data)] = data
+        return len(data), size
 
     def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
         """The file kept beside the artifact (``<key><suffix>``), or None if there is none."""
@@ -382,7 +393,7 @@ class ContentStore:
         self._drop(key)
         raise ArtifactNotFound("the artifact does not match what was verified")
 
-    def iter_bytes(self, key: str, *, chunk: int = READ_CHUNK, start: int = 0) -> Iterator[bytes]:
+    def iter_bytes(self, key: str, *, chunk: int | None = None, start: int = 0) -> Iterator[bytes]:
         """The artifact's bytes from ``start``, in pieces of ``chunk`` bytes (the last one
         shorter); memory for one piece whatever the artifact's size."""
         return self._chunks(key, self.checked_size(key), chunk=chunk, start=start)
@@ -515,14 +526,20 @@ class ContentStore:
         return True
 
     def _chunks(
-        self, key: str, size: int, *, chunk: int = READ_CHUNK, start: int = 0
+        self, key: str, size: int, *, chunk: int | None = None, start: int = 0
     ) -> Iterator[bytes]:
+        chunk = chunk or READ_CHUNK
         for at in range(start, size, chunk):
             data, now = self.read_window(key, at, min(at + chunk, size))
             if now != size or len(data) != min(chunk, size - at):
                 self._drop(key)
                 raise ArtifactNotFound("the artifact changed while it was read")
             yield data
+
+    def changed(self, key: str) -> NoReturn:
+        """An artifact was found changed while read: forget it, raise ArtifactNotFound."""
+        self._drop(key)
+        raise ArtifactNotFound("the artifact was truncated or altered after it was verified")
 
     def _drop(self, key: str) -> None:
         """Forget what this process verified and indexed of an artifact that changed."""

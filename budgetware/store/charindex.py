@@ -8,6 +8,10 @@ from the checkpoint at or before ``start`` to the one at or after ``stop``: at m
 ``2 * BLOCK`` characters more than the window. A pure-ASCII artifact (the common case:
 logs, JSON, source) has bytes equal to characters and needs no checkpoints at all.
 
+It also records, at every ``LINE_STEP``-th byte, how many line breaks and characters come
+before it, so a search can tell the line number and character offset of a match by
+counting at most ``LINE_STEP`` bytes, without counting the whole artifact up to it.
+
 The index is bound to its artifact (the artifact's SHA-256 and byte size are in it), checks
 itself (a SHA-256 of its own bytes at the end) and must be consistent with UTF-8 (offsets
 rising by 1 to 4 bytes per character); every window read through it is checked again (the
@@ -22,19 +26,22 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["BLOCK", "SUFFIX", "CharIndex", "NotText", "build_index"]
+__all__ = ["BLOCK", "LINE_STEP", "SUFFIX", "CharIndex", "NotText", "build_index"]
 
 # Characters between two checkpoints: a window reads at most twice this more than asked,
 # and the index takes 8 bytes per BLOCK characters (0.2% of an artifact of 4-byte
 # characters; nothing for ASCII).
 BLOCK = 4096
+# Bytes between two entries of the line table: 16 bytes per MiB of artifact.
+LINE_STEP = 1024 * 1024
 # The index of ``<key>.txt`` is ``<key>.index``.
 SUFFIX = ".index"
-_MAGIC = b"BWCHIDX1"
-# magic, block, artifact bytes, artifact characters, artifact sha256, checkpoint count
-_HEADER = struct.Struct("<8sIQQ32sQ")
+_MAGIC = b"BWCHIDX2"
+# magic, block, artifact bytes, artifact characters, artifact sha256, checkpoint count,
+# line step, line-table entries
+_HEADER = struct.Struct("<8sIQQ32sQIQ")
 _DIGEST = 32
 _ENCODING = ("utf-8", "surrogatepass")
 
@@ -46,13 +53,18 @@ class NotText(ValueError):
 @dataclass(frozen=True)
 class CharIndex:
     """Where every ``block``-th character of an artifact starts (``offsets``, empty for an
-    ASCII artifact), and the artifact's size in bytes and characters."""
+    ASCII artifact), the artifact's size in bytes and characters, and the line table:
+    ``lines[j]`` and ``chars_at[j]``, the line breaks and characters before byte
+    ``j * line_step``."""
 
     key: str
     size: int
     chars: int
     block: int
     offsets: array[int]
+    line_step: int = LINE_STEP
+    lines: array[int] = field(default_factory=lambda: array("Q", [0]))
+    chars_at: array[int] = field(default_factory=lambda: array("Q", [0]))
 
     @property
     def ascii(self) -> bool:
@@ -73,14 +85,21 @@ class CharIndex:
         return self.offsets[first], end_byte, first * self.block, end_char
 
     def dumps(self) -> bytes:
-        offsets = self.offsets
+        tables = [array("Q", self.offsets), array("Q", self.lines), array("Q", self.chars_at)]
         if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
-            offsets = array("Q", offsets)
-            offsets.byteswap()
+            for table in tables:
+                table.byteswap()
         head = _HEADER.pack(
-            _MAGIC, self.block, self.size, self.chars, bytes.fromhex(self.key), len(offsets)
+            _MAGIC,
+            self.block,
+            self.size,
+            self.chars,
+            bytes.fromhex(self.key),
+            len(self.offsets),
+            self.line_step,
+            len(self.lines),
         )
-        body = head + offsets.tobytes()
+        body = head + b"".join(t.tobytes() for t in tables)
         return body + hashlib.sha256(body).digest()
 
     @classmethod
@@ -92,27 +111,52 @@ class CharIndex:
         body, digest = data[:-_DIGEST], data[-_DIGEST:]
         if hashlib.sha256(body).digest() != digest:
             return None
-        magic, block, n_bytes, chars, raw_key, count = _HEADER.unpack_from(body)
+        magic, block, n_bytes, chars, raw_key, count, step, rows = _HEADER.unpack_from(body)
         if (
             magic != _MAGIC
             or block <= 0
+            or step <= 0
             or raw_key != bytes.fromhex(key)
             or n_bytes != size
-            or len(body) != _HEADER.size + 8 * count
+            or rows != size // step + 1
+            or len(body) != _HEADER.size + 8 * (count + 2 * rows)
             or not chars <= size <= 4 * chars
         ):
             return None
-        offsets = array("Q")
-        offsets.frombytes(body[_HEADER.size :])
-        if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
-            offsets.byteswap()
-        index = cls(key, size, chars, block, offsets)
+        tables = []
+        at = _HEADER.size
+        for length in (count, rows, rows):
+            table = array("Q")
+            table.frombytes(body[at : at + 8 * length])
+            if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+                table.byteswap()
+            tables.append(table)
+            at += 8 * length
+        index = cls(key, size, chars, block, tables[0], step, tables[1], tables[2])
         return index if _consistent(index) else None
+
+    def line_entry(self, position: int) -> tuple[int, int, int]:
+        """The line-table entry at or before byte ``position``: ``(byte, line breaks
+        before it, characters before it)``."""
+        row = min(position // self.line_step, len(self.lines) - 1)
+        return row * self.line_step, self.lines[row], self.chars_at[row]
 
 
 def _consistent(index: CharIndex) -> bool:
     """Checkpoints where UTF-8 allows them: from byte 0, each block of ``block`` characters
-    taking 1 to 4 bytes per character."""
+    taking 1 to 4 bytes per character; a line table that starts at 0 and never falls or
+    counts more than there are bytes."""
+    step = index.line_step
+    previous = (0, 0)
+    for row, (lines, chars) in enumerate(zip(index.lines, index.chars_at)):
+        here = row * step
+        if row == 0 and (lines, chars) != (0, 0):
+            return False
+        if lines < previous[0] or chars < previous[1] or lines > here or chars > here:
+            return False
+        if lines - previous[0] > step or chars - previous[1] > step or chars > index.chars:
+            return False
+        previous = (lines, chars)
     offsets, block = index.offsets, index.block
     if index.ascii:
         return len(offsets) == 0
@@ -140,15 +184,53 @@ def _complete(chunk: bytes) -> int:
     return lead if lead + need > end else end
 
 
-def build_index(chunks: Iterable[bytes], key: str, *, block: int = BLOCK) -> CharIndex:
+class _LineTable:
+    """Line breaks and characters before every ``step``-th byte, from raw chunks."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.lines = array("Q", [0])
+        self.chars_at = array("Q", [0])
+        self.position = 0  # bytes seen
+        self.breaks = 0
+        self.chars = 0
+
+    def feed(self, chunk: bytes) -> None:
+        at = 0
+        while at < len(chunk):
+            boundary = (self.position // self.step + 1) * self.step
+            take = min(len(chunk) - at, boundary - self.position)
+            segment = chunk[at : at + take] if take < len(chunk) else chunk
+            self.breaks += segment.count(b"\n")
+            self.chars += len(segment) if segment.isascii() else _chars(segment)
+            self.position += take
+            at += take
+            if self.position == boundary:
+                self.lines.append(self.breaks)
+                self.chars_at.append(self.chars)
+
+
+def _chars(data: bytes) -> int:
+    """Code points in UTF-8 bytes: every byte but the continuation bytes."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def build_index(
+    chunks: Iterable[bytes], key: str, *, block: int = BLOCK, line_step: int | None = None
+) -> CharIndex:
     """The index of the artifact whose bytes ``chunks`` yields in order (one pass, memory
     for one chunk); NotText if they are not UTF-8."""
+    table = _LineTable(LINE_STEP if line_step is None else line_step)
     offsets = array("Q")
     chars = 0  # characters before `pending`
     base = 0  # bytes before `pending`
     mark = 0  # the next checkpoint, a character number
     pending = b""
     for chunk in chunks:
+        table.feed(chunk)
         data = pending + chunk if pending else chunk
         whole = _complete(data)
         part, pending = data[:whole], data[whole:]
@@ -178,4 +260,4 @@ def build_index(chunks: Iterable[bytes], key: str, *, block: int = BLOCK) -> Cha
         raise NotText("the artifact ends inside a UTF-8 character")
     if base == chars:
         offsets = array("Q")
-    return CharIndex(key, base, chars, block, offsets)
+    return CharIndex(key, base, chars, block, offsets, table.step, table.lines, table.chars_at)

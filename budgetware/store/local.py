@@ -9,6 +9,7 @@ import re
 import stat
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
@@ -66,6 +67,8 @@ class LocalArtifactStore(ContentStore):
         )
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._dir = str(self.directory)
+        self._reading: tuple[int, Folder] | None = None
+        self._reading_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({self._dir!r})"
@@ -115,15 +118,67 @@ class LocalArtifactStore(ContentStore):
         its size."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
-        fd = self._open_artifact(check_key(key) + ".txt")
+        fd, size = self._open_for_reading(check_key(key) + ".txt")
         try:
-            size = os.fstat(fd).st_size
             if hasattr(os, "pread"):
                 return os.pread(fd, end - start, start), size
             os.lseek(fd, start, os.SEEK_SET)  # pragma: no cover - Windows
             return os.read(fd, end - start), size  # pragma: no cover - Windows
         finally:
             os.close(fd)
+
+    def read_into(self, key: str, start: int, buffer: bytearray) -> tuple[int, int]:
+        """Fill ``buffer`` with the artifact's bytes from ``start`` (fewer at its end):
+        how many, and the artifact's size. No new memory per call (searches reuse one
+        buffer)."""
+        if start < 0:
+            raise ValueError("a byte offset is 0 or more")
+        fd, size = self._open_for_reading(check_key(key) + ".txt")
+        try:
+            if hasattr(os, "preadv"):
+                return os.preadv(fd, [buffer], start), size
+            data = os.pread(fd, len(buffer), start)  # pragma: no cover - no preadv
+            buffer[: len(data)] = data  # pragma: no cover
+            return len(data), size  # pragma: no cover
+        finally:
+            os.close(fd)
+
+    def _open_for_reading(self, name: str) -> tuple[int, int]:
+        """The artifact opened for reading (never through a symlink), and its size.
+
+        Readers keep the store directory open (checked once, as every open checks it),
+        so a window costs one open of the artifact; a directory replaced since (removed
+        and made again) is opened afresh."""
+        for fresh in (False, True):
+            folder = self._reading_folder(fresh)
+            try:
+                fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
+            except FileNotFoundError:
+                if fresh or folder.fd is None:
+                    raise ArtifactNotFound("no such artifact in this store") from None
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise ArtifactNotFound("no such artifact in this store") from None
+                raise
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                raise ArtifactNotFound("no such artifact in this store")
+            return fd, info.st_size
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reading_folder(self, fresh: bool) -> Folder:
+        with self._reading_lock:
+            cached = self._reading
+            if cached is not None and cached[0] == os.getpid() and not fresh:
+                return cached[1]
+            folder = self._open_existing()
+            if folder.fd is not None:
+                # Closed with the store object (or at exit); a forked child opens its own.
+                weakref.finalize(self, _close_quietly, folder.fd)
+            self._reading = (os.getpid(), folder)
+            return folder
 
     # -- backend primitives --------------------------------------------------------------
 
@@ -138,21 +193,6 @@ class LocalArtifactStore(ContentStore):
             return self._open_dir(create=False)
         except FileNotFoundError:
             raise ArtifactNotFound("no such artifact in this store") from None
-
-    def _open_artifact(self, name: str) -> int:
-        folder = self._open_existing()
-        try:
-            fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
-        except (FileNotFoundError, OSError) as exc:
-            if isinstance(exc, FileNotFoundError) or exc.errno == errno.ELOOP:
-                raise ArtifactNotFound("no such artifact in this store") from None
-            raise
-        finally:
-            folder.close()
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise ArtifactNotFound("no such artifact in this store")
-        return fd
 
     def _probe(self, key: str) -> Probe:
         name = key + ".txt"
@@ -295,6 +335,13 @@ class LocalArtifactStore(ContentStore):
                     pass
         finally:
             folder.close()
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _digest(folder: Folder, name: str) -> str:

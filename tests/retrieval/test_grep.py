@@ -109,20 +109,33 @@ def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
 def test_a_search_streams_the_artifact_in_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from budgetware.store import base, charindex
+
+    piece = 64 * 1024
+    monkeypatch.setattr(grep_module, "CHUNK", piece)
+    monkeypatch.setattr(charindex, "LINE_STEP", piece)
+    monkeypatch.setattr(base, "READ_CHUNK", piece)
     store = LocalArtifactStore(tmp_path / "a")
-    ref = store.put("line\n" * 400_000)  # 2 MB
-    monkeypatch.setattr(grep_module, "CHUNK", 64 * 1024)
+    ref = store.put("line\n" * 400_000 + "needle\n")  # 2 MB
     reads: list[int] = []
-    original = store.read_window
+    window, into = store.read_window, store.read_into
 
-    def counting(key: str, start: int, end: int) -> tuple[bytes, int]:
+    def counting_window(key: str, start: int, end: int) -> tuple[bytes, int]:
         reads.append(end - start)
-        return original(key, start, end)
+        return window(key, start, end)
 
-    monkeypatch.setattr(store, "read_window", counting)
-    assert grep_artifact(ref, "nothing", store=store) == []
-    assert max(reads) <= 64 * 1024
-    assert sum(reads) == 2_000_000
+    def counting_into(key: str, start: int, buffer: bytearray) -> tuple[int, int]:
+        reads.append(len(buffer))
+        return into(key, start, buffer)
+
+    monkeypatch.setattr(store, "read_window", counting_window)
+    monkeypatch.setattr(store, "read_into", counting_into)
+    for pattern in ("needle", "ne+dle"):
+        [match] = grep_artifact(ref, pattern, context=1, store=store)
+        assert (match.line_number, match.line) == (400_001, "needle")
+        assert max(reads) <= piece + len("needle")
+        assert sum(reads) >= 2_000_000
+        reads.clear()
 
 
 def test_no_match_is_an_empty_list(any_store: ContentStore) -> None:
