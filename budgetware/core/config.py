@@ -257,6 +257,11 @@ class BudgetConfig(BaseModel):
         le=90,
         description="Most of a preview's room for salient lines of the omitted middle; 0: none.",
     )
+    preview_tool_hint: bool = Field(
+        False,
+        description="Name the read_tool_output tool in every notice that names a full output "
+        "(turn it on once the agent has the tool: docs/retrieval.md).",
+    )
     preview_salient_patterns: tuple[str, ...] = Field(
         (),
         description="More salient-line patterns (regular expressions matched at line starts).",

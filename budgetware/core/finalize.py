@@ -14,6 +14,7 @@ from budgetware.core.config import BudgetConfig, ToolPolicy
 from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
+from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING
 from budgetware.core.salient import compile_salient
 
 __all__ = ["finalize_batch", "finalize_batch_written", "guard_batch", "preview_options"]
@@ -252,15 +253,21 @@ _NORMAL = ToolPolicy()
 def preview_options(config: BudgetConfig) -> PreviewOptions:
     """How the previews of a configuration are made (cached: configurations recur)."""
     return _preview_options(
-        config.preview_json, config.preview_salient_percent, config.preview_salient_patterns
+        config.preview_json,
+        config.preview_salient_percent,
+        config.preview_salient_patterns,
+        config.preview_tool_hint,
     )
 
 
 @functools.lru_cache(maxsize=64)
-def _preview_options(json: bool, percent: int, patterns: tuple[str, ...]) -> PreviewOptions:
-    if json and percent == DEFAULT_PREVIEW.salient_percent and not patterns:
+def _preview_options(
+    json: bool, percent: int, patterns: tuple[str, ...], tool_hint: bool = False
+) -> PreviewOptions:
+    if json and percent == DEFAULT_PREVIEW.salient_percent and not patterns and not tool_hint:
         return DEFAULT_PREVIEW
     return PreviewOptions(
+        wording=TOOL_HINT_WORDING if tool_hint else DEFAULT_WORDING,
         salient_percent=percent,
         salient=compile_salient(patterns) if percent > 0 else None,
         json=json,

@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_WORDING", "Wording", "unit_word"]
+__all__ = [
+    "DEFAULT_WORDING",
+    "TOOL_HINT",
+    "TOOL_HINT_WORDING",
+    "ToolHintWording",
+    "Wording",
+    "unit_word",
+]
 
 _UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes"}
 
@@ -106,3 +113,21 @@ class Wording:
 
 
 DEFAULT_WORDING = Wording()
+
+
+# After the references, when the agent has the read_tool_output tool (``preview_tool_hint``,
+# docs/retrieval.md): one fixed phrase, so the same batch still gives the same bytes.
+TOOL_HINT = "; read_tool_output can page or search it"
+
+
+@dataclass(frozen=True)
+class ToolHintWording(Wording):
+    """The wording that names the ``read_tool_output`` tool after the references, in every
+    notice form (full, compact, JSON). Nothing changes when no reference is named."""
+
+    def references(self, refs: Sequence[str]) -> str:
+        clause = super().references(refs)
+        return clause + TOOL_HINT if clause else clause
+
+
+TOOL_HINT_WORDING = ToolHintWording()

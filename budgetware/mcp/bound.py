@@ -22,7 +22,7 @@ from budgetware.core.config import (
     resolve_config,
     warn_setting_once,
 )
-from budgetware.core.fit import fit_text
+from budgetware.core.fit import PreviewOptions, fit_text
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.diagnostics import events as diagnostics
@@ -284,6 +284,7 @@ def bound_tool_result(
     store: ArtifactStore | None = None,
     persist: bool = True,
     unit: Unit = "chars",
+    options: PreviewOptions | None = None,
 ) -> BoundResult:
     """Bound one ``tools/call`` result dict; the input is never modified.
 
@@ -293,6 +294,8 @@ def bound_tool_result(
     (``_meta`` gains ``budgetware/artifacts``). The full output is persisted once; every
     bounded text is recorded as decided in ``store`` so the finalizer downstream reuses the
     reference. The serialized result plus ``reserve_bytes`` stays within ``max_bytes``.
+    ``options`` is how previews are made (``core/finalize.preview_options`` of the entry
+    point's configuration: its wording, the ``read_tool_output`` hint, salient lines).
     """
     if not isinstance(result, dict):
         return BoundResult(result, None)
@@ -334,7 +337,7 @@ def bound_tool_result(
         cut = [v for v, a, n in zip(values, allocation, lengths) if a < n]
         refs = artifacts.refs_for(cut, structured_values)
         bounded = {
-            v: (fit_text(v, a, refs=refs, unit=unit) if a < n else v)
+            v: (fit_text(v, a, refs=refs, unit=unit, options=options) if a < n else v)
             for v, a, n in zip(values, allocation, lengths)
         }
         if room is None:
@@ -368,6 +371,7 @@ def bound_response_message(
     store: ArtifactStore | None = None,
     persist: bool = True,
     unit: Unit = "chars",
+    options: PreviewOptions | None = None,
 ) -> Any:
     """A JSON-RPC response message with its result bounded; the same object if unchanged.
 
@@ -384,6 +388,7 @@ def bound_response_message(
         store=store,
         persist=persist,
         unit=unit,
+        options=options,
     )
     if outcome.refs is None:
         return message

@@ -16,6 +16,8 @@ from typing import Any
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
 from budgetware.core.errors import fail_open
+from budgetware.core.finalize import preview_options
+from budgetware.core.fit import PreviewOptions
 from budgetware.core.jsonio import dumps_faithful, loads
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
@@ -111,6 +113,7 @@ def _rewrite(
         store, persist = default_store(config)
     else:
         persist = resolve_config(config, lenient=True).persist
+    options = preview_options(resolve_config(config, lenient=True))
 
     def bound(message: Any) -> Any:
         return bound_response_message(
@@ -121,6 +124,7 @@ def _rewrite(
             store=store,
             persist=persist,
             unit=budget.unit,
+            options=options,
         )
 
     content_type = response.headers.get("content-type", "").lower()
@@ -129,7 +133,7 @@ def _rewrite(
         max_bytes = budget.max_message_bytes
 
         def transform() -> _Transform:
-            return _SseTransform(call_id, limit, max_bytes, store, persist, budget.unit)
+            return _SseTransform(call_id, limit, max_bytes, store, persist, budget.unit, options)
 
     else:
 
@@ -241,7 +245,9 @@ class _SseTransform(_Transform):
         store: ArtifactStore | None,
         persist: bool,
         unit: Any,
+        options: PreviewOptions | None = None,
     ) -> None:
+        self._options = options
         self._call_id = call_id
         self._limit = limit
         self._max_bytes = max_bytes
@@ -326,6 +332,7 @@ class _SseTransform(_Transform):
                 store=self._store,
                 persist=self._persist,
                 unit=self._unit,
+                options=self._options,
             )
             if bounded is message:
                 if self._max_bytes <= 0 or size <= self._max_bytes:

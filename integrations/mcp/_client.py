@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, check_settings, resolve_config
+from budgetware.core.finalize import preview_options
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
 from budgetware.mcp.http import effective_mcp_budget, rewrite_mcp_response
@@ -260,6 +261,7 @@ class _BoundingRead(_StreamProxy):
             store=store,
             persist=persist,
             unit=budget.unit,
+            options=preview_options(resolve_config(self._state.config, lenient=True)),
         )
         return outcome.result
 

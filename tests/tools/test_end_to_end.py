@@ -61,6 +61,8 @@ def test_the_failing_line_reaches_the_model(
             # omitted middle (docs/previews.md); here it must stay omitted.
             batch_budget=20_000,
             preview_salient_percent=0,
+            # The agent has the tool: previews say so.
+            preview_tool_hint=True,
         ),
     ):
         client = openai.OpenAI(base_url=f"{fake.url}/v1", api_key="test")
@@ -84,6 +86,8 @@ def test_the_failing_line_reaches_the_model(
     [preview] = tool_messages(second)
     assert len(preview) <= 20_000
     assert FAILING not in preview
+    notice = preview.split("\n", 1)[0]
+    assert notice.endswith("; read_tool_output can page or search it]")
     # What it saw after reading: the line, with its number and offset.
     preview_again, answer = tool_messages(third)
     assert preview_again == preview  # the same bytes again: cache-safe
