@@ -7,6 +7,7 @@ import os
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -365,3 +366,22 @@ def test_an_artifact_that_is_not_text_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(ArtifactStoreError, match="not UTF-8"):
         read_artifact(key, store=LocalArtifactStore(directory))
     assert charindex.NotText.__mro__[1] is ValueError
+
+
+def test_on_s3_the_index_is_an_object_beside_the_artifact_and_goes_with_it(
+    s3_bucket: Any,
+) -> None:
+    pytest.importorskip("boto3")
+    from budgetware.store.s3 import S3ArtifactStore
+
+    store = S3ArtifactStore(s3_bucket.name, "artifacts")
+    text = mixed_text(3 * BLOCK, seed=4)
+    ref = store.put(text)
+    key = text_key(text)
+    assert read_artifact(ref, offset=BLOCK, limit=10, store=store) == text[BLOCK : BLOCK + 10]
+    assert s3_bucket.objects("artifacts/") == [f"artifacts/{key}.index", f"artifacts/{key}.txt"]
+    # another process loads it instead of reading the artifact through
+    other = S3ArtifactStore(s3_bucket.name, "artifacts")
+    assert other.char_index(key) == store.char_index(key)
+    store.prune(max_total_bytes=0, now=1e12)
+    assert s3_bucket.objects("artifacts/") == []
