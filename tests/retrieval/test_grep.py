@@ -70,27 +70,50 @@ def test_max_matches_stops_early_and_says_more_follow(any_store: ContentStore) -
     assert not grep_result(ref, "FAILED", max_matches=1, store=any_store).more
 
 
+@pytest.mark.parametrize("step", [64, 100])
 def test_pieces_and_their_seams_lose_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int
 ) -> None:
-    # Pieces of a few hundred bytes: every seam between lines, context across seams.
+    # Pieces of a few hundred bytes: every seam between lines, lines across seams, context
+    # across seams; plain strings, regular expressions with a plain string in every match
+    # (searched the same way) and without one (decoded whole).
+    from budgetware.store import charindex
+
     monkeypatch.setattr(grep_module, "CHUNK", 333)
     monkeypatch.setattr(grep_module, "LONG_LINE", 1000)
+    monkeypatch.setattr(charindex, "LINE_STEP", step)
     store = LocalArtifactStore(tmp_path / "a")
     text = "\n".join(
         f"{i} {'汉' * (i % 7)} {'hit' if i % 13 == 0 else 'miss'}" for i in range(1, 800)
     )
     ref = store.put(text + "\n")
-    for pattern in ("hit", "h.t", "^1"):
+    lines = text.split("\n")
+    for pattern in ("hit", "h.t", "^1", "\\d 汉+ hit", "[0-9] miss$", "汉汉汉 miss"):
         matches = grep_artifact(ref, pattern, context=3, max_matches=10_000, store=store)
-        assert [(m.line_number, m.line) for m in matches] == expected(text, pattern)
-        lines = text.split("\n")
+        assert [(m.line_number, m.line) for m in matches] == expected(text, pattern), pattern
         for m in matches:
             n = m.line_number
             assert [b.line for b in m.before] == lines[max(n - 4, 0) : n - 1]
             assert [a.line for a in m.after] == lines[n : n + 3]
             for line in (m, *m.before, *m.after):
                 assert text[line.offset : line.offset + len(line.line)] == line.line
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        ("FAILED tests/\\w+\\.py", "FAILED tests/"),
+        ("\\d+ passed in", " passed in"),
+        ("(foo)+barbaz?", "barba"),
+        ("abc|def", None),  # alternatives at the top
+        ("(?i)abcdef", None),  # case-insensitive
+        ("[[:alpha:]]abc", None),  # POSIX class: the regex package reads it differently
+        ("(?:abc){e<=1}", None),  # fuzzy matching
+        ("a.c", None),  # nothing of three characters
+    ],
+)
+def test_the_plain_string_every_match_contains(pattern: str, required: str | None) -> None:
+    assert grep_module.required_literal(pattern) == required
 
 
 def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
