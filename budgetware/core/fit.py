@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from budgetware.core.jsonpreview import parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
 from budgetware.core.salient import compile_salient, salient_spans
@@ -273,8 +274,6 @@ class SlotPreview:
         if self._json is _UNSET:
             self._json = _INVALID
             if self.options.json:
-                from budgetware.core.jsonpreview import parse_document
-
                 value = parse_document(self.text)
                 if value is not None:
                     self._json = value
@@ -283,8 +282,6 @@ class SlotPreview:
     def _json_form(
         self, value: Any, allocation: int, refs: Sequence[str], *, compact: bool
     ) -> _Piece | None:
-        from budgetware.core.jsonpreview import render_within
-
         unit, words = self.unit, self.options.wording
         if compact:
             prefix = words.compact_json_notice(self.total, unit, refs) + "\n"
