@@ -138,6 +138,18 @@ def default_artifact_dir() -> Path:
 Priority = Literal["high", "normal", "low"]
 
 
+def check_unit(unit: str) -> str:
+    """``unit`` itself, or a ValueError saying what an exact token unit needs installed."""
+    if unit.startswith("tokens:"):
+        from budgetware.core.tokens import ExactTokensUnavailable, check_available
+
+        try:
+            check_available(unit[len("tokens:") :])
+        except ExactTokensUnavailable as exc:
+            raise ValueError(str(exc)) from None
+    return unit
+
+
 class ToolPolicy(BaseModel):
     """How a tool's results share a batch: a priority, and the least room they keep.
 
@@ -163,7 +175,10 @@ class BudgetConfig(BaseModel):
     )
     unit: Unit = Field(
         "chars",
-        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+        description=(
+            "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
+            "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
+        ),
     )
     persist: bool = Field(True, description="Write the full output of a cut result once.")
     artifact_dir: Path | None = Field(
@@ -276,6 +291,11 @@ class BudgetConfig(BaseModel):
         if isinstance(value, str) and value.strip().lower() in {"inf", "infinity", "nan"}:
             return 0
         return value
+
+    @field_validator("unit")
+    @classmethod
+    def _exact_unit(cls, value: str) -> str:
+        return check_unit(value)
 
     @field_validator("tool_policies", mode="before")
     @classmethod

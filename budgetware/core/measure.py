@@ -10,7 +10,9 @@ from typing import Literal
 
 from budgetware.core.jsonio import str_token_sizes
 
-Unit = Literal["chars", "utf8_bytes", "tokens"]
+Unit = Literal["chars", "utf8_bytes", "tokens", "tokens:o200k_base", "tokens:cl100k_base"]
+"""``tokens`` is an estimate (UTF-8 bytes / 4); ``tokens:<encoding>`` counts exactly with
+tiktoken (``budgetware[tokens]``, see ``core/tokens.py``)."""
 
 # The "tokens" unit is an estimate, not a model's tokenizer: UTF-8 bytes / 4, rounded up,
 # the usual rule of thumb for BPE tokenizers on English text and code (exact tokenizers
@@ -78,6 +80,10 @@ def measure(s: str, unit: Unit = "chars") -> int:
     """Length of ``s`` in the budget unit: code points, UTF-8 bytes, or estimated tokens."""
     if unit == "chars":
         return len(s)
+    if unit[6:7] == ":":  # "tokens:<encoding>": exact, cached by content
+        from budgetware.core import tokens
+
+        return tokens.count(s, unit[7:])
     # A lone surrogate has no UTF-8 form; count it as the 3 bytes of U+FFFD, as a decoder
     # that replaces it would send.
     size = len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
@@ -102,6 +108,10 @@ def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
     """
     if size <= 0:
         return ""
+    if unit[6:7] == ":":
+        from budgetware.core import tokens
+
+        return _keep_pairs_head(s, tokens.cut_prefix(s, size, unit[7:]))
     if unit == "tokens":  # at most 4 * size bytes is at most size estimated tokens
         unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     head = s[:size]
@@ -126,6 +136,10 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
     """The longest suffix of ``s`` whose length in ``unit`` is at most ``size``."""
     if size <= 0:
         return ""
+    if unit[6:7] == ":":
+        from budgetware.core import tokens
+
+        return _keep_pairs_tail(s, tokens.cut_suffix(s, size, unit[7:]))
     if unit == "tokens":
         unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     tail = s[-size:]
@@ -139,4 +153,23 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
     start = len(s) - len(tail)
     if tail and start > 0 and _is_low_surrogate(tail[0]) and _is_high_surrogate(s[start - 1]):
         tail = tail[1:]
+    return tail
+
+
+def _keep_pairs_head(s: str, head: str) -> str:
+    # Never end between the halves of a surrogate pair held as two code points.
+    if (
+        head
+        and len(head) < len(s)
+        and _is_high_surrogate(head[-1])
+        and _is_low_surrogate(s[len(head)])
+    ):
+        return head[:-1]
+    return head
+
+
+def _keep_pairs_tail(s: str, tail: str) -> str:
+    start = len(s) - len(tail)
+    if tail and start > 0 and _is_low_surrogate(tail[0]) and _is_high_surrogate(s[start - 1]):
+        return tail[1:]
     return tail

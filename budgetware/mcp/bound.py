@@ -19,6 +19,7 @@ from budgetware.core.config import (
     BudgetConfig,
     ConfigError,
     Priority,
+    check_unit,
     resolve_config,
     warn_setting_once,
 )
@@ -127,7 +128,10 @@ class McpBudget(BaseModel):
     )
     unit: Unit = Field(
         "chars",
-        description="'chars' (code points), 'utf8_bytes', or 'tokens' (estimated: bytes / 4).",
+        description=(
+            "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
+            "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
+        ),
     )
     max_message_bytes: int = Field(
         DEFAULT_MAX_MESSAGE_BYTES,
@@ -152,6 +156,11 @@ class McpBudget(BaseModel):
         description='Server name, URL or host:port (or pattern) -> {"result_budget": n, '
         '"tools": {...}}.',
     )
+
+    @field_validator("unit")
+    @classmethod
+    def _exact_unit(cls, value: str) -> str:
+        return check_unit(value)
 
     @classmethod
     def from_env(

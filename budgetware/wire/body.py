@@ -11,7 +11,7 @@ from typing import Any, cast
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
-from budgetware.core.measure import measure
+from budgetware.core.measure import Unit, measure
 from budgetware.core.observe import BatchReport, RequestReport
 from budgetware.store.select import store_for_config
 from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_body
@@ -150,11 +150,21 @@ def _finalize(
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
     unit = config.unit
+    # A token is at least one UTF-8 byte: a batch within budget in bytes is within it in
+    # exact tokens, with no tokenizing at all.
+    if unit.startswith("tokens:") and not _over_budget_in(
+        batch, config.batch_budget, "utf8_bytes"
+    ):
+        return False
+    return _over_budget_in(batch, config.batch_budget, unit)
+
+
+def _over_budget_in(batch: Batch, budget: int, unit: Unit) -> bool:
     total = 0
     for found in batch:
         for slot in found.slots:
             total += measure(slot, unit)
-    return total > config.batch_budget
+    return total > budget
 
 
 def _report_batches(
