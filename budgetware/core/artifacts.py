@@ -24,7 +24,33 @@ class ArtifactNotFound(ArtifactStoreError, LookupError):
 
 def text_key(text: str) -> str:
     """The content address of a text: hex SHA-256 of its UTF-8 bytes (surrogates kept)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return text_digest(text).hex()
+
+
+# One request measures and addresses the same large strings several times (is the batch
+# over budget, the split, the content address, an exact token count): the digest of a
+# string object is remembered while the object lives here, bounded by the characters held.
+_DIGESTS: dict[int, tuple[str, bytes]] = {}
+_DIGEST_MIN_CHARS = 4096
+_DIGEST_MAX_CHARS = 16 * 1024 * 1024
+_digest_chars = 0
+
+
+def text_digest(text: str) -> bytes:
+    """SHA-256 of ``text``'s UTF-8 bytes (surrogates kept), computed once per string object."""
+    global _digest_chars
+    if len(text) < _DIGEST_MIN_CHARS:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    hit = _DIGESTS.get(id(text))
+    if hit is not None and hit[0] is text:
+        return hit[1]
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    if _digest_chars + len(text) > _DIGEST_MAX_CHARS:
+        _DIGESTS.clear()
+        _digest_chars = 0
+    _DIGESTS[id(text)] = (text, digest)
+    _digest_chars += len(text)
+    return digest
 
 
 @runtime_checkable

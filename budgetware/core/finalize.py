@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
@@ -337,9 +338,16 @@ def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | No
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:
-    if isinstance(store, PredictsReferences):
+    kind = type(store)
+    predicts = _PREDICTS.get(kind)
+    if predicts is None:  # a runtime protocol check is slow: once per store class
+        predicts = _PREDICTS[kind] = isinstance(store, PredictsReferences)
+    if predicts:
         try:
-            return store.ref_for(key)
+            return cast(PredictsReferences, store).ref_for(key)
         except NotImplementedError:
             return None
     return None
+
+
+_PREDICTS: dict[type, bool] = {}

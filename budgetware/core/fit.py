@@ -290,10 +290,11 @@ class SlotPreview:
         room = allocation - measure(prefix, unit)
         if room <= 0:
             return None
-        body = render_within(value, room, unit, self.text, self.total, words)
-        if body is None:
+        rendered = render_within(value, room, unit, self.text, self.total, words)
+        if rendered is None:
             return None
-        return _Piece(prefix + body, measure(body, unit))
+        body, content = rendered
+        return _Piece(prefix + body, content)
 
     def _minimal(self, allocation: int) -> str:
         mark = self.options.wording.minimal()

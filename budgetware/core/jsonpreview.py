@@ -13,6 +13,7 @@ walk over it in Python.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -62,8 +63,9 @@ def _serializable(value: Any) -> bool:
 
 def render_within(
     value: Any, room: int, unit: Unit, text: str, total: int, words: Wording
-) -> str | None:
-    """Compact JSON of ``value``'s shape that measures at most ``room`` in ``unit``, or None.
+) -> tuple[str, int] | None:
+    """Compact JSON of ``value``'s shape measuring at most ``room`` in ``unit``, and how
+    much of it is the document's own content (not markers or summaries); or None.
 
     ``text`` (the original, measuring ``total``) tells how bytes relate to the unit, for
     the first guess; the result is measured in the unit and shrunk until it fits.
@@ -80,14 +82,60 @@ def render_within(
         shrunk = _fit(value, budget, words)
         if shrunk is None:
             return None
-        out = dumps_bytes(shrunk[0]).decode("utf-8")
+        raw = dumps_bytes(shrunk[0])
+        out = raw.decode("utf-8")
         size = measure(out, unit)
         if size <= room:
-            return out
+            own = 1 - _marker_bytes(shrunk[0], words) / max(len(raw), 1)
+            return out, int(size * own)
         budget = min(budget - 1, int(budget * room / size * 0.97))
         if budget < 2:
             return None
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _marker_patterns(words: Wording) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Whole-string markers, and the marker inside a cut string, as the wording writes them."""
+
+    def shape(example: str) -> str:
+        return re.escape(example).replace("0", r"[\d,]+")
+
+    whole = "|".join(
+        shape(m)
+        for m in (
+            words.json_items_omitted(0),
+            words.json_keys_omitted(0),
+            words.json_summary("object", 0),
+            words.json_summary("array", 0),
+            _ELLIPSIS,
+        )
+    )
+    return re.compile(f"(?:{whole})"), re.compile(shape(words.json_string_cut(0)))
+
+
+def _marker_bytes(value: Any, words: Wording) -> int:
+    """UTF-8 bytes of a rendered value that are markers and summaries, not content."""
+    whole, inner = _marker_patterns(words)
+    total = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if whole.fullmatch(key):
+                    total += len(key) + 3
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            if whole.fullmatch(node):
+                total += len(node.encode()) + 2
+            else:
+                total += sum(len(m.group()) for m in inner.finditer(node))
+                if node.endswith(_ELLIPSIS):
+                    total += len(_ELLIPSIS)
+    return total
 
 
 def _size(value: Any) -> int:

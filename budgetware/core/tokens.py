@@ -22,6 +22,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from budgetware.core.artifacts import text_digest
+
 __all__ = [
     "ENCODINGS",
     "ExactTokensUnavailable",
@@ -147,7 +149,7 @@ def count(text: str, name: str) -> int:
     """The number of tokens of ``text`` in the encoding ``name`` (special tokens as text)."""
     if len(text) < _CACHE_MIN_CHARS:
         return len(_encode(name, text))
-    key = (name, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    key = (name, text_digest(text))
     found = _COUNTS.get(key)
     if found is None:
         found = len(_encode(name, text))
