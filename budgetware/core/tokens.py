@@ -185,35 +185,20 @@ def cut_prefix(text: str, size: int, name: str) -> str:
     ends on a whole character; it is checked by counting it, and shortened if the tokens
     of a cut do not add up (BPE can merge across the cut differently).
     """
-    if size <= 0 or not text:
-        return ""
-    window = min(len(text), size * 4 + 16)
-    while True:
-        tokens = _encode(name, text[:window])
-        if len(tokens) > size or window >= len(text):
-            break
-        window = min(len(text), window * 2)
-    if len(tokens) <= size:
-        return text
-    encoding = _encoding(name)
-    keep = size
-    while keep > 0:
-        piece = _whole_prefix(encoding.decode_bytes(tokens[:keep]))
-        candidate = text[: len(piece)]
-        over = count(candidate, name) - size
-        if over <= 0:
-            return candidate
-        keep -= over
-    return ""
+    return _cut(text, size, name, from_end=False)
 
 
 def cut_suffix(text: str, size: int, name: str) -> str:
     """A long suffix of ``text`` that is at most ``size`` tokens when tokenized alone."""
+    return _cut(text, size, name, from_end=True)
+
+
+def _cut(text: str, size: int, name: str, *, from_end: bool) -> str:
     if size <= 0 or not text:
         return ""
     window = min(len(text), size * 4 + 16)
     while True:
-        tokens = _encode(name, text[-window:])
+        tokens = _encode(name, text[-window:] if from_end else text[:window])
         if len(tokens) > size or window >= len(text):
             break
         window = min(len(text), window * 2)
@@ -222,8 +207,12 @@ def cut_suffix(text: str, size: int, name: str) -> str:
     encoding = _encoding(name)
     keep = size
     while keep > 0:
-        piece = _whole_suffix(encoding.decode_bytes(tokens[-keep:]))
-        candidate = text[len(text) - len(piece) :] if piece else ""
+        if from_end:
+            piece = _whole_suffix(encoding.decode_bytes(tokens[-keep:]))
+            candidate = text[len(text) - len(piece) :] if piece else ""
+        else:
+            piece = _whole_prefix(encoding.decode_bytes(tokens[:keep]))
+            candidate = text[: len(piece)]
         over = count(candidate, name) - size
         if over <= 0:
             return candidate

@@ -8,9 +8,16 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore, text_key
@@ -85,6 +92,20 @@ def _tool_entries(value: Any) -> Any:
     return value
 
 
+# Per-tool overrides, for the whole boundary and for one server alike.
+_ToolOverrides = Annotated[
+    dict[str, int | McpToolPolicy],
+    BeforeValidator(_tool_entries),
+    Field(
+        default_factory=dict,
+        description=(
+            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
+            "'priority', 'min_room'}."
+        ),
+    ),
+]
+
+
 class McpServerBudget(BaseModel):
     """Overrides for one MCP server: its default result budget and per-tool budgets."""
 
@@ -93,18 +114,7 @@ class McpServerBudget(BaseModel):
     result_budget: int | None = Field(
         None, description="Budget per tools/call result of this server; None: the global one."
     )
-    tools: dict[str, int | McpToolPolicy] = Field(
-        default_factory=dict,
-        description=(
-            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
-            "'priority', 'min_room'}."
-        ),
-    )
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _tool_shorthand(cls, value: Any) -> Any:
-        return _tool_entries(value)
+    tools: _ToolOverrides
 
 
 class McpBudget(BaseModel):
@@ -138,18 +148,7 @@ class McpBudget(BaseModel):
         description="Largest rewritten result message on the wire, in bytes (the mcp client's "
         "limit for one server-sent event); 0 or less disables.",
     )
-    tools: dict[str, int | McpToolPolicy] = Field(
-        default_factory=dict,
-        description=(
-            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
-            "'priority', 'min_room'}."
-        ),
-    )
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _tool_shorthand(cls, value: Any) -> Any:
-        return _tool_entries(value)
+    tools: _ToolOverrides
 
     servers: dict[str, McpServerBudget] = Field(
         default_factory=dict,

@@ -18,7 +18,7 @@ from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import replace_values
 
-__all__ = ["finalize_body", "is_untouchable", "observed_finalize_body"]
+__all__ = ["bound_batches", "finalize_body", "is_untouchable", "observed_finalize_body"]
 
 logger = logging.getLogger("budgetware")
 
@@ -131,21 +131,30 @@ def _finalize(
     if read is None:
         return body
     decoded, all_batches = read
-    batches = [batch for batch in all_batches if _over_budget(batch, config)]
-    bounded: dict[int, BatchReport] | None = None if reports is None else {}
-    try:
-        if not batches:
-            return body
-        changes = _bound(batches, config, bounded)
-    finally:
-        if reports is not None and bounded is not None:
-            reports.extend(_report_batches(all_batches, bounded, config))
+    changes = bound_batches(all_batches, config, reports)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
     if spliced is not None:
         return spliced
     return _reserialize(body, decoded, changes)
+
+
+def bound_batches(
+    all_batches: list[Batch], config: BudgetConfig, reports: list[BatchReport] | None
+) -> dict[JsonPath, tuple[str, str]]:
+    """Bound every batch over budget; the slots that changed, by path (old, new).
+
+    With ``reports``, a report of every batch, in order, is appended to it (also when an
+    error stops the bounding part way).
+    """
+    batches = [batch for batch in all_batches if _over_budget(batch, config)]
+    bounded: dict[int, BatchReport] | None = None if reports is None else {}
+    try:
+        return _bound(batches, config, bounded) if batches else {}
+    finally:
+        if reports is not None and bounded is not None:
+            reports.extend(_report_batches(all_batches, bounded, config))
 
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:

@@ -13,9 +13,7 @@ from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.observe import BatchReport, RequestReport
 
 # The byte path's steps between reading a body and splicing it, shared by the dict path.
-from budgetware.wire.body import _bound as bound_batches
-from budgetware.wire.body import _over_budget as over_budget
-from budgetware.wire.body import _report_batches as report_batches
+from budgetware.wire.body import bound_batches
 from budgetware.wire.detect import SNIFF, JsonPath, format_for_url, sniff_format
 
 __all__ = ["bound_payload"]
@@ -90,16 +88,7 @@ def _bound(
         fmt = sniff_format(payload)
     if fmt is None:
         return payload
-    all_batches = fmt.batches(payload)
-    batches = [batch for batch in all_batches if over_budget(batch, config)]
-    bounded: dict[int, BatchReport] | None = None if reports is None else {}
-    try:
-        if not batches:
-            return payload
-        changes = bound_batches(batches, config, bounded)
-    finally:
-        if reports is not None and bounded is not None:
-            reports.extend(report_batches(all_batches, bounded, config))
+    changes = bound_batches(fmt.batches(payload), config, reports)
     if not changes:
         return payload
     return _with_values(payload, {path: new for path, (_, new) in changes.items()})
