@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import ipaddress
+import sys
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
@@ -23,6 +25,15 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def main(argv: list[str]) -> int:
     """Run ``budgetware mcp-server`` until its client (stdio) goes or it is interrupted."""
     parser = ArgumentParser(
@@ -37,7 +48,10 @@ def main(argv: list[str]) -> int:
         "--http",
         metavar="HOST:PORT",
         type=parse_address,
-        help="serve streamable HTTP on HOST:PORT (at --path) instead of stdio",
+        help=(
+            "serve streamable HTTP on HOST:PORT (at --path) instead of stdio; with "
+            "BUDGETWARE_MCP_SERVER_TOKEN set, requests need that bearer token"
+        ),
     )
     parser.add_argument("--path", default="/mcp", help="the HTTP endpoint's path (default /mcp)")
     parser.add_argument(
@@ -67,9 +81,16 @@ def main(argv: list[str]) -> int:
         anyio.run(mcp_server.serve_stdio, server)
         return 0
     host, port = args.http
+    token = mcp_server.token_from_env()
+    if token is None and not _loopback(host):
+        print(
+            f"budgetware mcp-server: warning: serving {host}:{port} without "
+            f"{mcp_server.TOKEN_ENV}: anyone who reaches it can read every artifact",
+            file=sys.stderr,
+        )
 
     async def serve() -> None:
-        await mcp_server.serve_http(server, host=host, port=port, path=args.path)
+        await mcp_server.serve_http(server, host=host, port=port, path=args.path, token=token)
 
     try:
         anyio.run(serve)

@@ -44,6 +44,14 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "diagnostics.md",
     ),
     EnvironmentVariable(
+        "BUDGETWARE_MCP_SERVER_TOKEN",
+        "unset",
+        "`budgetware mcp-server --http`: every request must carry `Authorization: Bearer "
+        "<token>` with this token (401 otherwise). Set it whenever the server is reachable "
+        "from anything but this machine.",
+        "retrieval.md",
+    ),
+    EnvironmentVariable(
         "BUDGETWARE_RUN_OPTIONS",
         "unset",
         "Set by `budgetware run` for the program it starts: the settings given as options "

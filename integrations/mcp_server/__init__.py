@@ -13,6 +13,8 @@ executor's text (``isError`` set for ``error:`` answers). Reads run in a worker 
 
 from __future__ import annotations
 
+import hmac
+import os
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
@@ -24,9 +26,20 @@ from budgetware.tools import (
     read_tool_output_parameters,
 )
 
-__all__ = ["SERVER_NAME", "build_server", "http_app", "serve_http", "serve_stdio"]
+__all__ = [
+    "SERVER_NAME",
+    "TOKEN_ENV",
+    "build_server",
+    "http_app",
+    "serve_http",
+    "serve_stdio",
+    "token_from_env",
+]
 
 SERVER_NAME = "budgetware"
+# When set, every HTTP request must carry ``Authorization: Bearer <token>`` (an environment
+# variable, not an option: a command line is visible to every user of the machine).
+TOKEN_ENV = "BUDGETWARE_MCP_SERVER_TOKEN"
 _INSTALL = 'the budgetware MCP server needs the mcp package: pip install "budgetware[mcp-server]"'
 _INSTRUCTIONS = (
     "Tool results that were too long reach you as a preview that names the full output "
@@ -97,20 +110,73 @@ async def serve_stdio(server: Any = None) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(server: Any = None, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-    """The streamable HTTP app (Starlette) serving ``server`` at ``path``."""
+def http_app(
+    server: Any = None,
+    *,
+    host: str = "127.0.0.1",
+    path: str = "/mcp",
+    token: str | None = None,
+) -> Any:
+    """The streamable HTTP app (ASGI) serving ``server`` at ``path``.
+
+    With ``token``, a request without ``Authorization: Bearer <token>`` gets 401 and never
+    reaches the server.
+    """
     server = server if server is not None else build_server()
-    return server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    return app if not token else _BearerToken(app, token)
+
+
+def token_from_env() -> str | None:
+    """The bearer token ``BUDGETWARE_MCP_SERVER_TOKEN`` sets, or None (unset or blank)."""
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    return token or None
+
+
+class _BearerToken:
+    """ASGI middleware: HTTP requests need the bearer token (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and not self._authorized(scope):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"www-authenticate", b'Bearer realm="budgetware"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"unauthorized\n"})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name.lower() == b"authorization":
+                return hmac.compare_digest(bytes(value).strip(), self._expected)
+        return False
 
 
 async def serve_http(
-    server: Any = None, *, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp"
+    server: Any = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    path: str = "/mcp",
+    token: str | None = None,
 ) -> None:
-    """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled."""
+    """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
+    see ``http_app``)."""
     try:
         import uvicorn
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
-    app = http_app(server, host=host, path=path)
+    app = http_app(server, host=host, path=path, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
     await uvicorn.Server(config).serve()

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from budgetware import LocalArtifactStore
@@ -78,13 +79,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(stored: tuple[Path, str]) -> Iterator[str]:
-    directory, _ = stored
+def start_http_server(directory: Path, *extra_env: tuple[str, str]) -> Iterator[str]:
     port = _free_port()
+    env = server_env(directory)
+    env.update(extra_env)
     process = subprocess.Popen(
         [sys.executable, "-m", "budgetware", "mcp-server", "--http", f"127.0.0.1:{port}"],
-        env=server_env(directory),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -108,6 +109,11 @@ def http_server(stored: tuple[Path, str]) -> Iterator[str]:
             process.wait()
 
 
+@pytest.fixture
+def http_server(stored: tuple[Path, str]) -> Iterator[str]:
+    yield from start_http_server(stored[0])
+
+
 async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) -> None:
     _, ref = stored
     async with (
@@ -115,6 +121,85 @@ async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) 
         ClientSession(read, write) as session,
     ):
         await exercise(session, ref)
+
+
+TOKEN = "s3cret-token-for-the-test"
+
+
+@pytest.fixture
+def http_server_with_token(stored: tuple[Path, str]) -> Iterator[str]:
+    yield from start_http_server(stored[0], ("BUDGETWARE_MCP_SERVER_TOKEN", TOKEN))
+
+
+async def test_with_a_token_set_only_a_caller_with_it_reads(
+    stored: tuple[Path, str], http_server_with_token: str
+) -> None:
+    _, ref = stored
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient() as plain:
+        for auth in (None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
+            headers = dict(accept) if auth is None else {**accept, "authorization": auth}
+            refused = await plain.post(http_server_with_token, json=initialize, headers=headers)
+            assert refused.status_code == 401, auth
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+            assert "read_tool_output" not in refused.text
+    async with (
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {TOKEN}"}) as client,
+        streamable_http_client(http_server_with_token, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await exercise(session, ref)
+
+
+@pytest.mark.parametrize(
+    ("address", "token", "warned"),
+    [
+        ("0.0.0.0:8765", None, True),
+        ("10.1.2.3:8765", None, True),
+        ("0.0.0.0:8765", TOKEN, False),
+        ("127.0.0.1:8765", None, False),
+        ("[::1]:8765", None, False),
+        ("localhost:8765", None, False),
+    ],
+)
+def test_a_public_address_without_a_token_is_warned_about(
+    stored: tuple[Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    address: str,
+    token: str | None,
+    warned: bool,
+) -> None:
+    from budgetware.cli.main import main
+    from budgetware.integrations import mcp_server
+
+    served: list[dict[str, object]] = []
+
+    async def fake_serve(server: object, **kwargs: object) -> None:
+        served.append(kwargs)  # nothing is bound: the test only reads what would be served
+
+    monkeypatch.setattr(mcp_server, "serve_http", fake_serve)
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", str(stored[0]))
+    if token is None:
+        monkeypatch.delenv("BUDGETWARE_MCP_SERVER_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("BUDGETWARE_MCP_SERVER_TOKEN", token)
+    assert main(["mcp-server", "--http", address]) == 0
+    assert served[0]["token"] == token
+    err = capsys.readouterr().err
+    assert ("without BUDGETWARE_MCP_SERVER_TOKEN" in err) is warned
+    if warned:
+        assert err.count("\n") == 1
 
 
 def test_an_untrusted_store_on_the_command_line_is_one_line(
