@@ -85,7 +85,9 @@ def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
 
 _WARNED_LOCK = threading.Lock()
 _WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
+# Owners that cannot be weakly referenced, by id: bounded (past it, a warning may repeat).
 _WARNED_IDS: set[int] = set()
+_WARNED_IDS_MAX = 1024
 
 
 def _warn_signed_once(owner: object, host: str) -> None:
@@ -97,6 +99,8 @@ def _warn_signed_once(owner: object, host: str) -> None:
         except TypeError:  # an owner that cannot be weakly referenced: remember its id
             if id(owner) in _WARNED_IDS:
                 return
+            if len(_WARNED_IDS) >= _WARNED_IDS_MAX:
+                _WARNED_IDS.clear()
             _WARNED_IDS.add(id(owner))
     warnings.warn(
         f"budgetware: requests to {host} are signed (AWS SigV4) and pass through unbounded: "
