@@ -23,17 +23,13 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +41,7 @@ from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body
 from budgetware.core.artifacts import text_key
 from budgetware.store import sweeper
 from budgetware.store.local import LocalArtifactStore
+from budgetware.testing.s3 import LocalS3Server, aws_env
 
 SIZE = 300_000
 
@@ -74,43 +71,8 @@ def interleaved(
     return medians, ratios
 
 
-@contextmanager
-def moto_server() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
 def s3_benchmarks(endpoint: str) -> None:
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_ENDPOINT_URL_S3=endpoint,
-        AWS_CONFIG_FILE=os.devnull,
-        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
-        AWS_EC2_METADATA_DISABLED="true",
-    )
+    os.environ.update(aws_env(endpoint))
     from botocore.exceptions import ClientError
 
     from budgetware.store.s3 import S3ArtifactStore
@@ -357,8 +319,8 @@ def main() -> None:
     except ImportError:
         print("boto3 or moto[server] is not installed (dev extra): S3 benchmarks skipped")
     else:
-        with moto_server() as endpoint:
-            s3_benchmarks(endpoint)
+        with LocalS3Server() as server:
+            s3_benchmarks(server.endpoint)
     sweep_benchmarks(int(os.environ.get("BENCH_STORE_ARTIFACTS", "100000")))
 
 

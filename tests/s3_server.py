@@ -4,69 +4,23 @@ points boto3 at it (and nowhere else: no config files, no instance metadata)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
+from budgetware.testing.s3 import LocalS3Server, aws_env
+
 __all__ = ["S3Bucket", "aws_env", "s3_bucket", "s3_endpoint"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def aws_env(endpoint: str) -> dict[str, str]:
-    """The standard AWS variables for a client of the local server only."""
-    return {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
 
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """``http://127.0.0.1:<port>`` of a moto server for this test session."""
     pytest.importorskip("moto.server", reason="moto[server] is in the dev extra")
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the moto server did not start") from None
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    with LocalS3Server() as server:
+        yield server.endpoint
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Test helpers for budgetware users and its own suite: a local fake of the LLM provider APIs,
-and a real LiteLLM Proxy process to put in front of it."""
+a real LiteLLM Proxy process to put in front of it, and a local S3-compatible server for
+the S3 artifact store."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from budgetware.testing.apis import (
 )
 from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 from budgetware.testing.provider import FakeProvider
+from budgetware.testing.s3 import LocalS3Server, LocalS3ServerError
 
 __all__ = [
     "API_NAMES",
@@ -23,6 +25,8 @@ __all__ = [
     "FakeProvider",
     "LiteLLMProxy",
     "LiteLLMProxyError",
+    "LocalS3Server",
+    "LocalS3ServerError",
     "RecordedRequest",
     "Reply",
     "ReplyPolicy",
