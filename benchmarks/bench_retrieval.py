@@ -7,7 +7,11 @@ the same bytes; the literal grep within 2x of ``grep -c -F``. The data is genera
 temporary directory and deleted at the end; everything runs from the page cache (each
 timing is the best of several rounds after a warm-up).
 
-    .venv/bin/python benchmarks/bench_retrieval.py [--mb 100]
+The same windows from the S3 store (moto's server on 127.0.0.1, when boto3 and
+moto[server] are installed), against one ranged ``GetObject`` of the same bytes with the
+store's own boto3 client: every read of a window is the index lookup plus one ranged GET.
+
+    .venv/bin/python benchmarks/bench_retrieval.py [--mb 100] [--s3-mb 20]
 """
 
 from __future__ import annotations
@@ -118,6 +122,74 @@ def window_rows(store: LocalArtifactStore, name: str, text: str) -> list[tuple[s
     return rows
 
 
+def s3_window_rows(name: str, text: str) -> list[tuple[str, ...]]:
+    import uuid
+
+    from budgetware.store.s3 import S3ArtifactStore
+    from budgetware.testing.s3 import LocalS3Server
+
+    rows: list[tuple[str, ...]] = []
+    with LocalS3Server() as server:
+        os.environ.update(server.aws_env())
+        bucket = f"bench-{uuid.uuid4().hex[:8]}"
+        store = S3ArtifactStore(
+            bucket, "artifacts", max_artifact_bytes=1 << 40, max_store_bytes=1 << 40
+        )
+        client = store.client()
+        client.create_bucket(Bucket=bucket)
+        ref = store.put(text)
+        key = text_key(text)
+        started = time.perf_counter()
+        read_artifact(ref, limit=1, store=store)  # verify and build the index, once
+        rows.append(
+            (
+                f"S3 {name}: first read (builds the index)",
+                f"{(time.perf_counter() - started) * 1e3:.0f} ms",
+                "",
+                "",
+            )
+        )
+        far = len(text) - len(text) // 100 - WINDOW
+        times = {}
+        for label, offset in (("offset 0", 0), (f"offset {far / MIB:.0f} Mi chars", far)):
+            begin = len(text[:offset].encode("utf-8", "surrogatepass"))
+            length = len(text[offset : offset + WINDOW].encode("utf-8", "surrogatepass"))
+            assert (
+                read_artifact(ref, offset=offset, limit=WINDOW, store=store)
+                == (text[offset : offset + WINDOW])
+            )
+            ours = best_time(
+                lambda o=offset: read_artifact(ref, offset=o, limit=WINDOW, store=store),
+                repeat=7,
+                number=20,
+            )
+            raw = best_time(
+                lambda b=begin, n=length: (
+                    client.get_object(
+                        Bucket=bucket,
+                        Key=f"artifacts/{key}.txt",
+                        Range=f"bytes={b}-{b + n - 1}",
+                    )["Body"]
+                    .read()
+                    .decode("utf-8")
+                ),
+                repeat=7,
+                number=20,
+            )
+            times[label] = ours
+            rows.append(
+                (
+                    f"S3 {name}: 64 Ki chars at {label}",
+                    f"{ours * 1e3:.2f} ms",
+                    f"ranged GetObject {raw * 1e3:.2f} ms (x{ours / raw:.2f})",
+                    "",
+                )
+            )
+        near, far_time = times.values()
+        rows.append((f"S3 {name}: far / near", f"x{far_time / near:.2f}", "target <= 2", ""))
+    return rows
+
+
 def grep_rows(
     store: LocalArtifactStore, name: str, text: str, tool: str | None
 ) -> list[tuple[str, ...]]:
@@ -177,6 +249,9 @@ def grep_rows(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=int, default=100, help="artifact size in MB (default 100)")
+    parser.add_argument(
+        "--s3-mb", type=int, default=20, help="S3 artifact size in MB (default 20; 0: skip)"
+    )
     args = parser.parse_args()
     size = args.mb * MIB
     tool = shutil.which("grep")
@@ -191,6 +266,15 @@ def main() -> None:
             rows += window_rows(store, name, text)
             rows += grep_rows(store, name, text, tool)
             del text
+        try:
+            import boto3  # noqa: F401
+            import moto.server  # noqa: F401
+        except ImportError:
+            print("boto3 or moto[server] is not installed (dev extra): S3 windows skipped")
+        else:
+            if args.s3_mb > 0:
+                for name, make in (("ASCII", make_ascii), ("CJK", make_cjk)):
+                    rows += s3_window_rows(name, make(args.s3_mb * MIB))
         print_table(
             f"Reading a {args.mb} MB artifact back (best of several rounds, page cache warm)",
             rows,
