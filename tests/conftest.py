@@ -28,8 +28,9 @@ from budgetware.testing import FakeProvider
 # budgetware's pytest plugin imported budgetware before this file set the variable above.
 otel.disable()
 
-# The pytest plugin's tests run pytest on test modules they write.
-pytest_plugins = ["pytester"]
+# The pytest plugin's tests run pytest on test modules they write; xdist_groups keeps each
+# xdist_group on one worker under scripts/test.
+pytest_plugins = ["pytester", "xdist_groups"]
 
 
 @pytest.fixture
