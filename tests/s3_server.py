@@ -12,7 +12,7 @@ import pytest
 
 from budgetware.testing.s3 import LocalS3Server, aws_env
 
-__all__ = ["S3Bucket", "aws_env", "s3_bucket", "s3_endpoint"]
+__all__ = ["S3Bucket", "aws_env", "new_bucket", "s3_bucket", "s3_endpoint"]
 
 
 @pytest.fixture(scope="session")
@@ -45,16 +45,27 @@ class S3Bucket:
         return bytes(self.client.get_object(Bucket=self.name, Key=key)["Body"].read())  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+def new_bucket(endpoint: str) -> S3Bucket:
+    """A fresh bucket on the local server at ``endpoint``, with a client of it alone."""
     import boto3
 
-    env = aws_env(s3_endpoint)
-    for name, value in env.items():
+    env = aws_env(endpoint)
+    client = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=endpoint)
+    name = f"bw-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    return S3Bucket(name, endpoint, env, client)
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+    """A fresh bucket, with this process's AWS environment pointing at the local server."""
+    bucket = new_bucket(s3_endpoint)
+    for name, value in bucket.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    client = boto3.session.Session().client("s3")
-    name = f"bw-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=name)
-    return S3Bucket(name, s3_endpoint, env, client)
+    return bucket

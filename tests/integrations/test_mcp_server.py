@@ -4,15 +4,13 @@ streamable HTTP, from the store the BUDGETWARE_* settings name."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
+from local_servers import mcp_http_server
 
 from budgetware import LocalArtifactStore
 
@@ -73,40 +71,11 @@ async def test_over_stdio(stored: tuple[Path, str]) -> None:
         await exercise(session, ref)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_http_server(directory: Path, *extra_env: tuple[str, str]) -> Iterator[str]:
-    port = _free_port()
     env = server_env(directory)
     env.update(extra_env)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "budgetware", "mcp-server", "--http", f"127.0.0.1:{port}"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the MCP server did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with mcp_http_server(env) as url:
+        yield url
 
 
 @pytest.fixture

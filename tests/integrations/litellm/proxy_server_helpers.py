@@ -5,7 +5,8 @@ Completions and Responses) and ``claude-fake`` (Anthropic Messages). Keys come f
 ``proxy_keys.py`` (the proxy's ``custom_auth``), which gives each test key the metadata a
 proxy admin would set with ``/key/generate`` or ``/team/new`` (no database needed).
 ``forward_client_headers_to_llm_api`` is on, so the proxy forwards a client's ``x-*``
-headers to the provider: budgetware's own must still never get there.
+headers to the provider: budgetware's own must still never get there. Below: the real
+openai and anthropic SDKs pointed at a proxy, and what the fake provider received.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from litellm_proxy_helpers import tool_texts
+
+from budgetware.testing import FakeProvider, RecordedRequest
 from budgetware.testing.litellm_proxy import LiteLLMProxy
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 HERE = Path(__file__).resolve().parent
 HANDLER = "budgetware.integrations.litellm.proxy.handler"
@@ -90,3 +98,80 @@ def start_all(proxies: Iterable[LiteLLMProxy]) -> None:
         proxy.launch()
     for proxy in started:
         proxy.wait_ready()
+
+
+# --- clients --------------------------------------------------------------------------------
+
+
+def openai_client(proxy: LiteLLMProxy, key: str | None = None) -> openai.OpenAI:
+    import openai
+
+    return openai.OpenAI(
+        base_url=proxy.url + "/v1", api_key=key or proxy.master_key, max_retries=0
+    )
+
+
+def anthropic_client(proxy: LiteLLMProxy, key: str | None = None) -> anthropic.Anthropic:
+    import anthropic
+
+    return anthropic.Anthropic(base_url=proxy.url, api_key=key or proxy.master_key, max_retries=0)
+
+
+def chat(
+    proxy: LiteLLMProxy,
+    messages: list[dict[str, Any]],
+    *,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+    model: str = OPENAI_MODEL,
+) -> str:
+    with openai_client(proxy, key) as client:
+        reply = client.chat.completions.create(
+            model=model, messages=messages, extra_headers=headers
+        )
+    return reply.choices[0].message.content or ""
+
+
+def messages_call(
+    proxy: LiteLLMProxy,
+    messages: list[dict[str, Any]],
+    headers: dict[str, str] | None = None,
+    *,
+    key: str | None = None,
+) -> str:
+    with anthropic_client(proxy, key) as client:
+        reply = client.messages.create(
+            model=ANTHROPIC_MODEL,
+            max_tokens=64,
+            messages=messages,
+            extra_headers=headers,
+        )
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
+# --- what the provider received ---------------------------------------------------------------
+
+
+def model_requests(fp: FakeProvider) -> list[RecordedRequest]:
+    return [r for r in fp.requests if r.api is not None]
+
+
+def only_request(fp: FakeProvider) -> RecordedRequest:
+    requests = model_requests(fp)
+    assert len(requests) == 1, [r.path for r in requests]
+    return requests[0]
+
+
+def upstream_tool_texts(request: RecordedRequest) -> list[str]:
+    body = request.json()
+    if "input" in body:
+        return tool_texts("input", body["input"])
+    return [
+        text if isinstance(text, str) else _block_text(text)
+        for text in tool_texts("messages", body["messages"])
+    ]
+
+
+def _block_text(content: Any) -> str:
+    # litellm may send an Anthropic tool_result's content as a list of text blocks.
+    return "".join(block["text"] for block in content)

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from litellm_proxy_helpers import BUDGET, big_results
-from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL
+from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL, model_requests
 from testing import drivers
 
 from budgetware.testing import FakeProvider, RecordedRequest
@@ -55,10 +55,6 @@ def send(
         **(headers or {}),
     }
     return http.request(method, proxy.url + path, content=content, headers=all_headers)
-
-
-def model_requests(fp: FakeProvider) -> list[RecordedRequest]:
-    return [r for r in fp.requests if r.api is not None]
 
 
 def both(

@@ -10,14 +10,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anthropic
-import openai
 import pytest
-from litellm_proxy_helpers import BUDGET, assert_bounded, big_results, small_results, tool_texts
-from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL, new_proxy, proxy_config, proxy_env
+from litellm_proxy_helpers import BUDGET, assert_bounded, big_results, small_results
+from proxy_server_helpers import (
+    ANTHROPIC_MODEL,
+    OPENAI_MODEL,
+    anthropic_client,
+    chat,
+    messages_call,
+    new_proxy,
+    only_request,
+    openai_client,
+    proxy_config,
+    proxy_env,
+    upstream_tool_texts,
+)
 from testing import drivers
 
-from budgetware.testing import FakeProvider, RecordedRequest, Reply
+from budgetware.testing import FakeProvider, Reply
 from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 # One worker starts the session's proxies and runs every test that uses them.
@@ -25,69 +35,6 @@ pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litell
 
 SIZE = 60_000
 BIG = big_results(4, SIZE)
-
-
-def openai_client(proxy: LiteLLMProxy, key: str | None = None) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=proxy.url + "/v1", api_key=key or proxy.master_key, max_retries=0
-    )
-
-
-def anthropic_client(proxy: LiteLLMProxy, key: str | None = None) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=proxy.url, api_key=key or proxy.master_key, max_retries=0)
-
-
-def chat(
-    proxy: LiteLLMProxy,
-    messages: list[dict[str, Any]],
-    *,
-    key: str | None = None,
-    headers: dict[str, str] | None = None,
-    model: str = OPENAI_MODEL,
-) -> str:
-    with openai_client(proxy, key) as client:
-        reply = client.chat.completions.create(
-            model=model, messages=messages, extra_headers=headers
-        )
-    return reply.choices[0].message.content or ""
-
-
-def messages_call(
-    proxy: LiteLLMProxy, messages: list[dict[str, Any]], headers: dict[str, str] | None = None
-) -> str:
-    with anthropic_client(proxy) as client:
-        reply = client.messages.create(
-            model=ANTHROPIC_MODEL,
-            max_tokens=64,
-            messages=messages,
-            extra_headers=headers,
-        )
-    return "".join(block.text for block in reply.content if block.type == "text")
-
-
-def model_requests(fp: FakeProvider) -> list[RecordedRequest]:
-    return [r for r in fp.requests if r.api is not None]
-
-
-def only_request(fp: FakeProvider) -> RecordedRequest:
-    requests = model_requests(fp)
-    assert len(requests) == 1, [r.path for r in requests]
-    return requests[0]
-
-
-def upstream_tool_texts(request: RecordedRequest) -> list[str]:
-    body = request.json()
-    if "input" in body:
-        return tool_texts("input", body["input"])
-    return [
-        text if isinstance(text, str) else _block_text(text)
-        for text in tool_texts("messages", body["messages"])
-    ]
-
-
-def _block_text(content: Any) -> str:
-    # litellm may send an Anthropic tool_result's content as a list of text blocks.
-    return "".join(block["text"] for block in content)
 
 
 def two_batches(first: list[str], second: list[str]) -> list[dict[str, Any]]:
