@@ -9,7 +9,7 @@ every assertion is on what the fake provider received and on what the store hold
 The agents behind a proxy cannot read its disk: the proxies' MCP gateway (``mcp_servers``)
 serves budgetware's ``read_tool_output`` over the shared store. The local pair runs
 ``budgetware mcp-server`` as its own child over stdio, per call; the S3 pair reaches one
-running beside it over streamable HTTP.
+running beside it over streamable HTTP, which requires a bearer token.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -84,7 +85,13 @@ def tool_output(tag: str, size: int = SIZE) -> str:
 def mcp_gateway(sidecar_url: str | None) -> dict[str, Any]:
     """The proxy config's ``mcp_servers``: budgetware's server, for every key."""
     if sidecar_url is not None:
-        server: dict[str, Any] = {"url": sidecar_url, "transport": "http"}
+        server: dict[str, Any] = {
+            "url": sidecar_url,
+            "transport": "http",
+            # The server answers nothing without its token (BUDGETWARE_MCP_SERVER_TOKEN).
+            "auth_type": "bearer_token",
+            "authentication_token": "os.environ/BUDGETWARE_MCP_SERVER_TOKEN",
+        }
     else:
         server = {
             "transport": "stdio",
@@ -127,7 +134,11 @@ def replicas(
                 for name, value in os.environ.items()
                 if not name.startswith(("BUDGETWARE_", "AWS_"))
             }
-            sidecar_env.update(bucket.env, BUDGETWARE_ARTIFACT_STORE=store)
+            token = secrets.token_urlsafe(16)
+            sidecar_env.update(
+                bucket.env, BUDGETWARE_ARTIFACT_STORE=store, BUDGETWARE_MCP_SERVER_TOKEN=token
+            )
+            env["BUDGETWARE_MCP_SERVER_TOKEN"] = token
             sidecar_url = stack.enter_context(mcp_http_server(sidecar_env))
 
             def artifacts() -> dict[str, bytes]:
