@@ -1,10 +1,13 @@
 """Test-wide settings and fixtures: internal errors raise, artifacts stay in a temporary
-directory, a fake provider per test, and no test leaves ``instrument()`` in effect."""
+directory, a fake provider per test, no test leaves ``instrument()`` in effect, and no
+library makes an event loop of its own in the main thread."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator
 
 # Set before any test imports an SDK: litellm would otherwise fetch a price map online.
@@ -38,6 +41,27 @@ def fake_provider() -> Iterator[FakeProvider]:
     """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""
     with FakeProvider() as provider:
         yield provider
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_implicit_event_loop() -> None:
+    """The main thread has no current event loop until a test sets one.
+
+    Otherwise the first ``asyncio.get_event_loop()`` of a worker (litellm's sync calls make
+    one for their service logging) creates a loop nobody closes; the next async test
+    replaces it, and the garbage collector reports "unclosed event loop" as an error in
+    whichever test it happens to run in. After any async test the main thread is in this
+    state anyway (``asyncio.Runner`` sets the loop back to None): now it is from the start.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None and not loop.is_running():
+            loop.close()
+        asyncio.set_event_loop(None)
 
 
 @pytest.fixture(autouse=True)
