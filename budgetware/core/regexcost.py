@@ -1,0 +1,99 @@
+"""What a regular expression may cost before it runs: nested repeats and repeat counts.
+
+Patterns from settings (salient lines) run on the request path, and patterns from a model
+(``read_tool_output``) run on artifacts of any size; neither may hang or exhaust memory.
+Two shapes make a backtracking engine (``re``, the ``regex`` package) cost without bound:
+
+- a repeat of something that itself repeats a variable number of times, ``(a+)+``,
+  ``(\\w+\\s?)*``: exponential backtracking on a line that almost matches;
+- counted repeats inside counted repeats, ``((a{1000}){1000}){1000}``: the ``regex``
+  package expands them when it compiles, a gigabyte before the first match.
+
+``regex_problem`` reads the pattern with ``re``'s own parser (no compilation, no engine)
+and names either shape, deterministically; a pattern ``re`` cannot parse is the caller's
+to judge (the ``regex`` package reads more syntax).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:  # Python 3.11+
+    import re._constants as _constants  # type: ignore[import-not-found,unused-ignore]
+    import re._parser as _parser  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _constants  # type: ignore[no-redef,unused-ignore]
+    import sre_parse as _parser  # type: ignore[no-redef,unused-ignore]
+
+__all__ = ["MAX_PATTERN_LENGTH", "MAX_REPEAT_PRODUCT", "regex_problem"]
+
+MAX_PATTERN_LENGTH = 1_000
+# The most characters one match of a pattern's counted repeats may span, multiplied out:
+# ``x{100}`` inside ``(...){100}`` is 10,000. Plenty for a search, nothing for a compiler.
+MAX_REPEAT_PRODUCT = 100_000
+
+_UNBOUNDED = _constants.MAXREPEAT
+_REPEATS = {
+    str(name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(_constants, name)
+}
+
+
+def regex_problem(pattern: str, *, nested: bool = True) -> str | None:
+    """Why ``pattern`` may cost without bound (a short phrase), or None when it may not.
+
+    ``nested=False`` leaves repeats inside repeats alone, for a caller that bounds matching
+    time itself (the ``regex`` package's timeout); the length and the repeat counts, which
+    cost at compile time, are always checked. Raises ``re.error`` (from ``re``'s parser)
+    for a pattern that ``re`` cannot read.
+    """
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return f"longer than {MAX_PATTERN_LENGTH:,} characters"
+    return _walk(_parser.parse(pattern), nested=nested, variable_above=False, product=1)
+
+
+def _walk(items: Any, *, nested: bool, variable_above: bool, product: int) -> str | None:
+    for op, value in items:
+        name = str(op)
+        if name in _REPEATS:
+            low, high, body = value
+            count = 1 if high == _UNBOUNDED else high
+            inside = product * max(count, 1)
+            if inside > MAX_REPEAT_PRODUCT:
+                return f"its counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,}"
+            # A possessive repeat never gives back what it took: nothing to backtrack into.
+            varies = high != low and name != "POSSESSIVE_REPEAT"
+            if nested and varies and variable_above:
+                return "a repeat inside a repeat (as in (a+)+) can take exponential time"
+            # Only a repeat of two or more rounds can split a text between its rounds in
+            # many ways; an optional part (x?) has one round.
+            many = varies and high > 1
+            problem = _walk(
+                body, nested=nested, variable_above=variable_above or many, product=inside
+            )
+        elif name == "ATOMIC_GROUP":
+            # Once matched, an atomic group is never re-entered: a fresh start inside.
+            problem = _walk(value, nested=nested, variable_above=False, product=product)
+        else:
+            problem = None
+            for sub in _children(name, value):
+                problem = _walk(sub, nested=nested, variable_above=variable_above, product=product)
+                if problem:
+                    break
+        if problem:
+            return problem
+    return None
+
+
+def _children(name: str, value: Any) -> list[Any]:
+    """The sub-patterns of one parsed item."""
+    if name == "SUBPATTERN":
+        return [value[-1]]
+    if name == "BRANCH":
+        return list(value[1])
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [value[1]]
+    if name == "GROUPREF_EXISTS":
+        return [branch for branch in value[1:] if branch is not None]
+    return []
