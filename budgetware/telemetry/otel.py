@@ -2,9 +2,10 @@
 
 Needs only ``opentelemetry-api`` (``pip install "budgetware[opentelemetry]"``): the
 application configures the SDK and its exporters as usual. Without the API nothing is
-subscribed and nothing is imported. Turned on by ``import budgetware`` when the API is
-installed (``BUDGETWARE_TELEMETRY=0`` keeps it off; the ``telemetry`` setting turns it off
-per request).
+subscribed and nothing is imported. Turned on, when the API is installed, by the first
+entry point a process sets up (``instrument()``, a transport, ``bound_payload``; ``import
+budgetware`` alone loads nothing of it); ``BUDGETWARE_TELEMETRY=0`` keeps it off, the
+``telemetry`` setting turns it off per request.
 
 Metrics (instrumentation scope ``budgetware``), with the attributes ``budgetware.api`` (the
 wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``payload``):
@@ -68,9 +69,13 @@ def enabled() -> bool:
 
 def enable_if_available() -> bool:
     """``enable()`` when opentelemetry-api is installed and ``BUDGETWARE_TELEMETRY`` is not
-    off; what ``import budgetware`` does. Imports nothing of OpenTelemetry yet."""
+    off; what the first entry point set up in a process does (``instrument()``, a transport,
+    ``bound_payload``). Imports nothing of OpenTelemetry yet, and keeps an ``enable()`` the
+    application already made (with its ``meter_provider``)."""
     if os.environ.get("BUDGETWARE_TELEMETRY", "").strip().lower() in _OFF:
         return False
+    if _subscription is not None:
+        return True
     return enable()
 
 
