@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+import wrapt
 from http_helpers import big_results, tool_result_texts
 from test_transport import URL, chat_body, mock
 
@@ -350,3 +352,47 @@ def test_the_default_artifact_path_is_the_configured_default(
         monkeypatch.setenv("XDG_CACHE_HOME", xdg)
         assert default_artifact_path() == str(default_artifact_dir())
     assert Path(default_artifact_path()).is_absolute()
+
+
+@pytest.fixture
+def xray_patched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """aws-xray-sdk's httpx patch applied (``httpx.Client = _InstrumentedClient``, a subclass
+    that defines no ``send``), and undone after the test."""
+    from aws_xray_sdk.core import xray_recorder
+
+    xray_httpx = importlib.import_module("aws_xray_sdk.ext.httpx.patch")
+    monkeypatch.setattr(httpx, "Client", httpx.Client)
+    monkeypatch.setattr(httpx, "AsyncClient", httpx.AsyncClient)
+    monkeypatch.setattr(httpx._api, "Client", httpx._api.Client)
+    xray_recorder.configure(context_missing="IGNORE_ERROR", sampling=False)
+    xray_httpx.patch()
+    assert "send" not in vars(httpx.Client)
+    yield xray_httpx
+    # The recorder opens a UDP socket for its daemon at import; nothing was sent on it.
+    xray_recorder.emitter._socket.close()
+
+
+async def test_a_client_class_replaced_by_a_subclass_is_still_bounded(
+    xray_patched: Any, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+    body = {
+        "model": "m",
+        "messages": [{"role": "tool", "tool_call_id": "a", "content": "x" * 50_000}],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "send ... no longer exists"
+        handle = instrument(config=BudgetConfig(batch_budget=1_000, artifact_dir=tmp_path))
+    assert {"httpx.Client.send", "httpx.AsyncClient.send"} <= set(handle.patched)
+    with httpx.Client(transport=mock(httpx, seen)) as client:
+        assert isinstance(client, xray_patched._InstrumentedClient)
+        client.post("https://api.openai.com/v1/chat/completions", json=body)
+    async with httpx.AsyncClient(transport=mock(httpx, seen)) as aclient:
+        assert isinstance(aclient, xray_patched._InstrumentedAsyncClient)
+        await aclient.post("https://api.openai.com/v1/chat/completions", json=body)
+    for request in seen:
+        assert len(json.loads(request.content)["messages"][0]["content"]) <= 1_000
+    uninstrument()
+    assert vars(httpx._client.Client)["send"] is httpx._client.Client.__dict__["send"]
+    assert not isinstance(vars(httpx._client.Client)["send"], wrapt.FunctionWrapper)
+    assert not isinstance(vars(httpx._client.AsyncClient)["send"], wrapt.FunctionWrapper)
