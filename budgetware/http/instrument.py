@@ -340,12 +340,14 @@ class Instrumentation:
             return tuple(t.name for t in _STATE.originals)
 
 
+_PREFIX = "BUDGETWARE_"
+_RUN_PREFIX = _PREFIX + "RUN_"  # budgetware run's own variables, not settings
+_MCP_PREFIX = _PREFIX + "MCP_"  # the MCP boundary's settings
+
+
 def _settings_in_environment() -> bool:
     """Whether any ``BUDGETWARE_*`` variable is set (those of ``budgetware run`` itself aside)."""
-    return any(
-        key.startswith("BUDGETWARE_") and not key.startswith("BUDGETWARE_RUN_")
-        for key in os.environ
-    )
+    return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
 
 
 def _check_setup(config: BudgetConfig | None) -> None:
@@ -367,7 +369,7 @@ def _check_setup(config: BudgetConfig | None) -> None:
 
         check_store(resolve_config())  # says exactly what is wrong with it
         return
-    if any(key.startswith("BUDGETWARE_MCP_") for key in os.environ):
+    if any(key.startswith(_MCP_PREFIX) for key in os.environ):
         load_features()  # the MCP boundary registers the check of its own settings
     from budgetware.core.config import check_settings
 
