@@ -585,3 +585,60 @@ def test_a_signal_windows_cannot_send_is_not_an_error() -> None:
     finally:
         restore_signals(previous)
     assert child.sent == [signal.SIGINT]
+
+
+MCP_SERVER = """
+import os, sys
+from mcp.server.mcpserver import MCPServer
+print("server hook", "budgetware.cli.startup" in sys.modules, file=sys.stderr)
+server = MCPServer("logs")
+
+@server.tool()
+def read_log() -> str:
+    return "log " + "y" * 300_000
+
+server.run("stdio")
+"""
+
+MCP_AGENT = """
+import json, os, sys
+import anyio, openai
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def tool_result():
+    params = StdioServerParameters(command=sys.executable, args=[sys.argv[1]])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("read_log", {})
+        return result.content[0].text
+
+text = anyio.run(tool_result)
+print("received", len(text), file=sys.stderr)
+client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max_retries=0)
+call = {"id": "c0", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}
+client.chat.completions.create(model="m", messages=[
+    {"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
+    {"role": "tool", "tool_call_id": "c0", "content": text}])
+"""
+
+
+def test_an_mcp_stdio_server_gets_no_hook_and_its_results_are_bounded_at_the_model(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    # mcp's stdio_client passes the server only HOME, LOGNAME, PATH, SHELL, TERM, USER:
+    # no PYTHONPATH, so no hook there; what reaches the model is bounded in the agent.
+    server = tmp_path / "server.py"
+    server.write_text(MCP_SERVER)
+    agent = tmp_path / "agent.py"
+    agent.write_text(MCP_AGENT)
+    done = run(
+        ["--batch-budget", "20000", "--", "python", str(agent), str(server)],
+        _env(fake_provider, tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "server hook False" in done.stderr
+    assert "received 300004" in done.stderr  # the agent's own code sees the whole result
+    (sent,) = _tool_texts(fake_provider)
+    assert sent.startswith("[Tool output truncated: 300,004 chars")
+    assert len(sent) <= 20_000
