@@ -222,9 +222,11 @@ def test_an_sdk_that_raises_in_budgetwares_own_calls_never_breaks_the_request(
     def broken(self: Any, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("exporter queue full")
 
-    from opentelemetry.sdk.metrics._internal.instrument import _Counter
+    # The histogram is the one metric budgetware records on the request path (the
+    # counters are observable: the SDK reads budgetware's totals when it collects).
+    from opentelemetry.sdk.metrics._internal.instrument import _Histogram
 
-    monkeypatch.setattr(_Counter, "add", broken)
+    monkeypatch.setattr(_Histogram, "record", broken)
     monkeypatch.setattr(otel, "_failed_types", set())
     caplog.set_level(logging.WARNING, logger="budgetware")
     transport = BudgetTransport(httpx.HTTPTransport(), config=BudgetConfig(batch_budget=BUDGET))
