@@ -63,6 +63,7 @@ def _model(kind: str, url: str) -> Any:
 def _run(kind: str, provider: FakeProvider) -> str:
     model = _model(kind, provider.url)
     agent = ToolCallingAgent(tools=[read_build_log], model=model, max_steps=4, verbosity_level=0)
+    before = set(_litellm_clients()) if kind == "litellm" else set()
     try:
         return str(agent.run(TASK))
     finally:
@@ -70,21 +71,28 @@ def _run(kind: str, provider: FakeProvider) -> str:
         if client is not None and hasattr(client, "close"):
             client.close()
         if kind == "litellm":
-            _close_litellm_clients()
+            _close_litellm_clients(before)
 
 
-def _close_litellm_clients() -> None:
+def _litellm_clients() -> dict[str, Any]:
+    import litellm
+
+    return dict(litellm.in_memory_llm_clients_cache.cache_dict)
+
+
+def _close_litellm_clients(before: set[str]) -> None:
     """litellm keeps the SDK clients it made (here an ``openai.OpenAI`` with a connection to
-    the fake provider) in a process-wide cache: close the sync ones, or their sockets are
-    reported unclosed at exit."""
+    the fake provider) in a process-wide cache: close the sync ones this test made, or their
+    sockets are reported unclosed at exit (the others are not this test's to close)."""
     import litellm
 
     cache = litellm.in_memory_llm_clients_cache
-    for client in list(cache.cache_dict.values()):
+    for key, client in _litellm_clients().items():
         close = getattr(client, "close", None)
-        if callable(close) and not inspect.iscoroutinefunction(close):
-            close()
-    cache.flush_cache()
+        if key in before or not callable(close) or inspect.iscoroutinefunction(close):
+            continue
+        close()
+        cache.delete_cache(key)
 
 
 def _user_texts(body: dict[str, Any]) -> list[str]:
