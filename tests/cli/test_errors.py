@@ -126,6 +126,32 @@ def test_diagnose_a_file_it_cannot_read(
     assert f"budgetware diagnose: cannot read {path}: {reason}" in err
 
 
+def _unreadable(tmp_path: Path) -> Path:
+    """A file this process may not read: mode 0, or for root (who reads every file) a
+    write-only kernel setting that refuses even root."""
+    if os.geteuid() != 0:
+        path = tmp_path / "debug.jsonl"
+        path.write_text("{}\n")
+        path.chmod(0)
+        return path
+    path = Path("/proc/sys/vm/compact_memory")
+    try:
+        path.open("rb").close()
+    except PermissionError:
+        return path
+    except OSError:
+        pass
+    pytest.skip("no file here that root may not read")
+
+
+def test_diagnose_a_file_it_may_not_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _unreadable(tmp_path)
+    err = one_line_error(capsys, ["diagnose", str(path)], 1)
+    assert f"budgetware diagnose: cannot read {path}: Permission denied" in err
+
+
 @pytest.mark.parametrize(
     "content",
     [bytes(range(256)) * 64, b"just some notes\nnothing to see\n", b'{"event": "other"}\n'],
