@@ -496,7 +496,8 @@ def _describe(exc: ValidationError, source: str, env_names: set[str] | None = No
         top = str(error["loc"][0]) if error["loc"] else ""
         from_env = source == "environment" or (env_names is not None and top in env_names)
         env = f" ({ENV_PREFIX}{top.upper()})" if from_env and top else ""
-        parts.append(f"{name}{env}: {error['msg']} (got {error.get('input')!r})")
+        message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's own words
+        parts.append(f"{name}{env}: {message} (got {error.get('input')!r})")
     return "invalid budgetware setting: " + "; ".join(parts)
 
 
