@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -168,16 +169,25 @@ def loads_literal(text: str) -> Any:
     return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
 
 
-def dumps_literal(value: Any) -> bytes:
+def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:
     """Compact UTF-8 JSON of a value from ``loads_literal`` (or any plain JSON value), each
-    number literal written as it was read. Raises ``TypeError`` for a value it cannot
-    write (with orjson: a lone surrogate, nesting deeper than orjson allows)."""
+    number literal written as it was read; with ``ascii_only`` non-ASCII text is written
+    as ``\\uXXXX`` escapes. Raises ``TypeError`` for a value it cannot write (with orjson:
+    a lone surrogate, nesting deeper than orjson allows)."""
     if _orjson is not None:
         out: bytes = _orjson.dumps(value)
-        return out
-    parts: list[str] = []
-    _write_literal(value, parts)
-    return "".join(parts).encode("utf-8", "backslashreplace_json")
+    else:
+        parts: list[str] = []
+        _write_literal(value, parts)
+        out = "".join(parts).encode("utf-8", "backslashreplace_json")
+    if ascii_only and not out.isascii():
+        # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
+        text = out.decode("utf-8", "surrogatepass")
+        return _NON_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], text).encode("ascii")
+    return out
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def compact_literal(text: bytes | str) -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -11,12 +10,13 @@ from typing import Any, cast
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
+from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
 from budgetware.core.observe import BatchReport, RequestReport
 from budgetware.store.select import store_for_config
 from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_body
 from budgetware.wire.signing import signed_header_names
-from budgetware.wire.splice import replace_values
+from budgetware.wire.splice import patch_json, replace_values, with_values
 
 __all__ = ["bound_batches", "finalize_body", "is_untouchable", "observed_finalize_body"]
 
@@ -215,18 +215,21 @@ def _bound(
 
 
 def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
-    """Last resort when a changed value has no token to splice: write the whole body again.
-
-    Key order and every value are kept (the standard library writes big integers and NaN
-    back as they were read); only whitespace may differ from the original.
-    """
-    for path, (_old, new) in changes.items():
-        container: Any = decoded
+    """Last resort when a changed string has no token the splicer found: patch the body
+    with every changed value (``patch_json``), and if even that cannot follow its bytes,
+    write the whole body again with every number exactly as it was spelled (only spacing
+    and string escapes may then differ from the original)."""
+    new = with_values(decoded, {path: value for path, (_old, value) in changes.items()})
+    patched = patch_json(body, decoded, new)
+    if patched is not None:
+        return patched
+    doc = loads_literal(body.decode("utf-8", "surrogatepass"))
+    for path, (_old, value) in changes.items():
+        container: Any = doc
         for key in path[:-1]:
             container = container[key]
-        container[path[-1]] = new
-    text = json.dumps(decoded, ensure_ascii=body.isascii(), separators=(",", ":"))
-    return text.encode("utf-8", "backslashreplace_json")
+        container[path[-1]] = value
+    return dumps_literal(doc, ascii_only=body.isascii())
 
 
 def _warn_signed() -> None:
