@@ -41,7 +41,9 @@ def finalize_body(
     if not isinstance(cast(object, body), bytes):
         return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
-        config = resolve_config()
+        # A setting that turned bad since setup is left out (logged once): never a broken
+        # call, as for bound_payload and the transports.
+        config = resolve_config(lenient=True)
     budget = config.batch_budget
     # Every string inside a JSON text takes at least as many bytes there as it measures
     # (one char is >= 1 byte; an escape is longer than the UTF-8 it stands for), so a body
@@ -70,7 +72,7 @@ def observed_finalize_body(
     """
     start = time.perf_counter()
     if config is None:
-        config = resolve_config()
+        config = resolve_config(lenient=True)
     batches: list[BatchReport] = []
     error: str | None = None
     new_body = body
