@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
 
-from budgetware.core.artifacts import ArtifactStore
+from budgetware.core.artifacts import ArtifactStore, digest_scope
 from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
@@ -236,7 +236,8 @@ class _JsonTransform(_Transform):
         message = loads_exact(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
-        bounded = self._bound(message)
+        with digest_scope():
+            bounded = self._bound(message)
         return body if bounded is message else _patched(body, message, bounded)
 
 
@@ -339,6 +340,19 @@ class _SseTransform(_Transform):
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
+        with digest_scope():
+            return self._bounded_event(event, lines, terminators, text, message, other_bytes, data)
+
+    def _bounded_event(
+        self,
+        event: bytes,
+        lines: list[str],
+        terminators: list[bytes],
+        text: bytes,
+        message: Any,
+        other_bytes: int,
+        data: list[str],
+    ) -> bytes:
         size = other_bytes + sum(len(f"data: {d}".encode("utf-8", "surrogatepass")) for d in data)
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):

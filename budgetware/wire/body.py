@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
+from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
@@ -133,7 +134,8 @@ def _finalize(
     if read is None:
         return body
     decoded, all_batches = read
-    changes = bound_batches(all_batches, config, reports)
+    with digest_scope():  # the digests of this body's strings, forgotten with them
+        changes = bound_batches(all_batches, config, reports)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from budgetware.core import observe
+from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes
@@ -89,7 +90,8 @@ def _bound(
         fmt = sniff_format(payload)
     if fmt is None:
         return payload
-    changes = bound_batches(fmt.batches(payload), config, reports)
+    with digest_scope():  # the digests of this payload's strings, forgotten with them
+        changes = bound_batches(fmt.batches(payload), config, reports)
     if not changes:
         return payload
     return with_values(payload, {path: new for path, (_, new) in changes.items()})
