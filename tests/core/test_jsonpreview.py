@@ -166,7 +166,8 @@ def test_integers_beyond_64_bits_survive_in_kept_array_elements() -> None:
     text = "[" + ", ".join(big) + "]"
     value = _json_body(fit_text(text, 2_000))
     kept = [x for x in value if isinstance(x, int)]
-    assert kept[0] == 10**30 and kept[-1] == 10**30 + 1_999
+    assert kept[0] == 10**30
+    assert kept[-1] == 10**30 + 1_999
     assert all(str(x) in big for x in kept)
 
 
