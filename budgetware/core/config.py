@@ -327,13 +327,11 @@ class BudgetConfig(BaseModel):
         if isinstance(value, list):
             value = tuple(value)
         if isinstance(value, tuple):
-            for pattern in value:
-                if not isinstance(pattern, str):
-                    raise ValueError("patterns must be strings")
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+            from budgetware.core.salient import check_patterns
+
+            # Each compiles, none may cost without bound, and all combine into one pattern
+            # (the one the previews use): a ValueError says which and why.
+            check_patterns(value)
         return value
 
     @field_validator("text_results", mode="before")

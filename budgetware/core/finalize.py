@@ -288,7 +288,8 @@ def _persist(
     try:
         key = text_key(full)
         if len(entry.slots) == 1:
-            cut[0].key = key  # the one slot is the full text: its previews can be reused
+            # The one slot is the full text: its previews and its scan can be reused.
+            cut[0].key = cut[0].preview.key = key
         decided = store.lookup_decision(key)
         if decided is None and len(entry.slots) > 1:
             for slot in entry.slots:
