@@ -206,11 +206,15 @@ def _bound(
     return out
 
 
-# The room every result keeps first when priorities differ within a batch: enough for a
-# compact preview that is mostly the output's own text (a low-priority result is cut to
-# this, not to nothing, unless the floors themselves do not fit).
+# The room every result keeps first when priorities differ or a tool has a ``min_room``
+# within a batch: enough for a compact preview that is mostly the output's own text (a
+# low-priority result is cut to this, not to nothing, unless these floors themselves do
+# not fit: then they are dropped from the lowest priority up).
 _PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
 _PRIORITY_FLOOR_TOKENS = 25
+# A ``min_room`` counts up to this share of the batch budget: one tool's floor never
+# empties the rest of a batch (a min_room at or above the budget would).
+MIN_ROOM_PERCENT = 50
 _RANK = {"high": 0, "normal": 1, "low": 2}
 
 
@@ -219,6 +223,7 @@ def _allocate_by_policy(
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
     table = tuple(config.tool_policies.items())
+    cap = config.batch_budget * MIN_ROOM_PERCENT // 100
     ranks: list[int] = []
     floors: list[int] = []
     index = 0
@@ -227,12 +232,13 @@ def _allocate_by_policy(
         policy = _policy_for(table, entry.tool_name)
         ranks += [_RANK[policy.priority]] * count
         mine = lengths[index : index + count]
-        floors += allocate(mine, policy.min_room) if policy.min_room else [0] * count
+        room = min(policy.min_room, cap)
+        floors += allocate(mine, room) if room else [0] * count
         index += count
-    if len(set(ranks)) > 1:
-        least = _PRIORITY_FLOOR.get(config.unit, _PRIORITY_FLOOR_TOKENS)
-        floors = [max(f, least) for f in floors]
-    return allocate_by_priority(lengths, config.batch_budget, ranks, floors)
+    least: list[int] = []
+    if len(set(ranks)) > 1 or any(floors):
+        least = [_PRIORITY_FLOOR.get(config.unit, _PRIORITY_FLOOR_TOKENS)] * len(lengths)
+    return allocate_by_priority(lengths, config.batch_budget, ranks, floors, least)
 
 
 @functools.lru_cache(maxsize=1024)
