@@ -5,6 +5,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -123,7 +125,7 @@ class _Cut:
         memo = None
         if self.key is not None:
             memo = (self.key, self.allocation, refs, preview.unit, preview.options)
-            fitted = _FITTED.get(memo)
+            fitted = _fitted_get(memo)
             if fitted is not None:
                 self.text = fitted.text
                 return fitted.named
@@ -135,21 +137,47 @@ class _Cut:
 
 
 # Previews by content address, allocation, references, unit and options: exact, because a
-# preview depends on nothing else. Bounded by the characters it holds.
-_FITTED: dict[tuple[object, ...], Fitted] = {}
-_FITTED_MAX_CHARS = 16 * 1024 * 1024
-_fitted_chars = 0
+# preview depends on nothing else. Least recently used first out, bounded by entries and
+# by bytes: a preview's characters (up to 4 bytes each) and what its entry costs besides
+# (the key, the references, the dict slot).
+_FITTED: OrderedDict[tuple[object, ...], Fitted] = OrderedDict()
+_FITTED_MAX_ENTRIES = 8_192
+_FITTED_MAX_BYTES = 32 * 1024 * 1024
+_FITTED_ENTRY_BYTES = 512
+_fitted_bytes = 0
+_FITTED_LOCK = threading.Lock()
+
+
+def _fitted_get(memo: tuple[object, ...]) -> Fitted | None:
+    with _FITTED_LOCK:
+        fitted = _FITTED.get(memo)
+        if fitted is not None:
+            _FITTED.move_to_end(memo)
+        return fitted
+
+
+def _entry_bytes(memo: tuple[object, ...], fitted: Fitted) -> int:
+    refs = memo[2]
+    named = sum(len(r) for r in refs) if isinstance(refs, tuple) else 0
+    return _FITTED_ENTRY_BYTES + 4 * len(fitted.text) + named
 
 
 def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
-    global _fitted_chars
-    size = len(fitted.text)
-    if _fitted_chars + size > _FITTED_MAX_CHARS:
-        _FITTED.clear()
-        _fitted_chars = 0
-    if size <= _FITTED_MAX_CHARS // 4:
+    global _fitted_bytes
+    size = _entry_bytes(memo, fitted)
+    if size > _FITTED_MAX_BYTES // 4:
+        return
+    with _FITTED_LOCK:
+        old = _FITTED.pop(memo, None)
+        if old is not None:
+            _fitted_bytes -= _entry_bytes(memo, old)
+        while _FITTED and (
+            len(_FITTED) >= _FITTED_MAX_ENTRIES or _fitted_bytes + size > _FITTED_MAX_BYTES
+        ):
+            old_memo, old_fitted = _FITTED.popitem(last=False)
+            _fitted_bytes -= _entry_bytes(old_memo, old_fitted)
         _FITTED[memo] = fitted
-        _fitted_chars += size
+        _fitted_bytes += size
 
 
 # Given an entry and its slots to cut: fit them (setting each ``_Cut.text``), return the
@@ -306,9 +334,11 @@ def _persist(
             _fit_all(cut, decided)
             return decided
         predicted = _predict(store, key)
-        # A store that cannot predict its reference: probe with an empty one, which fits
-        # wherever any reference could.
-        if not _fit_all(cut, (predicted,) if predicted is not None else ("",)):
+        # A store that cannot predict its reference is probed with a placeholder as long as
+        # the longest reference it declares (``max_reference_length``), else a pessimistic
+        # one: where the placeholder fits, its real reference fits too.
+        probe = predicted if predicted is not None else _placeholder(store)
+        if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
         # A store that can tell (the local one does) says whether this put wrote the
         # artifact or found it there already; one that cannot counts as written.
@@ -342,6 +372,20 @@ def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | No
         if "put" in attributes:
             return None
     return None
+
+
+# The reference a store that cannot predict its own is assumed to return at most: longer
+# than any the shipped stores print (a local path of about 100 characters, an S3 URL).
+PROBE_REFERENCE_CHARS = 256
+
+
+def _placeholder(store: ArtifactStore) -> str:
+    declared = getattr(store, "max_reference_length", None)
+    size = PROBE_REFERENCE_CHARS
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        size = declared
+    # Hex digits and slashes, as a reference is made of: it measures like one in every unit.
+    return ("/" + "0123456789abcdef" * (size // 16 + 1))[:size]
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:
