@@ -275,8 +275,8 @@ def _spans(
 ) -> list[tuple[int, int]]:
     start = max(start, 0)
     end = min(end, len(text))
-    if start >= end:
-        return []
+    if start >= end or text.find("\n", start, end) == -1:
+        return []  # no line ends inside: none is wholly inside
     if fast is None or not pattern.defaults:
         candidates = _search(text, start, end, pattern.regex)
     else:
