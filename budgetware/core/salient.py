@@ -32,8 +32,8 @@ import re
 import sys
 import threading
 from array import array
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ from budgetware.core.regexcost import regex_problem
 
 __all__ = [
     "DEFAULT_SALIENT_PATTERNS",
+    "MAX_SPANS",
     "PIECE_CHARS",
     "SCAN_LIMIT",
     "SalientPattern",
@@ -220,7 +221,7 @@ def _combine(patterns: tuple[str, ...], check_references: bool) -> re.Pattern[st
     return re.compile(_INDENT + "(?:" + "|".join(parts) + ")", re.MULTILINE)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class SalientPattern:
     """The salient-line matcher of one configuration.
 
@@ -259,13 +260,19 @@ def compile_salient(extra: tuple[str, ...] = (), defaults: bool = True) -> Salie
 # -- finding the lines ----------------------------------------------------------------------
 
 
+# The most spans one scan returns: the first half and the last half of them (a log whose
+# every line is an error keeps memory bounded; a preview shows both ends anyway).
+MAX_SPANS = 1 << 20
+
+
 def salient_spans(
     text: str, start: int, end: int, pattern: SalientPattern
 ) -> list[tuple[int, int]]:
     """The ``(start, end)`` of every whole line inside ``text[start:end]`` that is salient.
 
-    ``end`` excludes the newline. Lines are in order; a line cut by either bound is skipped.
-    Uses the accelerator when it is installed (the same spans either way).
+    ``end`` excludes the newline. Lines are in order; a line cut by either bound is skipped;
+    past ``MAX_SPANS`` lines, the first and the last halves of them. Uses the accelerator
+    when it is installed (the same spans either way).
     """
     return _spans(text, start, end, pattern, accelerator())
 
@@ -277,67 +284,107 @@ def _spans(
     end = min(end, len(text))
     if start >= end or text.find("\n", start, end) == -1:
         return []  # no line ends inside: none is wholly inside
-    if fast is None or not pattern.defaults:
-        candidates = _search(text, start, end, pattern.regex)
-    else:
-        candidates = fast.candidates(text, start, end)
-        if pattern.extra is not None:
-            candidates = sorted(set(candidates).union(_search(text, start, end, pattern.extra)))
-    return _check(text, start, end, pattern.regex, candidates)
+    spans = _Collected(MAX_SPANS)
+    regex = pattern.regex
+    if start == 0:
+        first = text.find("\n", 0, end)
+        if regex.match("\n" + text[:first]):
+            spans.add((0, first))
+    use_fast = fast is not None and pattern.defaults
+    for piece_start, piece_end in _pieces(text, start, end):
+        if use_fast:
+            assert fast is not None
+            lines = fast.candidates(text, piece_start, piece_end)
+            if pattern.extra is not None:
+                extra = _search(text, piece_start, piece_end, start, pattern.extra)
+                lines = sorted(set(lines).union(extra))
+        else:
+            lines = _search(text, piece_start, piece_end, start, regex)
+        _check(text, lines, start, end, regex, spans)
+    return spans.spans()
 
 
-def _search(text: str, start: int, end: int, regex: re.Pattern[str]) -> list[int]:
-    """Line starts in ``[start, end)`` where ``regex`` matches in its piece (candidates).
+def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """``[start, end)`` in pieces of about ``PIECE_CHARS``, each ending after a newline.
 
-    Piece by piece, each ending at a newline (``endpos`` there is the end of the line, as
-    for a line alone); after a match the search goes on at the end of its line, so every
-    line start is tried.
+    No line crosses a piece: each piece holds whole lines (the last one may run past
+    ``end``). Between pieces the scanning thread runs Python code again, so the
+    interpreter can hand the GIL to another thread (an event loop).
+    """
+    position = start
+    find = text.find
+    while position < end:
+        stop = find("\n", min(position + PIECE_CHARS, end - 1), end)
+        stop = end if stop == -1 else stop + 1
+        yield position, stop
+        position = stop
+
+
+def _search(
+    text: str, piece_start: int, piece_end: int, start: int, regex: re.Pattern[str]
+) -> list[int]:
+    """Starts of the lines of one piece where ``regex`` matches within the piece.
+
+    ``endpos`` is the piece's last newline, where ``$`` matches as at the end of the line.
+    After a match the search goes on at the end of its line, so every line start is tried.
     """
     found: list[int] = []
     search = regex.search
     find = text.find
-    position = start - 1 if start > 0 else 0
-    while position < end:
-        stop = find("\n", min(position + PIECE_CHARS, end), end)
-        if stop == -1:
-            stop = end
-        while True:
-            hit = search(text, position, stop)
-            if hit is None:
-                break
-            line = hit.start() + 1
+    stop = piece_end - 1 if text[piece_end - 1] == "\n" else piece_end
+    position = piece_start - 1 if piece_start > 0 else 0
+    while True:
+        hit = search(text, position, stop)
+        if hit is None:
+            return found
+        line = hit.start() + 1
+        if line >= start:
             found.append(line)
-            position = find("\n", line, end)
-            if position == -1 or position >= stop:
-                break
+        position = find("\n", line, stop)
         if position == -1:
-            break
-        position = max(position, stop)
-    return found
+            return found
 
 
 def _check(
-    text: str, start: int, end: int, regex: re.Pattern[str], candidates: Sequence[int]
-) -> list[tuple[int, int]]:
-    """The candidates (line starts, in order) whose lines are wholly inside and salient."""
-    spans: list[tuple[int, int]] = []
+    text: str,
+    lines: Sequence[int],
+    start: int,
+    end: int,
+    regex: re.Pattern[str],
+    spans: _Collected,
+) -> None:
+    """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
+    each line matched alone, from the newline before it to its end."""
     match = regex.match
     find = text.find
-    if start == 0:
-        first = find("\n", 0, end)
-        if first != -1 and match("\n" + text[:first]):
-            spans.append((0, first))
-    for line in candidates:
+    for line in lines:
         if line < start or line == 0:
-            continue  # before the range, or the first line (checked above)
+            continue  # before the range, or the first line (checked already)
         line_end = find("\n", line, end)
         if line_end == -1:
-            break  # the last line runs past ``end``: not wholly inside
-        if spans and spans[-1][0] == line:
-            continue
+            return  # the last line runs past ``end``: not wholly inside
         if match(text, line - 1, line_end):
-            spans.append((line, line_end))
-    return spans
+            spans.add((line, line_end))
+
+
+class _Collected:
+    """Spans in order, the first and the last ``limit // 2`` of them past ``limit``."""
+
+    __slots__ = ("_first", "_half", "_last")
+
+    def __init__(self, limit: int) -> None:
+        self._half = max(limit // 2, 1)
+        self._first: list[tuple[int, int]] = []
+        self._last: deque[tuple[int, int]] = deque(maxlen=self._half)
+
+    def add(self, span: tuple[int, int]) -> None:
+        if len(self._first) < self._half:
+            self._first.append(span)
+        else:
+            self._last.append(span)
+
+    def spans(self) -> list[tuple[int, int]]:
+        return self._first + list(self._last)
 
 
 # -- the whole output, once per process -------------------------------------------------
@@ -422,27 +469,16 @@ class _Accelerator:
             scratch = self._local.scratch = self._hs.Scratch(self._database)
         return scratch
 
-    def candidates(self, text: str, start: int, end: int) -> list[int]:
-        """Starts of the lines in ``[start, end)`` that hold an anchor, in order.
-
-        Piece by piece (each ending at a newline: no anchor holds one), so the database
-        scan, which lets other threads run, alternates with short stretches of Python.
-        """
-        out: list[int] = []
-        scratch = self._scratch()
-        find = text.find
-        position = start
-        while position < end:
-            stop = find("\n", min(position + PIECE_CHARS, end), end)
-            stop = end if stop == -1 else stop + 1
-            piece = text[position:stop]
-            data = piece.encode("utf-8", "surrogatepass")
-            hits: list[int] = []
-            self._database.scan(data, match_event_handler=_collect, context=hits, scratch=scratch)
-            if hits:
-                out += _line_starts(piece, data, hits, position)
-            position = stop
-        return out
+    def candidates(self, text: str, piece_start: int, piece_end: int) -> list[int]:
+        """Starts of the lines of one piece that hold an anchor, in order (no anchor holds
+        a newline, so none crosses a line). The database scan lets other threads run."""
+        piece = text[piece_start:piece_end]
+        data = piece.encode("utf-8", "surrogatepass")
+        hits: list[int] = []
+        self._database.scan(
+            data, match_event_handler=_collect, context=hits, scratch=self._scratch()
+        )
+        return _line_starts(piece, data, hits, piece_start) if hits else []
 
 
 def _collect(_id: int, _start: int, end: int, _flags: int, hits: list[int]) -> None:

@@ -495,3 +495,20 @@ def test_every_listed_salient_line_holds_an_anchor(line: str) -> None:
     from budgetware.core.salient import _ANCHORS
 
     assert any(anchor in line for anchor in _ANCHORS)
+
+
+def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A log whose every line is an error keeps memory bounded: both ends are kept.
+    from budgetware.core import salient
+
+    monkeypatch.setattr(salient, "MAX_SPANS", 10)
+    monkeypatch.setattr(salient, "PIECE_CHARS", 50)
+    text = "".join(f"ERROR: number {n}\n" for n in range(100))
+    pattern = compile_salient()
+    assert pattern is not None
+    for fast in (None, accelerator()):
+        spans = salient._spans(text, 0, len(text), pattern, fast)
+        shown = [text[s:e] for s, e in spans]
+        assert shown == [f"ERROR: number {n}" for n in (*range(5), *range(95, 100))]
