@@ -512,3 +512,21 @@ def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(
         spans = salient._spans(text, 0, len(text), pattern, fast)
         shown = [text[s:e] for s, e in spans]
         assert shown == [f"ERROR: number {n}" for n in (*range(5), *range(95, 100))]
+
+
+def test_a_scan_gives_the_gil_away_between_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker thread scanning a large output must let an event loop run (issue 12): the
+    # scan gives the GIL away between its newline-aligned pieces, whatever finds the lines.
+    from budgetware.core import salient
+
+    yields: list[float] = []
+    monkeypatch.setattr(salient.time, "sleep", yields.append)
+    text = _log(30_000, {15_000: "ERROR: x"})  # about 1.5 MB: 6 pieces of 256 KiB
+    pattern = compile_salient()
+    assert pattern is not None
+    for fast in (None, accelerator()):
+        yields.clear()
+        spans = salient._spans(text, 0, len(text), pattern, fast)
+        assert [text[s:e] for s, e in spans] == ["ERROR: x"]
+        assert len(yields) == len(text) // salient.PIECE_CHARS
+        assert set(yields) == {0}
