@@ -259,7 +259,8 @@ class BudgetConfig(BaseModel):
         description=(
             "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
             "{'priority': ..., 'min_room': N}: low-priority results give room first, "
-            "high-priority ones are cut last; the batch budget always holds."
+            "high-priority ones are cut last; a min_room counts up to half the budget, "
+            "which always holds."
         ),
     )
     preview_json: bool = Field(
@@ -279,7 +280,10 @@ class BudgetConfig(BaseModel):
     )
     preview_salient_patterns: tuple[str, ...] = Field(
         (),
-        description="More salient-line patterns (regular expressions matched at line starts).",
+        description=(
+            "More salient-line patterns: regular expressions matched at a line's start, "
+            "against that line alone; refused if they may take unbounded time."
+        ),
     )
 
     @field_validator("batch_budget", mode="before")
