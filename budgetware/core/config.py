@@ -259,7 +259,8 @@ class BudgetConfig(BaseModel):
         description=(
             "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
             "{'priority': ..., 'min_room': N}: low-priority results give room first, "
-            "high-priority ones are cut last; the batch budget always holds."
+            "high-priority ones are cut last; a min_room counts up to half the budget, "
+            "which always holds."
         ),
     )
     preview_json: bool = Field(
@@ -279,7 +280,10 @@ class BudgetConfig(BaseModel):
     )
     preview_salient_patterns: tuple[str, ...] = Field(
         (),
-        description="More salient-line patterns (regular expressions matched at line starts).",
+        description=(
+            "More salient-line patterns: regular expressions matched at a line's start, "
+            "against that line alone; refused if they may take unbounded time."
+        ),
     )
 
     @field_validator("batch_budget", mode="before")
@@ -327,13 +331,11 @@ class BudgetConfig(BaseModel):
         if isinstance(value, list):
             value = tuple(value)
         if isinstance(value, tuple):
-            for pattern in value:
-                if not isinstance(pattern, str):
-                    raise ValueError("patterns must be strings")
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+            from budgetware.core.salient import check_patterns
+
+            # Each compiles, none may cost without bound, and all combine into one pattern
+            # (the one the previews use): a ValueError says which and why.
+            check_patterns(value)
         return value
 
     @field_validator("text_results", mode="before")

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -155,3 +156,28 @@ def test_exact_units_that_cannot_work_are_config_errors() -> None:
     assert "tiktoken" in out
     assert 'pip install "budgetware[tokens]"' in out
     assert "BUDGETWARE_UNIT" in out
+
+
+def test_a_litellm_without_the_vocabulary_file_is_a_config_error(tmp_path: Path) -> None:
+    # litellm present, its tokenizers folder there, the file missing: the configuration was
+    # accepted and every request then went out unbounded.
+    folder = tmp_path / "litellm" / "litellm_core_utils" / "tokenizers"
+    folder.mkdir(parents=True)
+    (tmp_path / "litellm" / "__init__.py").write_text("")
+    (tmp_path / "litellm" / "litellm_core_utils" / "__init__.py").write_text("")
+    script = (
+        "from budgetware import BudgetConfig, ConfigError\n"
+        "try:\n"
+        "    BudgetConfig.from_env({'BUDGETWARE_UNIT': 'tokens:o200k_base'})\n"
+        "    print('accepted')\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    ).stdout
+    assert "accepted" not in out
+    assert "BUDGETWARE_UNIT" in out
+    assert "o200k_base vocabulary file" in out
+    assert 'pip install "budgetware[tokens]"' in out
