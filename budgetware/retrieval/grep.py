@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
-from budgetware.retrieval.errors import InvalidPattern, SearchTimeout
+from budgetware.retrieval.errors import SearchTimeout
+from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, resolve_ref
 from budgetware.store.base import MIB, ContentStore
 
@@ -39,11 +40,7 @@ CHUNK = 4 * MIB
 LONG_LINE = 4 * CHUNK
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_LINE_CHARS = 2_000
-_SPECIAL = frozenset(".^$*+?{}[]\\|()")
 _CONTINUATION = bytes(range(0x80, 0xC0))
-_INSTALL = (
-    'a regular-expression pattern needs the regex package: pip install "budgetware[retrieval]"'
-)
 
 
 @dataclass(frozen=True)
@@ -73,81 +70,6 @@ class GrepResult:
     matches: list[GrepMatch]
     more: bool
     total_bytes: int
-
-
-def _regex() -> Any:
-    try:
-        import regex
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return regex
-
-
-def is_literal(pattern: str) -> bool:
-    """Whether ``pattern`` has no character special to regular expressions."""
-    return not any(c in _SPECIAL for c in pattern)
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """A compiled search pattern: bytes to find, or a regular expression."""
-
-    text: str
-    needle: bytes | None
-    compiled: Any = field(default=None, compare=False)
-    # A plain string every match of the regular expression contains: pieces without it
-    # are skipped without being decoded.
-    required: bytes | None = None
-
-
-def compile_pattern(pattern: object) -> Pattern:
-    """``pattern`` ready to search (InvalidPattern if it is not a valid regular expression;
-    ImportError naming the extra when a regular expression needs the regex package)."""
-    if not isinstance(pattern, str):
-        raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
-    if is_literal(pattern):
-        return Pattern(pattern, pattern.encode("utf-8", "surrogatepass"))
-    regex = _regex()
-    try:
-        compiled = regex.compile(pattern, regex.MULTILINE)
-    except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise InvalidPattern(f"not a valid regular expression: {exc}") from None
-    literal = required_literal(pattern)
-    required = literal.encode("utf-8", "surrogatepass") if literal else None
-    return Pattern(pattern, None, compiled, required)
-
-
-# Syntax the regex package reads differently from re's parser (fuzzy matching, POSIX
-# classes, its own flags and groups): no required literal is taken from such a pattern.
-_OWN_SYNTAX = ("{", "[:", "(?")
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest run of plain characters (3 or more) at the top level of ``pattern``, which
-    every match must contain; None when there is none or the pattern is not plain enough
-    to tell (alternatives at the top, case-insensitive, the regex package's own syntax)."""
-    if any(token in pattern for token in _OWN_SYNTAX):
-        return None
-    try:
-        import re._parser as parser  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse as parser
-    try:
-        parsed = parser.parse(pattern)
-    except Exception:  # re refuses what regex may accept: no shortcut then
-        return None
-    if parsed.state.flags & (parser.SRE_FLAG_IGNORECASE | parser.SRE_FLAG_VERBOSE):
-        return None
-    best: list[int] = []
-    run: list[int] = []
-    for op, value in parsed.data:
-        if str(op) == "LITERAL":
-            run.append(value)
-            if len(run) > len(best):
-                best = list(run)
-        else:
-            run = []
-    return "".join(map(chr, best)) if len(best) >= 3 else None
 
 
 def _chars(data: bytes) -> int:

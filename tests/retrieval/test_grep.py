@@ -20,6 +20,7 @@ from budgetware import (
     read_artifact,
 )
 from budgetware.retrieval import grep as grep_module
+from budgetware.retrieval import pattern as pattern_module
 from budgetware.retrieval.grep import grep_result
 from budgetware.store.base import ContentStore
 
@@ -113,7 +114,7 @@ def test_pieces_and_their_seams_lose_nothing(
     ],
 )
 def test_the_plain_string_every_match_contains(pattern: str, required: str | None) -> None:
-    assert grep_module.required_literal(pattern) == required
+    assert pattern_module.required_literal(pattern) == required
 
 
 def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
