@@ -1,12 +1,13 @@
 """Searching an artifact: the lines matching a pattern, streamed in pieces so an artifact
 larger than memory can be searched.
 
-A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends). One with
-no special character is searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so
-a match of the encoded pattern is a match of the text) and never decoded unless it
-matches. Any other goes to the ``regex`` package (the ``retrieval`` extra), whose matching
-takes a time limit: a pattern that backtracks catastrophically ends in SearchTimeout
-instead of running for hours, and the whole search is bounded by the same deadline.
+A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends, ``$``
+before ``\\r\\n`` too; ``retrieval/pattern.py``). One with no special character is
+searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so a match of the encoded
+pattern is a match of the text) and never decoded unless it matches. Any other goes to the
+``regex`` package (the ``retrieval`` extra), whose matching takes a time limit: a pattern
+that backtracks catastrophically ends in SearchTimeout instead of running for hours, and
+the whole search is bounded by the same deadline.
 """
 
 from __future__ import annotations
@@ -466,7 +467,8 @@ def grep_artifact(
     (the character offset of ``line`` in the output) and ``context`` lines ``before`` and
     ``after`` it.
 
-    ``pattern`` is a regular expression (``^``/``$`` match at line ends); one without
+    ``pattern`` is a regular expression (``^``/``$`` match at line ends, ``$`` before a
+    ``\\r\\n`` line end as before a ``\\n``); one without
     special characters is a plain string, searched as fast as ``grep -F``. The artifact is
     read in 4 MiB pieces, so one larger than memory can be searched; a line longer than
     ``max_line_chars`` is shortened to the part around the match. The search gives up with

@@ -17,7 +17,8 @@ limit applies. So a pattern is measured first, by reading it (no compiler, no en
   ``a{10}``: a verbose pattern is bounded by every digit in it.
 
 A pattern within ``MAX_EXPANSION`` compiles in tens of megabytes at most (26 MB for
-``a{100000}``; under 60 MB for every shape measured).
+``a{100000}``; under 60 MB for every shape measured). ``$`` matches at the end of a line
+whether it ends in ``\\n`` or ``\\r\\n``.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ _SPECIAL = frozenset(".^$*+?{}[]\\|()")
 _INSTALL = (
     'a regular-expression pattern needs the regex package: pip install "budgetware[retrieval]"'
 )
-# A `$` weighs as much as what it becomes.
-_DOLLAR_WEIGHT = 4
+# What `$` becomes: the end of a line, before its "\r\n" as before its "\n".
+_LINE_END = "(?=\\r?$)"
+_DOLLAR_WEIGHT = 4  # the items of _LINE_END, for the expansion bound
 # Escapes the regex package builds out of several items: a grapheme cluster.
 _HEAVY_ESCAPES = {"X": 4}
 # A counted repeat, as the regex package reads one outside verbose mode.
@@ -107,10 +109,18 @@ def compile_pattern(pattern: object) -> Pattern:
             "use smaller counts, or + and *"
         )
     regex = _regex()
-    try:
-        compiled = regex.compile(pattern, regex.MULTILINE)
-    except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise InvalidPattern(f"not a valid regular expression: {exc}") from None
+    compiled = None
+    crlf = crlf_line_ends(pattern)
+    if crlf != pattern:
+        try:
+            compiled = regex.compile(crlf, regex.MULTILINE)
+        except Exception:  # the rewrite misread the pattern: search it as written
+            compiled = None
+    if compiled is None:
+        try:
+            compiled = regex.compile(pattern, regex.MULTILINE)
+        except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise InvalidPattern(f"not a valid regular expression: {exc}") from None
     literal = required_literal(pattern)
     required = literal.encode("utf-8", "surrogatepass") if literal else None
     return Pattern(pattern, None, compiled, required)
@@ -275,6 +285,50 @@ def _parse(pattern: str) -> Any:
     if parsed.state.flags & _parser.SRE_FLAG_VERBOSE:
         return None
     return parsed
+
+
+# -- `$` at CRLF line ends -----------------------------------------------------------------
+
+
+def crlf_line_ends(pattern: str) -> str:
+    """``pattern`` with every ``$`` anchor made to match before ``\\r\\n`` too (as
+    ``(?=\\r?$)``): an escaped ``\\$``, a ``$`` in a set or in a comment stays as it is. A
+    pattern this cannot read (an unclosed set, the regex package's nested sets) comes back
+    unchanged."""
+    if "$" not in pattern or "V1" in pattern:
+        return pattern
+    verbose = _VERBOSE.search(pattern) is not None
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+        elif c == "[":
+            end = _set_end(pattern, i)
+            if end < 0:
+                return pattern
+            out.append(pattern[i:end])
+            i = end
+        elif pattern.startswith("(?#", i):
+            end = pattern.find(")", i)
+            if end < 0:
+                return pattern
+            out.append(pattern[i : end + 1])
+            i = end + 1
+        elif c == "#" and verbose:
+            end = pattern.find("\n", i)
+            end = n if end < 0 else end
+            out.append(pattern[i:end])
+            i = end
+        elif c == "$":
+            out.append(_LINE_END)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 # -- the plain string every match contains -------------------------------------------------

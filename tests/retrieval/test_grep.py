@@ -225,3 +225,35 @@ def test_plain_strings_need_no_regex_package(
     assert [m.line_number for m in grep_artifact(ref, "FAILED tests/", store=store)] == [3000]
     with pytest.raises(ImportError, match=r"budgetware\[retrieval\]"):
         grep_artifact(ref, "FAIL(ED)?", store=store)
+
+
+# -- CRLF line ends ------------------------------------------------------------------------
+
+CRLF = "FAIL a\r\nFAIL b\r\nok\r\nprice $5\r\nmixed lf\nlast b"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "lines"),
+    [
+        ("FAIL b$", [2]),  # a plain string every match contains: searched around it
+        ("b$", [2, 6]),  # the last line has no line break at all
+        ("^ok$", [3]),
+        ("[a-z]$", [1, 2, 3, 5, 6]),  # nothing plain to look for: every line decoded
+        ("lf$", [5]),  # a "\n" line end in the same file
+        ("\\$5$", [4]),  # an escaped dollar is a dollar sign
+        ("[$]5", [4]),
+        ("b\\r$", [2]),  # the "\r" itself can still be matched
+    ],
+)
+def test_dollar_matches_at_crlf_line_ends(
+    any_store: ContentStore, pattern: str, lines: list[int]
+) -> None:
+    ref = any_store.put(CRLF)
+    matches = grep_artifact(ref, pattern, context=1, store=any_store)
+    assert [m.line_number for m in matches] == lines
+    for m in matches:
+        assert "\r" not in m.line  # lines are shown without their line break
+        assert CRLF[m.offset : m.offset + len(m.line)] == m.line
+        for around in (*m.before, *m.after):
+            assert "\r" not in around.line
+            assert CRLF[around.offset : around.offset + len(around.line)] == around.line

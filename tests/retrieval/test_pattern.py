@@ -15,6 +15,7 @@ from budgetware import InvalidPattern, LocalArtifactStore, grep_artifact
 from budgetware.retrieval.pattern import (
     MAX_EXPANSION,
     compile_pattern,
+    crlf_line_ends,
     expansion,
     pattern_problem,
 )
@@ -140,3 +141,25 @@ print(json.dumps({"answers": answers, "grown_kib": grown}))
         assert answer.startswith("error: pattern refused: "), (pattern, answer)
         assert "\n" not in answer
     assert result["grown_kib"] < 32 * 1024, result
+
+
+# -- `$` at CRLF line ends -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "rewritten"),
+    [
+        ("b$", "b(?=\\r?$)"),
+        ("^a$|^b$", "^a(?=\\r?$)|^b(?=\\r?$)"),
+        ("\\$5", "\\$5"),  # escaped: a dollar sign
+        ("[$]x$", "[$]x(?=\\r?$)"),  # in a set: a dollar sign
+        ("[]$]$", "[]$](?=\\r?$)"),  # a leading ] is a member
+        ("[[:alpha:]$]$", "[[:alpha:]$](?=\\r?$)"),
+        ("(?#costs $5)$", "(?#costs $5)(?=\\r?$)"),  # a comment
+        ("(?x) a  # $ here\n$", "(?x) a  # $ here\n(?=\\r?$)"),  # a verbose comment
+        ("[a$", "[a$"),  # unreadable: left to the compiler as written
+        ("abc", "abc"),
+    ],
+)
+def test_dollar_anchors_match_before_crlf(pattern: str, rewritten: str) -> None:
+    assert crlf_line_ends(pattern) == rewritten
