@@ -109,11 +109,16 @@ class _Block:
     def length(self) -> int:
         return len(self.hay)
 
+    # Both count from the position asked last, forwards or backwards: a search asks for
+    # positions around each match in turn (the lines before it, the match, the lines after
+    # it), so what is counted is the distance between matches, never the block again.
+
     def line_number(self, pos: int) -> int:
         at, number = self._line_at
-        if pos < at:
-            at, number = 0, self.first_line
-        number += int(self.hay.count(self.nl, at, pos))
+        if pos >= at:
+            number += int(self.hay.count(self.nl, at, pos))
+        else:
+            number -= int(self.hay.count(self.nl, pos, at))
         self._line_at = (pos, number)
         return number
 
@@ -121,9 +126,10 @@ class _Block:
         if self.text is not None or self.ascii:
             return self.first_char + pos
         at, chars = self._char_at
-        if pos < at:
-            at, chars = 0, self.first_char
-        chars += _chars(self.data[at:pos])
+        if pos >= at:
+            chars += _chars(self.data[at:pos])
+        else:
+            chars -= _chars(self.data[pos:at])
         self._char_at = (pos, chars)
         return chars
 
