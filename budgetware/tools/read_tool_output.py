@@ -131,11 +131,16 @@ def read_tool_output_schema(api: str = "openai_chat") -> dict[str, Any]:
             },
         }
     if api == "openai_responses":
+        # The Responses API takes a missing `strict` as strict mode, which makes every
+        # parameter required (the SDK's FunctionToolParam declares `strict` required). Chat
+        # Completions defaults to non-strict: its declaration leaves `strict` out, as the
+        # OpenAI-compatible servers that take the chat shape expect.
         return {
             "type": "function",
             "name": TOOL_NAME,
             "description": TOOL_DESCRIPTION,
             "parameters": read_tool_output_parameters(),
+            "strict": False,
         }
     if api == "anthropic":
         return {

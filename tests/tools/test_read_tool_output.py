@@ -227,6 +227,14 @@ def test_each_api_gets_its_shape(api: str, name_at: tuple[str, ...]) -> None:
     assert schema == TOOL_NAME
 
 
+def test_the_responses_declaration_is_not_strict() -> None:
+    # The Responses API reads a missing `strict` as strict mode, where every parameter is
+    # required: offset, limit, pattern and context are optional.
+    assert read_tool_output_schema("openai_responses")["strict"] is False
+    # Chat Completions is not strict unless asked: the chat shape leaves it out.
+    assert "strict" not in read_tool_output_schema("openai_chat")["function"]
+
+
 def test_an_unknown_api_is_refused() -> None:
     with pytest.raises(ValueError, match="openai_chat"):
         read_tool_output_schema("cohere")
