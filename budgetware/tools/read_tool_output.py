@@ -175,7 +175,7 @@ def _arguments(arguments: object) -> dict[str, Any]:
     return dict(arguments)
 
 
-def _number(args: Mapping[str, Any], name: str, default: int) -> int:
+def _number(args: Mapping[str, Any], name: str, default: int, minimum: int = 0) -> int:
     value = args.get(name)
     if value is None:
         return default
@@ -185,8 +185,8 @@ def _number(args: Mapping[str, Any], name: str, default: int) -> int:
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadArgument(f"{name} must be a whole number")
-    if value < 0:
-        raise _BadArgument(f"{name} must be 0 or more (got {value})")
+    if value < minimum:
+        raise _BadArgument(f"{name} must be {minimum} or more (got {value})")
     return value
 
 
@@ -209,7 +209,8 @@ def run_read_tool_output(
         ref = args.get("ref")
         if not isinstance(ref, str) or not ref.strip():
             raise _BadArgument("ref is required: the reference after 'Full output:'")
-        limit = min(_number(args, "limit", DEFAULT_LIMIT), MAX_LIMIT)
+        # A window of 0 characters would name the same offset to read on, for ever.
+        limit = min(_number(args, "limit", DEFAULT_LIMIT, minimum=1), MAX_LIMIT)
         pattern = args.get("pattern")
         if pattern is not None and pattern != "":
             if not isinstance(pattern, str):

@@ -121,6 +121,10 @@ def bad_calls(ref: str, directory: str) -> list[tuple[Any, str]]:
         ({"ref": ref, "offset": -5}, "error: offset must be 0 or more"),
         ({"ref": ref, "offset": 10**12}, "error: offset 1,000,000,000,000 is past the end"),
         ({"ref": ref, "limit": "lots"}, "error: limit must be a whole number"),
+        # A window of nothing would say "more with offset=0" for ever.
+        ({"ref": ref, "limit": 0}, "error: limit must be 1 or more (got 0)"),
+        ({"ref": ref, "limit": -3}, "error: limit must be 1 or more (got -3)"),
+        ({"ref": ref, "limit": 0, "pattern": "x"}, "error: limit must be 1 or more (got 0)"),
         ({"ref": ref, "pattern": "foo("}, "error: not a valid regular expression"),
         ({"ref": ref, "pattern": ["x"]}, "error: pattern must be a string"),
         ({"ref": ref, "pattern": "x", "context": -1}, "error: context must be 0 or more"),
