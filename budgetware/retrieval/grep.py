@@ -66,7 +66,8 @@ class GrepMatch(GrepLine):
 @dataclass(frozen=True)
 class GrepResult:
     """The matches found (at most ``max_matches``), whether there are more, and the size
-    of what was searched."""
+    of what was searched. When there are more, the lines after the last matches stop
+    before the first match not taken: no match left out is shown as a context line."""
 
     matches: list[GrepMatch]
     more: bool
@@ -291,6 +292,7 @@ def _search_plain(
     overlap = max(len(needle) - 1, 0)
     buffer = bytearray(piece + overlap)
     matches: list[GrepMatch] = []
+    next_line: int | None = None  # the line of the first match not taken (max_matches)
     taken = 0  # matches start at or after this byte (the lines before were searched)
     more = False
     for start in range(0, size, piece):
@@ -335,6 +337,7 @@ def _search_plain(
                 break
             if len(matches) == max_matches:
                 more = True
+                next_line = block.line_number(block.line_bounds(found)[0])
                 break
             line_start, line_end = block.line_bounds(found)
             number = block.line_number(line_start)
@@ -350,7 +353,7 @@ def _search_plain(
         taken = region_from + pos
         if more:
             break
-    return GrepResult(matches, more, size)
+    return GrepResult(_context_before(matches, next_line), more, size)
 
 
 def search(
@@ -381,6 +384,7 @@ def search(
             timeout=timeout,
         )
     matches: list[GrepMatch] = []
+    next_line: int | None = None  # the line of the first match not taken (max_matches)
     pending: list[_Pending] = []
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))
     line, char, total = 1, 0, 0
@@ -404,6 +408,7 @@ def search(
                 break
             if len(matches) == max_matches:
                 more = True
+                next_line = block.line_number(block.line_bounds(found)[0])
                 break
             start, end = block.line_bounds(found)
             number = block.line_number(start)
@@ -431,7 +436,26 @@ def search(
             break
     for waiting in pending:  # the output ended before their lines did
         matches[waiting.index] = waiting.done()
-    return GrepResult(matches, more, total)
+    return GrepResult(_context_before(matches, next_line), more, total)
+
+
+def _context_before(matches: list[GrepMatch], next_line: int | None) -> list[GrepMatch]:
+    """``matches`` with their lines after stopping before ``next_line``, the first match
+    not taken: a line that matches is never shown as a context line."""
+    if next_line is None:
+        return matches
+    return [
+        m
+        if not m.after or m.after[-1].line_number < next_line
+        else GrepMatch(
+            m.line_number,
+            m.line,
+            m.offset,
+            m.before,
+            tuple(a for a in m.after if a.line_number < next_line),
+        )
+        for m in matches
+    ]
 
 
 def _find(
@@ -471,18 +495,20 @@ def grep_artifact(
     """The lines of a full output that match ``pattern``, first to last, at most
     ``max_matches``: each a GrepMatch with ``line_number`` (1-based), ``line``, ``offset``
     (the character offset of ``line`` in the output) and ``context`` lines ``before`` and
-    ``after`` it.
+    ``after`` it (when ``max_matches`` cuts the search, the lines after the last ones stop
+    before the first match left out: no match left out is shown as a context line).
 
     ``pattern`` is a regular expression (``^``/``$`` match at line ends, ``$`` before a
-    ``\\r\\n`` line end as before a ``\\n``); one without
-    special characters is a plain string, searched as fast as ``grep -F``. The artifact is
-    read in 4 MiB pieces, so one larger than memory can be searched; a line longer than
-    ``max_line_chars`` is shortened to the part around the match. The search gives up with
-    SearchTimeout after ``timeout`` seconds (a regular expression that backtracks without
-    end is stopped inside its match).
+    ``\\r\\n`` line end as before a ``\\n``); one without special characters is a plain
+    string, searched as fast as ``grep -F``. The artifact is read in 4 MiB pieces, so one
+    larger than memory can be searched; a line longer than ``max_line_chars`` is shortened
+    to the part around the match. The search gives up with SearchTimeout after ``timeout``
+    seconds (a regular expression that backtracks without end is stopped inside its
+    match).
 
     Raises ArtifactNotFound (see ``read_artifact``), InvalidPattern for a pattern that is
-    not a valid regular expression, InvalidReadArgument for a negative count.
+    not a valid regular expression or whose counted repeats would take too much memory to
+    compile (``retrieval/pattern.py``), InvalidReadArgument for a negative count.
     """
     result = grep_result(
         ref,

@@ -278,33 +278,40 @@ def _render_window(text: str, start: int, end: int, total: int) -> str:
 
 
 def _render_matches(found: GrepResult, limit: int) -> str:
+    """The matches, each with its context lines, as grep prints them (``:`` after the
+    number of a matching line, ``-`` after a context line's, ``--`` between groups), up to
+    ``limit`` characters of lines (the first group whatever its size). The head counts the
+    matching lines written: a match written as a line of an earlier group's context counts,
+    and one past the limit does not."""
     count = len(found.matches)
     lines: list[str] = []
-    shown = 0
+    written: set[int] = set()  # the matching lines written
     used = 0
     last = 0  # the last line number written
     matched = {m.line_number for m in found.matches}
     for match in found.matches:
-        group = [*match.before, match, *match.after]
+        group = [item for item in (*match.before, match, *match.after) if item.line_number > last]
+        if not group:
+            continue
         rendered = []
         for item in group:
-            if item.line_number <= last:
-                continue
             mark = ":" if item.line_number in matched else "-"
             rendered.append(f"{item.line_number}{mark}{item.offset}{mark} {item.line}")
-        size = sum(len(r) + 1 for r in rendered) + (3 if lines else 0)
-        if shown and used + size > limit:
+        apart = bool(lines) and group[0].line_number > last + 1
+        size = sum(len(r) + 1 for r in rendered) + (3 if apart else 0)
+        if lines and used + size > limit:
             break
-        if lines and group[0].line_number > last + 1:
+        if apart:
             lines.append("--")
         lines += rendered
         used += size
-        shown += 1
-        last = max(last, group[-1].line_number)
-    noun = "match" if count == 1 else "matches"
-    head = f"{count} {noun}"
+        written.update(item.line_number for item in group if item.line_number in matched)
+        last = group[-1].line_number
+    shown = len(written)
+    noun = "match" if shown == 1 else "matches"
+    head = f"{shown} {noun}"
     if found.more or shown < count:
         head = f"{shown} {noun} shown (more follow: narrow the pattern)"
-    if count:
+    if shown:
         head += " (line:offset: text; read around one with its offset)"
     return "\n".join([head, *lines])

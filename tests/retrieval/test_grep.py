@@ -71,6 +71,20 @@ def test_max_matches_stops_early_and_says_more_follow(any_store: ContentStore) -
     assert not grep_result(ref, "FAILED", max_matches=1, store=any_store).more
 
 
+def test_a_match_not_taken_is_never_a_context_line(any_store: ContentStore) -> None:
+    # max_matches cuts the matches at line 3: the lines after the last ones taken stop
+    # before it, so a line shown as context never matches.
+    ref = any_store.put("hit 1\nhit 2\nhit 3\nhit 4\nend\n")
+    for pattern in ("hit", "h[i]t", "hit \\d"):
+        result = grep_result(ref, pattern, context=2, max_matches=2, store=any_store)
+        assert result.more
+        assert [m.line_number for m in result.matches] == [1, 2]
+        assert [a.line_number for a in result.matches[0].after] == [2]
+        assert result.matches[1].after == ()
+    [*_, last] = grep_artifact(ref, "hit", context=2, store=any_store)  # all taken
+    assert [a.line for a in last.after] == ["end"]
+
+
 @pytest.mark.parametrize("step", [64, 100])
 def test_pieces_and_their_seams_lose_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int

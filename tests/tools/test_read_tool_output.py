@@ -4,6 +4,7 @@ with text whose first line says what it is, and every mistake with one line."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,39 @@ def test_many_matches_stop_at_the_limit_and_say_so(any_store: ContentStore) -> N
     assert head.startswith(f"{shown} matches shown (more follow: narrow the pattern)")
     assert len(body) <= 500
     assert len(body.split("\n")) == shown
+
+
+def matching_lines_written(answer: str) -> list[str]:
+    """The lines of an answer marked as matches (``N:offset: text``)."""
+    return [line for line in answer.split("\n")[1:] if re.match(r"\d+:\d+: ", line)]
+
+
+def test_the_head_counts_the_matching_lines_written(any_store: ContentStore) -> None:
+    # The first match's context holds the second match; the second's context line is too
+    # long for the limit. Both matching lines are written: the head says two, in grammar.
+    ref = any_store.put("hit one\nhit two\n" + "x" * 400 + "\nhit three\n")
+    answer = run_read_tool_output(
+        {"ref": ref, "pattern": "hit", "context": 1, "limit": 40}, store=any_store
+    )
+    head = answer.split("\n")[0]
+    assert head.startswith("2 matches shown (more follow: narrow the pattern)"), answer
+    assert len(matching_lines_written(answer)) == 2
+    # One match shown is one match.
+    answer = run_read_tool_output({"ref": ref, "pattern": "hit|x", "limit": 10}, store=any_store)
+    assert answer.startswith("1 match shown (more follow: narrow the pattern)"), answer
+
+
+def test_a_match_past_the_match_limit_is_not_shown_as_context(any_store: ContentStore) -> None:
+    from budgetware.tools.read_tool_output import MAX_MATCHES
+
+    ref = any_store.put("".join(f"hit {i}\n" for i in range(1, MAX_MATCHES + 6)) + "end\n")
+    answer = run_read_tool_output({"ref": ref, "pattern": "hit", "context": 2}, store=any_store)
+    head, _, body = answer.partition("\n")
+    assert head.startswith(f"{MAX_MATCHES} matches shown (more follow: narrow the pattern)")
+    assert len(matching_lines_written(answer)) == MAX_MATCHES
+    # every line written that matches is marked as a match, and counted
+    assert all(re.match(r"\d+:\d+: ", line) for line in body.split("\n") if "hit" in line)
+    assert f"hit {MAX_MATCHES + 1}" not in body
 
 
 def test_no_match(any_store: ContentStore) -> None:
