@@ -233,6 +233,16 @@ async def test_the_async_executor_gives_the_same_answer(any_store: ContentStore)
     )
 
 
+def test_a_ref_copied_with_the_notice_punctuation_works(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    for near in (ref + "]", ref + ";", text_key(LOG).upper()):
+        answer = run_read_tool_output({"ref": near, "limit": 6}, store=any_store)
+        assert answer.endswith("\nPASSED"), answer
+    answer = run_read_tool_output({"ref": "/elsewhere/" + text_key(LOG) + ".txt"}, store=any_store)
+    assert answer.startswith("error: no such full output: ")
+    assert "64-hex SHA-256 name" in answer  # what to pass instead
+
+
 def test_the_bare_hash_works_as_a_ref(any_store: ContentStore) -> None:
     any_store.put(LOG)
     assert run_read_tool_output({"ref": text_key(LOG), "limit": 6}, store=any_store).endswith(
