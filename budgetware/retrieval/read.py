@@ -72,10 +72,13 @@ def resolve_ref(
         )
     if not isinstance(ref, str) or not ref.strip():
         raise ArtifactNotFound(f"no reference given: {_PASS_THE_NAME}")
-    normalized = normalize_ref(ref)
-    if store.key_of(normalized) is None:
+    # A reference as the preview printed it, the common case, is read as it is.
+    key = store.key_of(ref) or store.key_of(normalize_ref(ref))
+    if key is None:
         raise ArtifactNotFound(f"not a reference to an artifact of this store: {_PASS_THE_NAME}")
-    return store, store.resolve(normalized)
+    if not store.verify(key):
+        raise ArtifactNotFound("no such artifact in this store (missing or altered)")
+    return store, key
 
 
 def count(name: str, value: Any, *, minimum: int = 0) -> int:
