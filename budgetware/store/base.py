@@ -726,8 +726,18 @@ class ContentStore:
     def _census(self, listing: Listing, doomed: list[Entry], started: float) -> int:
         """Adopt what a listing that began at ``started`` measured; returns the total."""
         total = sum(e.size for e in listing.artifacts) - sum(e.size for e in doomed)
-        kept = {e.name for e in listing.artifacts}.difference(e.name for e in doomed)
-        self._adopt(total, started, kept)
+        # Writes that went on while the listing ran: which of them it saw (and counted).
+        with self._lock:
+            late = {
+                key + ".txt"
+                for key, (_, finished) in self._pending.items()
+                if finished is None or finished >= started
+            }
+        seen = None
+        if late:
+            gone = {e.name for e in doomed}
+            seen = {e.name for e in listing.artifacts if e.name in late and e.name not in gone}
+        self._adopt(total, started, seen)
         return total
 
     def _adopt(self, total: int, started: float, listed: set[str] | None = None) -> None:

@@ -64,6 +64,8 @@ _SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
 _MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
+# How S3-compatible servers without conditional writes refuse If-None-Match.
+_NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
 # How long what a decision lookup's listing said of an artifact (absent, or there)
 # stands for the put right after it.
@@ -333,9 +335,11 @@ class S3ArtifactStore(ContentStore):
             if self._client is None or self._client_pid != os.getpid():
                 client = self._given_client or self._new_client()
                 # No attempt of a call whose caller stopped waiting for it (its deadline).
-                client.meta.events.register(
-                    "before-send.s3", _refuse_late_attempt, unique_id="budgetware-deadline"
-                )
+                events = getattr(getattr(client, "meta", None), "events", None)
+                if events is not None:  # a botocore client (a given one may be a stand-in)
+                    events.register(
+                        "before-send.s3", _refuse_late_attempt, unique_id="budgetware-deadline"
+                    )
                 self._client = client
                 self._client_pid = os.getpid()
             return self._client
@@ -400,7 +404,7 @@ class S3ArtifactStore(ContentStore):
             if conditional:
                 if status in {"412", "409"} or code in _CONFLICT:
                     raise _Exists() from None
-                if status in {"400", "501"} or code == "NotImplemented":
+                if status == "501" or code in _NO_CONDITIONAL or (status == "400" and not code):
                     raise _NoConditional() from None
             if code in _MISSING or status == "404":
                 raise _Missing() from None

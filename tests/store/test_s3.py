@@ -332,7 +332,11 @@ def test_a_slow_endpoint_gives_a_bounded_preview_with_no_reference(
         artifact_store=s3_bucket.url("slow"),
         artifact_store_timeout=0.5,
     )
+    start = time.monotonic()
     out = json.loads(finalize_body(URL, body("s" * 100_000), config=config))
+    # Two attempts of 0.5 s and the backoff: within the call's deadline (2 s); the bound
+    # is generous (a loaded machine), not a measurement.
+    assert time.monotonic() - start < 10
     text = out["messages"][2]["content"]
     assert len(text) <= 5000
     assert "s3://" not in text
@@ -709,22 +713,6 @@ def test_the_deadline_grows_with_what_a_call_moves() -> None:
     store = S3ArtifactStore("some-bucket", "p", timeout=2.0)
     assert store.deadline() == 5.0  # two attempts of 2 s, and the backoff between them
     assert store.deadline(50 * 1024 * 1024) == 55.0  # and a second per MiB
-
-
-def test_a_slow_endpoint_is_given_up_on_within_the_deadline(
-    s3_bucket: S3Bucket,
-    silent_server: tuple[str, list[socket.socket]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    endpoint, _ = silent_server
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
-    config = BudgetConfig(
-        batch_budget=5000, artifact_store=s3_bucket.url("silent"), artifact_store_timeout=0.5
-    )
-    start = time.monotonic()
-    finalize_body(URL, body("q" * 100_000), config=config)
-    # Two attempts of 0.5 s and the backoff: 2 s at most; generous for a loaded machine.
-    assert time.monotonic() - start < 10
 
 
 class Proxy:
