@@ -463,9 +463,13 @@ class S3ArtifactStore(ContentStore):
         if if_absent:
             params["IfNoneMatch"] = "*"
         try:
-            self._call("put_object", conditional=if_absent, **params)
+            answer = self._call("put_object", conditional=if_absent, **params)
         except _Missing:  # no such bucket
             raise ArtifactStoreError(errno.ENOENT, "S3 put_object failed: no bucket") from None
+        if not answer.get("ETag"):
+            # Every S3 server names what it stored; botocore takes a bare 200 (a broken
+            # proxy, an answer cut off after its status line) for success.
+            raise ArtifactStoreError(errno.EIO, "S3 put_object failed: not confirmed")
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
         name, checksum = self._name(key), _checksum(key)

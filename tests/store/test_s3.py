@@ -715,6 +715,47 @@ def test_the_deadline_grows_with_what_a_call_moves() -> None:
     assert store.deadline(50 * 1024 * 1024) == 55.0  # and a second per MiB
 
 
+@pytest.fixture
+def empty_answers() -> Iterator[str]:
+    """An endpoint that answers every request 200 with no headers and no body (a broken
+    proxy, an answer cut off after its status line)."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response_only(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_PUT = do_POST = do_HEAD = _answer
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_put_the_server_did_not_confirm_names_nothing(
+    s3_bucket: S3Bucket, empty_answers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", empty_answers)
+    config = BudgetConfig(batch_budget=5000, artifact_store=s3_bucket.url("empty"))
+    out = json.loads(finalize_body(URL, body("e" * 100_000), config=config))
+    # botocore takes a bare 200 for a PutObject that happened; no object exists, so the
+    # preview must not name one (a reference is never invented).
+    text = out["messages"][2]["content"]
+    assert len(text) <= 5000
+    assert "s3://" not in text
+
+
 class Proxy:
     """A forwarding HTTP server in front of moto for an S3-compatible store without
     conditional writes: it refuses ``If-None-Match`` (501 NotImplemented) or drops it."""
