@@ -66,11 +66,36 @@ def finalize_batch_written(
         return _persist(entry, cut, persist, written)
 
     result = _bound(entries, config, resolve)
+    if persist is not None:
+        _note_named(persist, entries, result)
     done = tuple(written)
     observer = observe.batch_observer  # off (None): this one read is the whole cost
     if observer is not None:
         observer("finalizer", entries, result, config, done)
     return result, done
+
+
+def _note_named(
+    store: ArtifactStore, entries: Sequence[ToolResult], result: list[ToolResult]
+) -> None:
+    """Undecided results that pass whole and start as a notice does may be a producer's
+    previews (the MCP boundary's), naming artifacts the conversation still needs: a store
+    that keeps artifacts young on reuse hears of them (``note_named``, which does no I/O
+    here: it hands the work to its background thread). Nothing here changes the batch."""
+    note = getattr(store, "note_named", None)
+    if note is None:
+        return
+    for old, new in zip(entries, result):
+        if new is old and old.persisted_output_files is None:
+            for slot in old.slots:
+                if slot.startswith("["):
+                    try:
+                        note(slot)
+                    except Exception as exc:  # a store must never fail the request
+                        logger.warning(
+                            "budgetware could not keep a preview's artifacts young (%s)",
+                            type(exc).__name__,
+                        )
 
 
 def guard_batch(
