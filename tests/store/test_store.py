@@ -118,9 +118,9 @@ def test_decisions_round_trip_and_are_absent_by_default(store: LocalArtifactStor
     full = store.put("the full output")
     store.record_decision(key, (full,))
     assert store.lookup_decision(key) == (full,)
-    # "Decided, nothing reusable" is not written: a record naming nothing counts as none.
+    # "Decided, nothing reusable" is a decision too (the tri-state of FINALIZER.md).
     store.record_decision(text_key("other"), ())
-    assert store.lookup_decision(text_key("other")) is None
+    assert store.lookup_decision(text_key("other")) == ()
 
 
 def test_decisions_are_visible_to_another_store_on_the_same_directory(tmp_path: Path) -> None:

@@ -120,19 +120,40 @@ def test_a_decision_names_only_an_existing_verified_artifact_of_the_store(
     assert fresh.lookup_decision(bad) is None
 
 
-def test_a_decision_of_nothing_reusable_is_not_written(store: LocalArtifactStore) -> None:
-    # A record naming nothing counts as no record for a reader (it could as well have been
-    # planted to stop the output from being persisted), so none is written.
+def test_a_decision_of_nothing_reusable_is_kept(store: LocalArtifactStore) -> None:
+    # The tri-state of FINALIZER.md: () is "a producer decided, nothing reusable holds the
+    # full output": a reader must neither persist the producer's preview as the full
+    # output nor name a file.
     store.record_decision(text_key("bounded"), ())
-    assert not store.directory.exists() or list(store.directory.iterdir()) == []
-    assert LocalArtifactStore(store.directory).lookup_decision(text_key("bounded")) is None
+    assert LocalArtifactStore(store.directory).lookup_decision(text_key("bounded")) == ()
+
+
+def test_a_decision_of_nothing_is_neither_persisted_nor_named(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    bounded = "a producer's preview, its own write failed " * 200
+    store.record_decision(text_key(bounded), ())
+    (result,) = finalize_batch(
+        [ToolResult("c", "t", (bounded,))],
+        config=BudgetConfig(batch_budget=500),
+        store=LocalArtifactStore(store.directory),
+    )
+    assert result.persisted_output_files == ()
+    assert len(result.slots[0]) <= 500
+    assert not list(store.directory.glob("*.txt"))
 
 
 @pytest.mark.parametrize(
     "record",
-    [b'{"refs": []}', b"not json", b'{"refs": "x"}', b"[1, 2]", b'{"refs": [1, 2]}', b"\xff"],
+    [
+        b"not json",
+        b'{"refs": "x"}',
+        b"[1, 2]",
+        b'{"refs": [1, 2]}',
+        b'{"refs": ["a", 2]}',
+        b"\xff",
+    ],
 )
-def test_a_record_with_nothing_it_may_name_leaves_the_output_persisted(
+def test_a_record_that_is_not_one_leaves_the_output_persisted(
     tmp_path: Path, record: bytes
 ) -> None:
     directory = tmp_path / "a"
