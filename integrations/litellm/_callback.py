@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import math
 import warnings
@@ -16,11 +16,14 @@ from litellm.types.utils import CallTypes, CallTypesLiteral
 
 from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, check_settings
 from budgetware.core.errors import BudgetwareWarning, fail_open
+from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
-from budgetware.http.transport import OFFLOAD_BYTES
+from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
+
+from . import _passthrough
 
 __all__ = ["METADATA_KEYS", "BudgetCallback"]
 
@@ -214,25 +217,59 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _bound_field(
-    fields: Mapping[str, Any],
-    call_type: object,
+def _warn(message: str) -> None:
+    warnings.warn(message, BudgetwareWarning, stacklevel=4)
+
+
+# Fields whose value may also be a plain string (a prompt, no tool results): the Responses
+# ``input`` and litellm's Gemini ``contents``.
+_TEXT_FIELDS = ("input", "contents")
+
+
+def _conversation(
+    fields: Mapping[str, Any], field: str, warn: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape
+    (warned: a request budgetware cannot read is left alone, and the log says so)."""
+    if field not in fields:
+        return None
+    value = fields[field]
+    if not isinstance(value, list):
+        if not (field in _TEXT_FIELDS and isinstance(value, str)):
+            warn(
+                f"budgetware: leaving a request alone: its {field!r} is "
+                f"{type(value).__name__}, not a list, so no tool result in it is bounded"
+            )
+        return None
+    items = _plain(value)
+    if not all(isinstance(item, dict) for item in items):
+        warn(
+            f"budgetware: some items of a request's {field!r} are not objects: "
+            "they are left as they are"
+        )
+    return {field: items}
+
+
+def _json_size(payload: Any) -> int:
+    """The payload's size as compact JSON (0 when it is not JSON: left to the bounding)."""
+    try:
+        return len(dumps_bytes(payload))
+    except (TypeError, ValueError, RecursionError):
+        return 0
+
+
+def _bound_conversation(
+    path: str,
+    payload: dict[str, Any],
     config: BudgetConfig | None,
     overrides: Mapping[str, Any],
 ) -> Any:
-    """The bounded value of the call type's conversation field, or None when unchanged."""
-    wire = _FORMATS.get(_call_type_name(call_type))
-    if wire is None:
-        return None
-    path, field = wire
-    value = fields.get(field)
-    if not isinstance(value, list):
-        return None
-    payload = {field: _plain(value)}
+    """The bounded value of the payload's one field, or None when unchanged."""
     bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
     if bounded is payload:
         return None
-    return bounded[field]
+    ((_, value),) = bounded.items()
+    return value
 
 
 class BudgetCallback(CustomLogger):
@@ -250,6 +287,8 @@ class BudgetCallback(CustomLogger):
         # A configuration mistake (or an unusable store) fails here, not on a request.
         check_store(check_settings(config))
         self.config = config
+        # Pass-through routes forward the client's headers before any hook runs.
+        _passthrough.guard_forwarded_headers()
 
     async def async_pre_call_hook(
         self,
@@ -264,24 +303,38 @@ class BudgetCallback(CustomLogger):
             fail_open(
                 "remove x-budgetware-* headers from a LiteLLM Proxy request", config=self.config
             )
-        if _call_type_name(call_type) not in _FORMATS:
-            return data
         try:
+            name = _call_type_name(call_type)
+            if name == _passthrough.CALL_TYPE:
+                client = _passthrough.take_client_request()
+                route = getattr(user_api_key_dict, "request_route", None)
+                wire = _passthrough.route_wire(route)
+                headers, size = client.headers, client.size
+            else:
+                wire = _FORMATS.get(name)
+                if wire is None:
+                    return data
+                headers, size = request_headers(data), _request_size(data)
+            if wire is None:
+                return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
             overrides = metadata_overrides(team, "team metadata", warn=log_warning)
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
-            overrides.update(header_overrides(request_headers(data), warn=log_warning))
-            args = (data, call_type, self.config, overrides)
-            if _request_size(data) < OFFLOAD_BYTES:
-                bounded = _bound_field(*args)
-            else:
-                # Hashing, cutting and writing artifacts take milliseconds to tens of them
-                # (an fsync): not on the event loop that serves every other request.
-                bounded = await asyncio.to_thread(_bound_field, *args)
+            overrides.update(header_overrides(headers, warn=log_warning))
+            path, field = wire
+            payload = _conversation(data, field, log_warning)
+            if payload is None:
+                return data
+            # Hashing, cutting and writing artifacts take milliseconds to tens of them (an
+            # fsync), an S3 store seconds if it hangs: a large request (by its
+            # content-length) is bounded in a worker thread, never on the event loop that
+            # serves every other request.
+            bounded = await off_loop_for_size(
+                size, _bound_conversation, path, payload, self.config, overrides
+            )
             if bounded is None:
                 return data
-            _, field = _FORMATS[_call_type_name(call_type)]
             return {**data, field: bounded}
         except Exception:
             fail_open("bound a LiteLLM Proxy request", config=self.config)
@@ -295,10 +348,19 @@ class BudgetCallback(CustomLogger):
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
-            bounded = _bound_field(kwargs, call_type, self.config, {})
+            wire = _FORMATS.get(_call_type_name(call_type))
+            if wire is None:
+                return kwargs
+            path, field = wire
+            payload = _conversation(kwargs, field, _warn)
+            if payload is None:
+                return kwargs
+            # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides
+            # whether the bounding (and a store's I/O) leaves the event loop.
+            bound = functools.partial(_bound_conversation, config=self.config, overrides={})
+            bounded = await off_loop_for_size(_json_size(payload), bound, path, payload)
             if bounded is None:
                 return kwargs
-            _, field = _FORMATS[_call_type_name(call_type)]
             return {**kwargs, field: bounded}
         except Exception:
             fail_open("bound a litellm request", config=self.config)

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 from litellm_proxy_helpers import BUDGET
-from proxy_server_helpers import new_proxy, proxy_config, proxy_env, start_all
+from proxy_server_helpers import (
+    new_proxy,
+    pass_through_env,
+    proxy_config,
+    proxy_env,
+    start_all,
+)
 
 from budgetware.core.config import BudgetConfig
 from budgetware.testing import FakeProvider
@@ -92,13 +98,21 @@ def proxy_pair(
     The gateway raises budgetware's internal errors (as the test suite does), so a request
     that gets through shows that none happened.
     """
+    routes = pass_through_env(proxy_upstream.url)
     gateway, baseline = start_proxies(
         (
             "gateway",
             proxy_config(proxy_upstream.url),
-            proxy_env(gateway_artifact_dir, batch_budget=str(BUDGET), raise_errors="1"),
+            {
+                **proxy_env(gateway_artifact_dir, batch_budget=str(BUDGET), raise_errors="1"),
+                **routes,
+            },
         ),
-        ("baseline", proxy_config(proxy_upstream.url, callback=False), proxy_env(None)),
+        (
+            "baseline",
+            proxy_config(proxy_upstream.url, callback=False),
+            {**proxy_env(None), **routes},
+        ),
     )
     return gateway, baseline
 

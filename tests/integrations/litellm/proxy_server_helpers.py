@@ -1,7 +1,8 @@
 """A real LiteLLM Proxy for the tests: its config, its keys, and starting it.
 
 The config routes two model names to the fake provider: ``gpt-fake`` (OpenAI Chat
-Completions and Responses) and ``claude-fake`` (Anthropic Messages). Keys come from
+Completions and Responses) and ``claude-fake`` (Anthropic Messages); ``pass_through_env``
+sends the proxy's pass-through routes there too. Keys come from
 ``proxy_keys.py`` (the proxy's ``custom_auth``), which gives each test key the metadata a
 proxy admin would set with ``/key/generate`` or ``/team/new`` (no database needed).
 ``forward_client_headers_to_llm_api`` is on, so the proxy forwards a client's ``x-*``
@@ -79,6 +80,16 @@ def proxy_env(artifact_dir: Path | None, **settings: str) -> dict[str, str | Non
         env["BUDGETWARE_ARTIFACT_DIR"] = str(artifact_dir)
     for name, value in settings.items():
         env["BUDGETWARE_" + name.upper()] = value
+    return env
+
+
+def pass_through_env(upstream_url: str) -> dict[str, str | None]:
+    """Where the proxy's pass-through routes (``/anthropic/...``, ``/openai/...``,
+    ``/gemini/...``, ``/cohere/...``) send requests: the fake provider, with fake keys."""
+    env: dict[str, str | None] = {}
+    for provider in ("ANTHROPIC", "OPENAI", "GEMINI", "COHERE"):
+        env[f"{provider}_API_BASE"] = upstream_url
+        env[f"{provider}_API_KEY"] = "sk-fake-upstream"
     return env
 
 

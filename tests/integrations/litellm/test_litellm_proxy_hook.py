@@ -283,13 +283,13 @@ async def test_a_large_request_is_bounded_off_the_event_loop(
     from budgetware.integrations.litellm import _callback
 
     threads: list[threading.Thread] = []
-    real = _callback._bound_field
+    real = _callback._bound_conversation
 
     def spy(*args: Any) -> Any:
         threads.append(threading.current_thread())
         return real(*args)
 
-    monkeypatch.setattr(_callback, "_bound_field", spy)
+    monkeypatch.setattr(_callback, "_bound_conversation", spy)
     data = _chat()
     data["proxy_server_request"]["headers"]["content-length"] = length
     result = await _hook(callback, data)
