@@ -108,12 +108,16 @@ def _size(headers: Mapping[Any, Any]) -> int:
 def _guarded(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def forward_headers_from_request(*args: Any, **kwargs: Any) -> Any:
-        forwarded = original(*args, **kwargs)
         try:
+            # Read first: litellm pops names from the client's headers as it merges them.
             client = kwargs.get("request_headers", args[0] if args else None)
             if isinstance(client, Mapping):
                 own = {k: v for k, v in client.items() if _is_own(k) and isinstance(v, str)}
                 _CLIENT.set(ClientRequest(own, _size(client)))
+        except Exception:
+            fail_open("read the x-budgetware-* headers of a pass-through request")
+        forwarded = original(*args, **kwargs)
+        try:
             if isinstance(forwarded, Mapping) and any(map(_is_own, forwarded)):
                 return {k: v for k, v in forwarded.items() if not _is_own(k)}
         except Exception:
