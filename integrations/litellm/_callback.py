@@ -21,6 +21,7 @@ from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
+from budgetware.wire.detect import format_for_path
 from budgetware.wire.payload import bound_payload
 
 from . import _passthrough
@@ -227,27 +228,67 @@ _TEXT_FIELDS = ("input", "contents")
 
 
 def _conversation(
-    fields: Mapping[str, Any], field: str, warn: Callable[[str], None]
+    fields: Mapping[str, Any], path: str, field: str, warn: Callable[[str], None]
 ) -> dict[str, Any] | None:
-    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape
-    (warned: a request budgetware cannot read is left alone, and the log says so)."""
+    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape.
+
+    What budgetware cannot read is left as it is (a tool result it cannot read is not
+    bounded), with a warning naming the shape (types only, never content).
+    """
     if field not in fields:
         return None
     value = fields[field]
+    fmt = format_for_path(path)
+    api = fmt.name if fmt is not None else "model"
     if not isinstance(value, list):
         if not (field in _TEXT_FIELDS and isinstance(value, str)):
             warn(
-                f"budgetware: leaving a request alone: its {field!r} is "
+                f"budgetware: leaving an {api} request alone: its {field!r} is "
                 f"{type(value).__name__}, not a list, so no tool result in it is bounded"
             )
         return None
     items = _plain(value)
     if not all(isinstance(item, dict) for item in items):
         warn(
-            f"budgetware: some items of a request's {field!r} are not objects: "
+            f"budgetware: some items of an {api} request's {field!r} are not objects: "
             "they are left as they are"
         )
+    odd = _unreadable_tool_result(api, items)
+    if odd is not None:
+        warn(f"budgetware: in an {api} request, {odd}: it is left as it is, not bounded")
     return {field: items}
+
+
+_TEXT = (str, list)
+_CHAT_FORMATS = ("openai_chat", "cohere_v2", "ollama_chat")
+_CHAT_TOOL_ROLES = ("tool", "function")
+
+
+def _unreadable_tool_result(fmt: str, items: list[Any]) -> str | None:
+    """What makes a tool result of the conversation unreadable (the first one found), or
+    None: a tool result's content that is neither text nor a list of parts."""
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if fmt in _CHAT_FORMATS:
+            content = item.get("content")
+            if item.get("role") in _CHAT_TOOL_ROLES and not isinstance(content, _TEXT):
+                return f"a tool message's content is of type {type(content).__name__}"
+        elif fmt == "anthropic_messages":
+            blocks = item.get("content")
+            if not isinstance(blocks, list):
+                continue
+            for block in blocks:
+                if not isinstance(block, dict):
+                    return f"a message's content holds a value of type {type(block).__name__}"
+                result = block.get("content", "")
+                if block.get("type") == "tool_result" and not isinstance(result, _TEXT):
+                    return f"a tool_result's content is of type {type(result).__name__}"
+        elif fmt == "openai_responses":
+            output = item.get("output")
+            if item.get("type") == "function_call_output" and not isinstance(output, _TEXT):
+                return f"a function_call_output's output is of type {type(output).__name__}"
+    return None
 
 
 def _json_size(payload: Any) -> int:
@@ -323,7 +364,7 @@ class BudgetCallback(CustomLogger):
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
             overrides.update(header_overrides(headers, warn=log_warning))
             path, field = wire
-            payload = _conversation(data, field, log_warning)
+            payload = _conversation(data, path, field, log_warning)
             if payload is None:
                 return data
             # Hashing, cutting and writing artifacts take milliseconds to tens of them (an
@@ -352,7 +393,7 @@ class BudgetCallback(CustomLogger):
             if wire is None:
                 return kwargs
             path, field = wire
-            payload = _conversation(kwargs, field, _warn)
+            payload = _conversation(kwargs, path, field, _warn)
             if payload is None:
                 return kwargs
             # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides

@@ -380,10 +380,8 @@ async def test_a_conversation_that_is_not_a_list_is_left_alone_with_a_warning(
 ) -> None:
     data = proxy_data(field, value)
     assert await _hook(callback, data, call_type) is data
-    assert (
-        f"BudgetwareWarning: budgetware: leaving a request alone: its {field!r} is {kind}, "
-        "not a list" in proxy_log.text
-    )
+    assert f"its {field!r} is {kind}, not a list" in proxy_log.text
+    assert "BudgetwareWarning: budgetware: leaving an " in proxy_log.text
 
 
 @pytest.mark.parametrize(("call_type", "field"), [("aresponses", "input")])
@@ -403,7 +401,57 @@ async def test_items_that_are_not_messages_are_left_alone_with_a_warning(
     # The messages that are messages are bounded; the rest stay as they were.
     assert _within_budget({"messages": [m for m in result["messages"] if isinstance(m, dict)]})
     assert result["messages"][-3:] == [1, "two", None]
-    assert "some items of a request's 'messages' are not objects" in proxy_log.text
+    assert "some items of an openai_chat request's 'messages' are not objects" in proxy_log.text
+    assert "HEAD-0" not in proxy_log.text
+
+
+def _with_last(conversation: list[Any], last: Any) -> list[Any]:
+    return [*conversation[:-1], last]
+
+
+@pytest.mark.parametrize(
+    ("call_type", "field", "conversation", "expected"),
+    [
+        (
+            "acompletion",
+            "messages",
+            _with_last(
+                drivers.openai_chat_messages(["x"]),
+                {"role": "tool", "tool_call_id": "call_0", "content": {"out": "HEAD-0"}},
+            ),
+            "in an openai_chat request, a tool message's content is of type dict",
+        ),
+        (
+            "anthropic_messages",
+            "messages",
+            _with_last(
+                drivers.anthropic_messages(["x"]),
+                {"role": "user", "content": [{"type": "tool_result", "content": 5}]},
+            ),
+            "in an anthropic_messages request, a tool_result's content is of type int",
+        ),
+        (
+            "aresponses",
+            "input",
+            _with_last(
+                drivers.openai_responses_input(["x"]),
+                {"type": "function_call_output", "call_id": "c", "output": {"out": "HEAD-0"}},
+            ),
+            "in an openai_responses request, a function_call_output's output is of type dict",
+        ),
+    ],
+)
+async def test_a_tool_result_budgetware_cannot_read_is_named_in_a_warning(
+    callback: Any,
+    proxy_log: pytest.LogCaptureFixture,
+    call_type: str,
+    field: str,
+    conversation: list[Any],
+    expected: str,
+) -> None:
+    data = proxy_data(field, conversation)
+    assert await _hook(callback, data, call_type) is data
+    assert f"BudgetwareWarning: budgetware: {expected}: it is left as it is" in proxy_log.text
     assert "HEAD-0" not in proxy_log.text
 
 
@@ -569,3 +617,13 @@ def test_the_forwarding_guard_is_installed_once(callback: Any) -> None:
     assert _forward({"x-budgetware-disable": "1", "a": "b"}, {}, forward_headers=True) == {
         "a": "b"
     }
+
+
+async def test_the_deployment_hook_warns_of_an_unexpected_shape(callback: Any) -> None:
+    from litellm.types.utils import CallTypes
+
+    kwargs = {"model": "gpt-4o-mini", "messages": "hello"}
+    with pytest.warns(BudgetwareWarning, match="its 'messages' is str, not a list"):
+        assert (
+            await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion) is kwargs
+        )
