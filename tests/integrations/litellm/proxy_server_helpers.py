@@ -96,9 +96,11 @@ def pass_through_env(upstream_url: str) -> dict[str, str | None]:
 def new_proxy(
     workdir: Path, config: Mapping[str, Any], env: Mapping[str, str | None]
 ) -> LiteLLMProxy:
-    """A proxy (not started) in ``workdir``, with the test keys next to its config."""
+    """A proxy (not started) in ``workdir``, with the test keys (and the faulty callbacks
+    module) next to its config."""
     workdir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(HERE / "proxy_keys.py", workdir / "proxy_keys.py")
+    for module in ("proxy_keys.py", "faulty_callbacks.py"):
+        shutil.copy(HERE / module, workdir / module)
     return LiteLLMProxy(config, env=env, workdir=workdir, master_key=MASTER_KEY)
 
 

@@ -269,6 +269,15 @@ def test_streamed_anthropic_messages_pass_through_and_the_request_is_bounded(
 # --- failures -------------------------------------------------------------------------------
 
 
+def anthropic_call(base_url: str, key: str, messages: list[dict[str, Any]]) -> str:
+    """The real anthropic SDK at ``base_url`` (the proxy's unified or pass-through route)."""
+    import anthropic
+
+    with anthropic.Anthropic(base_url=base_url, api_key=key, max_retries=0) as client:
+        reply = client.messages.create(model=ANTHROPIC_MODEL, max_tokens=64, messages=messages)
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
 @pytest.fixture
 def unwritable_store(gateway_artifact_dir: Path) -> Iterator[Path]:
     """The gateway's artifact directory replaced by a file, restored after the test.
@@ -285,13 +294,19 @@ def unwritable_store(gateway_artifact_dir: Path) -> Iterator[Path]:
         aside.rename(gateway_artifact_dir)
 
 
+@pytest.mark.parametrize("route", ["chat", "messages", "anthropic pass-through"])
 def test_an_unwritable_store_never_fails_a_request(
-    gateway: LiteLLMProxy, upstream: FakeProvider, unwritable_store: Path
+    gateway: LiteLLMProxy, upstream: FakeProvider, unwritable_store: Path, route: str
 ) -> None:
     # New texts: the proxy has not persisted (and remembered) them before.
-    results = [f"unwritable-{i}: " + "z" * SIZE for i in range(3)]
+    results = [f"unwritable-{i}: {route}: " + "z" * SIZE for i in range(3)]
     mark = gateway.log_mark()
-    assert chat(gateway, drivers.openai_chat_messages(results)) == "ok"
+    if route == "chat":
+        reply = chat(gateway, drivers.openai_chat_messages(results))
+    else:
+        base = gateway.url + ("/anthropic" if route == "anthropic pass-through" else "")
+        reply = anthropic_call(base, gateway.master_key, drivers.anthropic_messages(results))
+    assert reply == "ok"
     sent = upstream_tool_texts(only_request(upstream))
     # Still bounded, naming no artifact that does not exist.
     assert sum(map(len, sent)) <= BUDGET
