@@ -162,6 +162,18 @@ def messages_call(
     return "".join(block.text for block in reply.content if block.type == "text")
 
 
+def responses_call(
+    proxy: LiteLLMProxy,
+    items: list[dict[str, Any]],
+    headers: dict[str, str] | None = None,
+    *,
+    key: str | None = None,
+) -> str:
+    with openai_client(proxy, key) as client:
+        reply = client.responses.create(model=OPENAI_MODEL, input=items, extra_headers=headers)
+    return reply.output_text
+
+
 # --- what the provider received ---------------------------------------------------------------
 
 

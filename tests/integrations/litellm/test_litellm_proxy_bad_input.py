@@ -321,6 +321,28 @@ def test_invalid_header_is_ignored_with_a_warning(
     assert header not in model_requests(upstream)[0].headers
 
 
+# Values no chat test sends: the proxy logs each distinct warning once.
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-budgetware-batch-budget", "plenty"),
+        ("x-budgetware-batch-budget", "7000.5"),
+        ("x-budgetware-unit", "cubits"),
+        ("x-budgetware-disable", "perhaps"),
+        ("x-budgetware-whatever", "1"),
+    ],
+)
+def test_invalid_header_on_the_anthropic_route_is_ignored_with_a_warning(
+    http: httpx.Client, gateway: LiteLLMProxy, upstream: FakeProvider, header: str, value: str
+) -> None:
+    upstream.clear()
+    mark = gateway.log_mark()
+    body = anthropic_body(drivers.anthropic_messages(BIG))
+    response = send(http, gateway, MESSAGES, body, headers={header: value})
+    _warned_and_bounded_by_default(gateway, upstream, response, mark, header)
+    assert header not in model_requests(upstream)[0].headers
+
+
 def test_non_ascii_header_value_is_ignored_with_a_warning(
     http: httpx.Client, gateway: LiteLLMProxy, upstream: FakeProvider
 ) -> None:

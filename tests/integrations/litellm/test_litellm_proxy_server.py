@@ -23,6 +23,7 @@ from proxy_server_helpers import (
     openai_client,
     proxy_config,
     proxy_env,
+    responses_call,
     upstream_tool_texts,
 )
 from testing import drivers
@@ -145,15 +146,34 @@ def test_under_budget_anthropic_request_reaches_the_provider_as_without_budgetwa
 # --- headers --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ["chat", "messages"])
+def send_route(
+    route: str, proxy: LiteLLMProxy, results: list[str], headers: dict[str, str] | None = None
+) -> str:
+    """``results`` as one batch through the real SDK of ``route``: chat, messages, responses."""
+    if route == "chat":
+        return chat(proxy, drivers.openai_chat_messages(results), headers=headers)
+    if route == "messages":
+        return messages_call(proxy, drivers.anthropic_messages(results), headers)
+    return responses_call(proxy, drivers.openai_responses_input(results), headers)
+
+
+def test_under_budget_responses_request_reaches_the_provider_as_without_budgetware(
+    gateway: LiteLLMProxy, baseline: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    assert send_route("responses", gateway, small_results()) == "ok"
+    through_gateway = only_request(upstream)
+    assert upstream_tool_texts(through_gateway) == small_results()
+    upstream.clear()
+    send_route("responses", baseline, small_results())
+    assert through_gateway.body == only_request(upstream).body
+
+
+@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
 def test_budget_header_is_honored_and_never_forwarded(
     gateway: LiteLLMProxy, upstream: FakeProvider, route: str
 ) -> None:
     headers = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-1"}
-    if route == "chat":
-        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
-    else:
-        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    send_route(route, gateway, BIG, headers)
     request = only_request(upstream)
     assert sum(map(len, upstream_tool_texts(request))) <= 8000
     # The proxy forwards the client's x-* headers (the config says so) but not ours.
@@ -161,15 +181,11 @@ def test_budget_header_is_honored_and_never_forwarded(
     assert not [name for name in request.headers if name.startswith("x-budgetware-")]
 
 
-@pytest.mark.parametrize("route", ["chat", "messages"])
+@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
 def test_disable_header_leaves_the_request_whole(
     gateway: LiteLLMProxy, upstream: FakeProvider, route: str
 ) -> None:
-    headers = {"x-budgetware-disable": "1"}
-    if route == "chat":
-        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
-    else:
-        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    send_route(route, gateway, BIG, {"x-budgetware-disable": "1"})
     request = only_request(upstream)
     assert upstream_tool_texts(request) == BIG
     assert "x-budgetware-disable" not in request.headers
