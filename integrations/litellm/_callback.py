@@ -243,19 +243,19 @@ def _conversation(
     if not isinstance(value, list):
         if not (field in _TEXT_FIELDS and isinstance(value, str)):
             warn(
-                f"budgetware: leaving an {api} request alone: its {field!r} is "
+                f"budgetware: leaving a request alone ({api}): its {field!r} is "
                 f"{type(value).__name__}, not a list, so no tool result in it is bounded"
             )
         return None
     items = _plain(value)
     if not all(isinstance(item, dict) for item in items):
         warn(
-            f"budgetware: some items of an {api} request's {field!r} are not objects: "
+            f"budgetware: some items of a request's {field!r} are not objects ({api}): "
             "they are left as they are"
         )
     odd = _unreadable_tool_result(api, items)
     if odd is not None:
-        warn(f"budgetware: in an {api} request, {odd}: it is left as it is, not bounded")
+        warn(f"budgetware: in a request ({api}), {odd}: it is left as it is, not bounded")
     return {field: items}
 
 
@@ -316,9 +316,10 @@ def _bound_conversation(
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
-    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request, with settings
-    from the callback's ``config`` < team metadata < key metadata < ``x-budgetware-*``
-    request headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
+    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request (on the unified
+    routes, and on pass-through routes whose path is a model API), with settings from the
+    callback's ``config`` < team metadata < key metadata < ``x-budgetware-*`` request
+    headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
     bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
     Neither hook ever fails a request: an internal error sends it unchanged.
     """

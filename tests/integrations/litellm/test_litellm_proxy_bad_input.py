@@ -124,33 +124,33 @@ MALFORMED: dict[str, tuple[str, bytes | dict[str, Any] | None, str | None]] = {
     "messages a string": (
         CHAT,
         chat_body("hello"),
-        "leaving an openai_chat request alone: its 'messages' is str, not a list",
+        "leaving a request alone (openai_chat): its 'messages' is str, not a list",
     ),
     "messages a dict": (
         CHAT,
         chat_body({"role": "tool", "content": "x"}),
-        "leaving an openai_chat request alone: its 'messages' is dict, not a list",
+        "leaving a request alone (openai_chat): its 'messages' is dict, not a list",
     ),
     "messages of scalars": (
         CHAT,
         chat_body([1, "two", None, 4.5]),
-        "some items of an openai_chat request's 'messages' are not objects",
+        "some items of a request's 'messages' are not objects (openai_chat)",
     ),
     "tool content a dict": (
         CHAT,
         chat_body(tool_message({"output": "x" * 60_000})),
-        "in an openai_chat request, a tool message's content is of type dict: "
+        "in a request (openai_chat), a tool message's content is of type dict: "
         "it is left as it is, not bounded",
     ),
     "tool content a number": (
         CHAT,
         chat_body(tool_message(42)),
-        "in an openai_chat request, a tool message's content is of type int",
+        "in a request (openai_chat), a tool message's content is of type int",
     ),
     "tool content null": (
         CHAT,
         chat_body(tool_message(None)),
-        "in an openai_chat request, a tool message's content is of type NoneType",
+        "in a request (openai_chat), a tool message's content is of type NoneType",
     ),
     # A list of parts: the parts that are not text are left as they are.
     "tool content odd parts": (
@@ -167,14 +167,14 @@ MALFORMED: dict[str, tuple[str, bytes | dict[str, Any] | None, str | None]] = {
     "anthropic messages a string": (
         MESSAGES,
         anthropic_body("hello"),
-        "leaving an anthropic_messages request alone: its 'messages' is str, not a list",
+        "leaving a request alone (anthropic_messages): its 'messages' is str, not a list",
     ),
     "anthropic tool_result content a number": (
         MESSAGES,
         anthropic_body(
             tool_result_block({"type": "tool_result", "tool_use_id": "call_0", "content": 5})
         ),
-        "in an anthropic_messages request, a tool_result's content is of type int",
+        "in a request (anthropic_messages), a tool_result's content is of type int",
     ),
     "anthropic tool_result without id": (
         MESSAGES,
@@ -184,7 +184,7 @@ MALFORMED: dict[str, tuple[str, bytes | dict[str, Any] | None, str | None]] = {
     "anthropic content of scalars": (
         MESSAGES,
         anthropic_body([{"role": "user", "content": [1, None]}]),
-        "in an anthropic_messages request, a message's content holds a value of type int",
+        "in a request (anthropic_messages), a message's content holds a value of type int",
     ),
 }
 

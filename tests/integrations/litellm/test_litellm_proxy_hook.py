@@ -381,7 +381,7 @@ async def test_a_conversation_that_is_not_a_list_is_left_alone_with_a_warning(
     data = proxy_data(field, value)
     assert await _hook(callback, data, call_type) is data
     assert f"its {field!r} is {kind}, not a list" in proxy_log.text
-    assert "BudgetwareWarning: budgetware: leaving an " in proxy_log.text
+    assert "BudgetwareWarning: budgetware: leaving a request alone (" in proxy_log.text
 
 
 @pytest.mark.parametrize(("call_type", "field"), [("aresponses", "input")])
@@ -401,7 +401,7 @@ async def test_items_that_are_not_messages_are_left_alone_with_a_warning(
     # The messages that are messages are bounded; the rest stay as they were.
     assert _within_budget({"messages": [m for m in result["messages"] if isinstance(m, dict)]})
     assert result["messages"][-3:] == [1, "two", None]
-    assert "some items of an openai_chat request's 'messages' are not objects" in proxy_log.text
+    assert "some items of a request's 'messages' are not objects (openai_chat)" in proxy_log.text
     assert "HEAD-0" not in proxy_log.text
 
 
@@ -419,7 +419,7 @@ def _with_last(conversation: list[Any], last: Any) -> list[Any]:
                 drivers.openai_chat_messages(["x"]),
                 {"role": "tool", "tool_call_id": "call_0", "content": {"out": "HEAD-0"}},
             ),
-            "in an openai_chat request, a tool message's content is of type dict",
+            "in a request (openai_chat), a tool message's content is of type dict",
         ),
         (
             "anthropic_messages",
@@ -428,7 +428,7 @@ def _with_last(conversation: list[Any], last: Any) -> list[Any]:
                 drivers.anthropic_messages(["x"]),
                 {"role": "user", "content": [{"type": "tool_result", "content": 5}]},
             ),
-            "in an anthropic_messages request, a tool_result's content is of type int",
+            "in a request (anthropic_messages), a tool_result's content is of type int",
         ),
         (
             "aresponses",
@@ -437,7 +437,7 @@ def _with_last(conversation: list[Any], last: Any) -> list[Any]:
                 drivers.openai_responses_input(["x"]),
                 {"type": "function_call_output", "call_id": "c", "output": {"out": "HEAD-0"}},
             ),
-            "in an openai_responses request, a function_call_output's output is of type dict",
+            "in a request (openai_responses), a function_call_output's output is of type dict",
         ),
     ],
 )
