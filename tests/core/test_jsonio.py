@@ -11,6 +11,9 @@ import pytest
 from budgetware.core import jsonio
 from budgetware.core.jsonio import dumps_faithful, dumps_literal, loads_exact, loads_literal
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 BIG = 123456789012345678901234567891
 
 

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from budgetware import fit_text, measure
 from budgetware.core.fit import PreviewOptions
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 REF = "/cache/budgetware/artifacts/" + "a" * 64 + ".txt"
 
 

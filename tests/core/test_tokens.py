@@ -17,6 +17,9 @@ from budgetware import BudgetConfig, ConfigError, ToolResult, finalize_batch, fi
 from budgetware.core import tokens
 from budgetware.core.measure import cut_prefix, cut_suffix
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 UNITS = ["tokens:o200k_base", "tokens:cl100k_base"]
 
 
