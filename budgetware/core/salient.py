@@ -32,6 +32,7 @@ import re
 import sys
 import threading
 import time
+import warnings
 from array import array
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
@@ -194,9 +195,12 @@ def check_patterns(patterns: Sequence[str]) -> None:
         if not isinstance(pattern, str):
             raise ValueError("patterns must be strings")
         try:
-            re.compile(pattern)
+            with warnings.catch_warnings():
+                # Python 3.10 only warns for what 3.11 refuses (flags not at the start).
+                warnings.simplefilter("error", DeprecationWarning)
+                re.compile(pattern)
             problem = regex_problem(pattern)
-        except re.error as exc:
+        except (re.error, DeprecationWarning) as exc:
             raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
         if problem is not None:
             raise ValueError(f"{pattern!r} may take unbounded time: {problem}")

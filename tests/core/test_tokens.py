@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -161,6 +162,12 @@ def test_exact_units_that_cannot_work_are_config_errors() -> None:
     assert "BUDGETWARE_UNIT" in out
 
 
+needs_tiktoken = pytest.mark.skipif(
+    importlib.util.find_spec("tiktoken") is None, reason="tiktoken is not installed"
+)
+
+
+@needs_tiktoken
 def test_a_litellm_without_the_vocabulary_file_is_a_config_error(tmp_path: Path) -> None:
     # litellm present, its tokenizers folder there, the file missing: the configuration was
     # accepted and every request then went out unbounded.
