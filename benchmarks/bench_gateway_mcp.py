@@ -3,12 +3,14 @@
 Run: .venv/bin/python benchmarks/bench_gateway_mcp.py [--calls 30]
 
 One real proxy (``litellm --config``) names budgetware's MCP server twice in its
-``mcp_servers``: over HTTP (``budgetware mcp-server --http`` running beside the proxy) and
-over stdio (the proxy starts ``budgetware mcp-server`` itself). A real ``mcp`` client,
-connected to the proxy's ``/mcp`` with a proxy key, calls ``read_tool_output`` on a stored
-300 KB output (a 20,000-character window, the tool's default), first through each way, then
-straight to the HTTP server without the proxy (the baseline). Reported per way: the median
-and p90 latency of a call and its ratio to the baseline (all measured in the same run).
+``mcp_servers``: over HTTP (``budgetware mcp-server --http`` running beside the proxy,
+requiring its bearer token, ``BUDGETWARE_MCP_SERVER_TOKEN``, as the guide recommends: the
+proxy sends it) and over stdio (the proxy starts ``budgetware mcp-server`` itself). A real
+``mcp`` client, connected to the proxy's ``/mcp`` with a proxy key, calls
+``read_tool_output`` on a stored 300 KB output (a 20,000-character window, the tool's
+default), first through each way, then straight to the HTTP server without the proxy, with
+the token (the baseline). Reported per way: the median and p90 latency of a call and its
+ratio to the baseline (all measured in the same run).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -44,13 +47,15 @@ OUTPUT = "".join(f"tests/test_{n:06d}.py::test_case PASSED\n" for n in range(8_0
 
 
 @contextmanager
-def mcp_http_server(store: str) -> Iterator[str]:
-    """``budgetware mcp-server --http`` on a free port, reading ``store``."""
+def mcp_http_server(store: str, token: str) -> Iterator[str]:
+    """``budgetware mcp-server --http`` on a free port, reading ``store``, answering only
+    requests that carry ``token``."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
     env["BUDGETWARE_ARTIFACT_STORE"] = store
+    env["BUDGETWARE_MCP_SERVER_TOKEN"] = token
     server = subprocess.Popen(
         [sys.executable, "-m", "budgetware", "mcp-server", "--http", f"127.0.0.1:{port}"],
         env=env,
@@ -73,9 +78,10 @@ def mcp_http_server(store: str) -> Iterator[str]:
         server.wait(timeout=10)
 
 
-async def call_times(url: str, tool: str, ref: str, calls: int, key: str | None) -> list[float]:
+async def call_times(
+    url: str, tool: str, ref: str, calls: int, headers: dict[str, str]
+) -> list[float]:
     """Seconds per ``tool`` call, over one MCP session (after one warm-up call)."""
-    headers = {"x-litellm-api-key": f"Bearer {key}"} if key else {}
     times = []
     async with (
         httpx.AsyncClient(headers=headers, trust_env=False, timeout=120) as http,
@@ -102,8 +108,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="budgetware-bench-gateway-mcp-"))
     store = str(work / "artifacts")
     ref = LocalArtifactStore(store).put(OUTPUT)
+    token = secrets.token_hex(16)
     try:
-        with mcp_http_server(store) as direct:
+        with mcp_http_server(store, token) as direct:
             stdio = {
                 "transport": "stdio",
                 "command": sys.executable,
@@ -113,27 +120,45 @@ def main() -> None:
             config = {
                 "model_list": [],
                 "mcp_servers": {
-                    "http": {"url": direct, "transport": "http", "allow_all_keys": True},
+                    "http": {
+                        "url": direct,
+                        "transport": "http",
+                        "auth_type": "bearer_token",
+                        "authentication_token": "os.environ/BUDGETWARE_MCP_SERVER_TOKEN",
+                        "allow_all_keys": True,
+                    },
                     "stdio": {**stdio, "allow_all_keys": True},
                 },
             }
-            env = {"LITELLM_ENABLE_MCP_STDIO": "true"}
+            env = {"LITELLM_ENABLE_MCP_STDIO": "true", "BUDGETWARE_MCP_SERVER_TOKEN": token}
             with LiteLLMProxy(config, env=env, workdir=work / "proxy") as proxy:
-                gateway, key = proxy.url + "/mcp", proxy.master_key
+                gateway = proxy.url + "/mcp"
+                # The server requires the token: without it, 401.
+                refused = httpx.post(direct, json={}, timeout=30, trust_env=False)
+                if refused.status_code != 401:
+                    raise RuntimeError(f"the MCP server answered {refused.status_code}, not 401")
+                to_server = {"authorization": f"Bearer {token}"}
+                to_proxy = {"x-litellm-api-key": f"Bearer {proxy.master_key}"}
                 ways = [
-                    ("HTTP server, no proxy (baseline)", direct, TOOL_NAME, args.calls, None),
-                    ("proxy /mcp -> HTTP server", gateway, f"http-{TOOL_NAME}", args.calls, key),
+                    ("HTTP server, no proxy (baseline)", direct, TOOL_NAME, args.calls, to_server),
+                    (
+                        "proxy /mcp -> HTTP server",
+                        gateway,
+                        f"http-{TOOL_NAME}",
+                        args.calls,
+                        to_proxy,
+                    ),
                     (
                         "proxy /mcp -> stdio server",
                         gateway,
                         f"stdio-{TOOL_NAME}",
                         args.stdio_calls,
-                        key,
+                        to_proxy,
                     ),
                 ]
                 measured = [
-                    (name, asyncio.run(call_times(url, tool, ref, calls, key)))
-                    for name, url, tool, calls, key in ways
+                    (name, asyncio.run(call_times(url, tool, ref, calls, headers)))
+                    for name, url, tool, calls, headers in ways
                 ]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,8 +27,10 @@ cached; the uncached cost reported too).
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,9 +46,9 @@ from _harness import print_table
 
 from budgetware import fit_text
 from budgetware.core import finalize as finalize_module
-from budgetware.core import tokens
+from budgetware.core import salient, tokens
 from budgetware.core.config import BudgetConfig
-from budgetware.core.salient import compile_salient, salient_spans
+from budgetware.core.salient import compile_salient
 from budgetware.wire.body import finalize_body
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,19 +99,50 @@ def corpus(work: Path) -> dict[str, str]:
         ],
         cwd=work,
     )
-    script = work / "service.py"
-    script.write_text(
-        "import traceback\n"
-        "def parse(v):\n    return int(v)\n"
-        "for i in range(3000):\n"
-        "    print(f'2024-05-01 12:{i // 60 % 60:02d}:{i % 60:02d} INFO worker-{i % 4} '\n"
-        "          f'processed batch {i} in {i % 97} ms')\n"
-        "    if i in (900, 2100):\n"
-        "        try:\n            parse('x' + str(i))\n"
-        "        except ValueError:\n            traceback.print_exc()\n"
-        "raise SystemExit('fatal: giving up after 3000 batches')\n"
+    # A long verbose run (12,000 tests, about 960 KB) with one failure a quarter of the way
+    # in: far from the head and the tail, where only a scan of the whole middle finds it.
+    big = work / "big"
+    big.mkdir()
+    (big / "test_big.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.parametrize('n', range(6000))\n"
+        "def test_many(n):\n    assert n != 3001, 'n is the bad one'\n\n"
+        "@pytest.mark.parametrize('n', range(6000))\n"
+        "def test_more(n):\n    assert n >= 0\n"
     )
-    out["python tracebacks"] = _run([sys.executable, "-u", str(script)], cwd=work)
+    out["pytest -v, 12,000 tests, 1 failure"] = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-W",
+            "ignore",
+            str(big / "test_big.py"),
+        ],
+        cwd=big,
+    )
+    for name, batches, failing in (
+        ("python tracebacks", 3_000, (900, 2_100)),
+        ("python tracebacks, 4 MB", 60_000, (17_000, 41_000)),
+    ):
+        script = work / "service.py"
+        script.write_text(
+            "import traceback\n"
+            "def parse(v):\n    return int(v)\n"
+            f"for i in range({batches}):\n"
+            "    print(f'2024-05-01 12:{i // 60 % 60:02d}:{i % 60:02d} INFO worker-{i % 4} '\n"
+            "          f'processed batch {i} in {i % 97} ms')\n"
+            f"    if i in {failing!r}:\n"
+            "        try:\n            parse('x' + str(i))\n"
+            "        except ValueError:\n            traceback.print_exc()\n"
+            f"raise SystemExit('fatal: giving up after {batches} batches')\n"
+        )
+        out[name] = _run([sys.executable, "-u", str(script)], cwd=work)
     c = work / "broken.c"
     lines = ["#include <stdio.h>"]
     for i in range(300):
@@ -246,7 +279,13 @@ def own_text(preview: str, original: str) -> int:
 
 # The outputs of runs that failed: their failure lines are what "salient" means. Elsewhere
 # the reference words appear by accident (a path with "errors" in it, a commit subject).
-FAILURES = ("pytest -v with failures", "python tracebacks", "gcc on broken C")
+FAILURES = (
+    "pytest -v with failures",
+    "pytest -v, 12,000 tests, 1 failure",
+    "python tracebacks",
+    "python tracebacks, 4 MB",
+    "gcc on broken C",
+)
 
 
 def quality(outputs: dict[str, str]) -> None:
@@ -338,31 +377,147 @@ def _body(text: str) -> bytes:
     )
 
 
+def _pytest_log(size: int, seed: int = 1) -> str:
+    """A `pytest -v` run of about ``size`` characters as pytest prints it: 143,000 test
+    lines for 10 MB, a failure in one of 2,000, then the failures with their assertion
+    detail, captured logs and tracebacks, the short summary and the footer."""
+    rng = random.Random(seed)
+    out = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0 -- /usr/bin/python",
+        "cachedir: .pytest_cache",
+        "rootdir: /home/me/proj",
+        "plugins: xdist-3.6.1, hypothesis-6.1",
+        "collecting ... collected 150000 items",
+        "",
+    ]
+    total = sum(len(line) + 1 for line in out)
+    failures: list[tuple[str, int]] = []
+    modules = [f"tests/unit/test_module_{m}.py" for m in range(300)]
+    i = 0
+    while total < size * 0.8:
+        module = modules[i // 500 % 300]
+        status = "PASSED"
+        if rng.random() < 0.0005:
+            status = "FAILED"
+            failures.append((module, i))
+        elif rng.random() < 0.003:
+            status = "SKIPPED"
+        percent = i * 100 // 150_000
+        line = f"{module}::TestThing::test_case_{i}[param-{i % 13}] {status} [{percent:3d}%]"
+        out.append(line)
+        total += len(line) + 1
+        i += 1
+    out += ["", "=================================== FAILURES ==================================="]
+    k = 0
+    while total < size:
+        module, n = failures[k % len(failures)]
+        k += 1
+        block = [
+            f"_____________________ TestThing.test_case_{n}[param-{n % 13}] _____________________",
+            "",
+            "self = <tests.unit.test_module.TestThing object at 0x7f3a2c1b9d50>",
+            "",
+            f"    def test_case_{n}(self):",
+            "        client = make_client()",
+            "        resp = client.get('/api/items')",
+            ">       assert resp.status_code == 200",
+            "E       assert 500 == 200",
+            "E        +  where 500 = <Response [500]>.status_code",
+            "",
+            f"{module}:{n % 400 + 10}: AssertionError",
+            "----------------------------- Captured log call ------------------------------",
+        ]
+        block += [
+            f"INFO     app.server:server.py:{j + 100} handled request {j} in {j % 17} ms"
+            for j in range(30)
+        ]
+        block += [
+            "ERROR    app.server:server.py:211 Traceback (most recent call last):",
+            '  File "/home/me/proj/app/server.py", line 205, in handle',
+            "    return self.dispatch(req)",
+            '  File "/home/me/proj/app/db.py", line 88, in query',
+            "    raise ConnectionError('reset by peer')",
+            "ConnectionError: reset by peer",
+        ]
+        out += block
+        total += sum(len(line) + 1 for line in block)
+    out.append("=========================== short test summary info ============================")
+    out += [
+        f"FAILED {m}::TestThing::test_case_{n}[param-{n % 13}] - assert 500 == 200"
+        for m, n in failures
+    ]
+    out.append(
+        f"============ {len(failures)} failed, {i - len(failures)} passed in 812.31s ============"
+    )
+    return "\n".join(out) + "\n"
+
+
+def _interleaved(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Seconds per round of each case, the cases run in turn within every round."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _ratios(times: dict[str, list[float]], name: str, base: str) -> str:
+    per_round = sorted(t / b for t, b in zip(times[name], times[base]))
+    median = statistics.median(per_round)
+    return f"{median:.2f}x ({per_round[0]:.2f}x to {per_round[-1]:.2f}x)"
+
+
 def speed() -> None:
-    rows = []
-    text = _log(10 * 1024 * 1024)
-    body = _body(text)
-    loads = best(lambda: orjson.loads(body))
     pattern = compile_salient()
     assert pattern is not None
-    scan = best(lambda: salient_spans(text, 0, len(text), pattern))
-    rows.append(
-        (
-            "salient scan of a 10 MB log (whole)",
-            "orjson.loads of its body",
-            f"{scan / loads:.2f}x",
-            f"{scan * 1e3:.1f} ms vs {loads * 1e3:.1f} ms",
+    fast = salient.accelerator()
+    rows = []
+    for name, text in (
+        ("realistic pytest -v log", _pytest_log(10 * 1024 * 1024)),
+        ("service log", _log(10 * 1024 * 1024)),
+    ):
+        body = _body(text)
+        plain = salient._spans(text, 0, len(text), pattern, None)
+        cases: dict[str, Callable[[], object]] = {
+            "loads": lambda: orjson.loads(body),  # noqa: B023 - run within this iteration
+            "re": lambda: salient._spans(text, 0, len(text), pattern, None),  # noqa: B023
+        }
+        if fast is not None:
+            assert salient._spans(text, 0, len(text), pattern, fast) == plain
+            cases["fast"] = lambda: salient._spans(text, 0, len(text), pattern, fast)  # noqa: B023
+        times = _interleaved(cases, 9)
+        lines = text.count("\n")
+        label = f"{name}, {len(text) / 1e6:.1f} MB, {lines:,} lines, {len(plain):,} salient"
+        loads_ms = statistics.median(times["loads"]) * 1e3
+        rows.append(
+            (
+                f"salient scan, pure re: {label}",
+                "orjson.loads of its body",
+                _ratios(times, "re", "loads"),
+                f"{statistics.median(times['re']) * 1e3:.1f} ms vs {loads_ms:.1f} ms",
+            )
         )
-    )
-    fit = best(lambda: fit_text((text + ".")[:-1], 5_000))
-    rows.append(
-        (
-            "fit_text of it into 5,000 (windowed scan)",
-            "orjson.loads of its body",
-            f"{fit / loads:.2f}x",
-            f"{fit * 1e3:.1f} ms",
+        if fast is not None:
+            rows.append(
+                (
+                    "salient scan, budgetware[fast] (hyperscan prefilter, same spans)",
+                    "orjson.loads of its body",
+                    _ratios(times, "fast", "loads"),
+                    f"{statistics.median(times['fast']) * 1e3:.1f} ms",
+                )
+            )
+        fit = best(lambda: fit_text((text + ".")[:-1], 5_000))  # noqa: B023
+        rows.append(
+            (
+                "fit_text of it into 5,000 (a new output: scanned whole, not remembered)",
+                "orjson.loads of its body",
+                f"{fit / (loads_ms / 1e3):.2f}x",
+                f"{fit * 1e3:.1f} ms",
+            )
         )
-    )
     doc = json.dumps(
         {
             "data": [
@@ -384,9 +539,12 @@ def speed() -> None:
         )
     )
     print_table(
-        "speed (targets: scan <= 1x, JSON preview <= 3x)",
+        "speed (targets: scan <= 1x, JSON preview <= 3x; 9 interleaved rounds: median "
+        "(range) of the per-round ratios; accelerator "
+        + ("installed" if fast is not None else "NOT installed: pip install budgetware[fast]")
+        + ")",
         rows,
-        ("work", "baseline", "ratio", "times"),
+        ("work", "baseline", "ratio", "times (median)"),
     )
     conversation()
 
@@ -416,6 +574,17 @@ def _turns(count: int) -> list[bytes]:
     return bodies
 
 
+def _forget() -> None:
+    """Forget every count, preview and scan, as a new process would start."""
+    tokens._COUNTS.clear()
+    with finalize_module._FITTED_LOCK:
+        finalize_module._FITTED.clear()
+        finalize_module._fitted_bytes = 0
+    with salient._SCANNED_LOCK:
+        salient._SCANNED.clear()
+        salient._scanned_spans = 0
+
+
 def conversation() -> None:
     url = "https://api.openai.com/v1/chat/completions"
     bodies = _turns(20)
@@ -429,13 +598,11 @@ def conversation() -> None:
 
         def run(config: BudgetConfig, *, fresh: bool, clear: bool) -> float:
             if fresh:  # a new process: nothing counted or previewed yet
-                tokens._COUNTS.clear()
-                finalize_module._FITTED.clear()
+                _forget()
             start = time.perf_counter()
             for b in bodies:
                 if clear:
-                    tokens._COUNTS.clear()
-                    finalize_module._FITTED.clear()
+                    _forget()
                 finalize_body(url, b, config=config)
             return time.perf_counter() - start
 

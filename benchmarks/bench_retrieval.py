@@ -3,9 +3,10 @@ artifact (ASCII and CJK), against os.pread of the same bytes; a literal grep ove
 against ``grep -c -F`` on the same file; a regular-expression grep, reported.
 
 Targets (issue #14): the two windows within 2x of each other and within 2x of os.pread of
-the same bytes; the literal grep within 2x of ``grep -c -F``. The data is generated in a
-temporary directory and deleted at the end; everything runs from the page cache (each
-timing is the best of several rounds after a warm-up).
+the same bytes; the literal grep within 2x of ``grep -c -F``. Also where the fixed cost
+of an ASCII window goes, and a search with context around 20,000 matches. The data is
+generated in a temporary directory and deleted at the end; everything runs from the page
+cache (each timing is the best of several rounds after a warm-up).
 
 The same windows from the S3 store (moto's server on 127.0.0.1, when boto3 and
 moto[server] are installed), against one ranged ``GetObject`` of the same bytes with the
@@ -19,10 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,7 +34,7 @@ from _harness import best_time, print_table
 
 from budgetware.core.artifacts import text_key
 from budgetware.retrieval.grep import grep_result
-from budgetware.retrieval.read import read_artifact
+from budgetware.retrieval.read import read_artifact, resolve_ref
 from budgetware.store.local import LocalArtifactStore
 
 MIB = 1024 * 1024
@@ -119,6 +122,80 @@ def window_rows(store: LocalArtifactStore, name: str, text: str) -> list[tuple[s
     finally:
         os.close(fd)
     del key
+    return rows
+
+
+def per_call(fns: dict[str, Callable[[], object]], rounds: int = 40) -> dict[str, float]:
+    """The median time of one call of each, over interleaved rounds (seconds)."""
+    times: dict[str, list[int]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            for _ in range(100):
+                start = time.perf_counter_ns()
+                fn()
+                times[name].append(time.perf_counter_ns() - start)
+    return {name: statistics.median(t) / 1e9 for name, t in times.items()}
+
+
+def fixed_cost_rows(store: LocalArtifactStore, text: str) -> list[tuple[str, ...]]:
+    """Where the time of a 64 KiB ASCII window goes, beside pread on an open fd: one call
+    of each part, timed alone (medians of interleaved rounds: steadier than batches on a
+    shared machine)."""
+    ref = store.put(text)
+    key = text_key(text)
+    read_artifact(ref, limit=1, store=store)
+    fd = os.open(ref, os.O_RDONLY)
+    try:
+        parts = per_call(
+            {
+                "read_artifact": lambda: read_artifact(ref, limit=WINDOW, store=store),
+                "resolve_ref": lambda: resolve_ref(ref, store=store),
+                "char_index": lambda: store.char_index(key),
+                "read_text": lambda: store.read_text(key, 0, WINDOW),
+                "open+fstat+close": lambda: os.close(store._open_for_reading(key + ".txt")[0]),
+                "pread+decode": lambda: os.pread(fd, WINDOW, 0).decode("utf-8"),
+            }
+        )
+    finally:
+        os.close(fd)
+    total, base = parts["read_artifact"], parts["pread+decode"]
+    detail = ", ".join(
+        f"{name} {parts[name] * 1e6:.1f} us"
+        for name in ("resolve_ref", "char_index", "read_text", "open+fstat+close")
+    )
+    return [
+        (
+            "ASCII: 64 Ki chars, one call (median)",
+            f"{total * 1e6:.1f} us",
+            f"pread+decode on an open fd {base * 1e6:.1f} us (x{total / base:.2f}, target <= 2)",
+            "",
+        ),
+        ("ASCII: where the fixed cost goes", f"{(total - base) * 1e6:.1f} us", detail, ""),
+    ]
+
+
+def context_rows(store: LocalArtifactStore) -> list[tuple[str, ...]]:
+    """A search with context on non-ASCII text with many matches: 20,000 matches, two
+    lines around each, in 9 MiB of CJK lines (quadratic before: 48 s)."""
+    row = "汉字" * 25
+    text = "".join(f"{row} FAILED {i}\n{row}\n{row}\n" for i in range(20_000))
+    ref = store.put(text)
+    rows: list[tuple[str, ...]] = []
+    for pattern in ("FAILED", "FAILED \\d+", "^[^F\\n]+FAILED"):
+        found = grep_result(ref, pattern, context=2, max_matches=20_000, store=store)
+        assert len(found.matches) == 20_000, len(found.matches)
+        took = best_time(
+            lambda p=pattern: grep_result(ref, p, context=2, max_matches=20_000, store=store),
+            repeat=3,
+        )
+        rows.append(
+            (
+                f"CJK {len(text.encode()) / MIB:.0f} MiB: {pattern!r}, 20,000 matches, context=2",
+                f"{took * 1e3:.0f} ms",
+                "",
+                "",
+            )
+        )
     return rows
 
 
@@ -264,8 +341,11 @@ def main() -> None:
         for name, make in (("ASCII", make_ascii), ("CJK", make_cjk)):
             text = make(size)
             rows += window_rows(store, name, text)
+            if name == "ASCII":
+                rows += fixed_cost_rows(store, text)
             rows += grep_rows(store, name, text, tool)
             del text
+        rows += context_rows(store)
         try:
             import boto3  # noqa: F401
             import moto.server  # noqa: F401

@@ -52,13 +52,30 @@ def store(tmp_path: Path) -> LocalArtifactStore:
     return LocalArtifactStore(tmp_path / "artifacts")
 
 
-@pytest.fixture(autouse=True, params=["dir_fd", "paths"])
+FILE_APIS = ("dir_fd", "paths")
+
+
+def parametrize_file_api(metafunc: pytest.Metafunc) -> None:
+    """``pytest_generate_tests`` of the core and store folders: every test runs with both
+    ways the store reaches files, except in a module that says it touches no file
+    (``TOUCHES_NO_FILES = True``: measuring, fitting, parsing), which runs once."""
+    if "store_file_api" not in metafunc.fixturenames:
+        return
+    if getattr(metafunc.module, "TOUCHES_NO_FILES", False):
+        return
+    metafunc.parametrize("store_file_api", FILE_APIS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
 def store_file_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run every core test with both ways the store reaches files: relative to a directory
     descriptor (POSIX) and by path (Windows, where os.open takes no dir_fd)."""
     from budgetware.store import files as _files
 
-    if request.param == "dir_fd" and not _files.USE_DIR_FD:
+    mode = getattr(request, "param", None)
+    if mode is None:  # a module that touches no file: the platform's own way
+        return "dir_fd" if _files.USE_DIR_FD else "paths"
+    if mode == "dir_fd" and not _files.USE_DIR_FD:
         pytest.skip("this platform has no dir_fd file operations")
-    monkeypatch.setattr(_files, "USE_DIR_FD", request.param == "dir_fd")
-    return str(request.param)
+    monkeypatch.setattr(_files, "USE_DIR_FD", mode == "dir_fd")
+    return str(mode)

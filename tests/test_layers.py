@@ -72,6 +72,10 @@ def _imported(name: str, path: Path, known: set[str]) -> Iterator[str]:
                 f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source
                 for alias in node.names
             ]
+        elif _is_dynamic_import(node):
+            # importlib.import_module("budgetware.x") / __import__("budgetware.x"): a
+            # dependency all the same (cli names integrations this way, for mypy).
+            targets = [node.args[0].value]  # type: ignore[attr-defined]
         else:
             continue
         for target in targets:
@@ -81,6 +85,18 @@ def _imported(name: str, path: Path, known: set[str]) -> Iterator[str]:
                     target = target.rpartition(".")[0]
                 if target != name:
                     yield target
+
+
+def _is_dynamic_import(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    first = node.args[0]
+    if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
 
 
 def graph() -> dict[str, set[str]]:
@@ -170,6 +186,15 @@ def test_the_http_layer_does_not_know_mcp() -> None:
         ("def f():\n    from budgetware.http import hooks\n", {"budgetware.http.hooks"}),
         ("from . import _callback\n", {"budgetware.integrations.litellm._callback"}),
         ("from ..openai import x\n", {"budgetware.integrations.openai"}),
+        (
+            "import importlib\nimportlib.import_module('budgetware.wire.body')\n",
+            {"budgetware.wire.body"},
+        ),
+        (
+            "from importlib import import_module\nimport_module('budgetware.core')\n",
+            {"budgetware.core"},
+        ),
+        ("__import__('budgetware.http.hooks')\n", {"budgetware.http.hooks"}),
     ],
 )
 def test_the_import_reader_sees_every_form(
@@ -186,3 +211,22 @@ def test_a_cycle_would_be_found(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys.modules[__name__], "graph", lambda: fake)
     with pytest.raises(AssertionError, match="import cycles"):
         test_there_are_no_import_cycles()
+
+
+def test_an_import_against_the_order_would_be_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = {
+        "budgetware.core.fit": {"budgetware.http.transport"},  # the core reaching up
+        "budgetware.http.transport": {"budgetware.core.fit"},
+    }
+    monkeypatch.setattr(sys.modules[__name__], "graph", lambda: fake)
+    with pytest.raises(AssertionError, match=r"core\.fit \(core\) imports .*transport \(http\)"):
+        test_each_layer_imports_only_the_layers_below_it()
+
+
+def test_the_order_is_the_one_docs_architecture_states() -> None:
+    """The one-sentence rule in docs/architecture.md and ORDER above are the same order."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rule = next(line for line in text.splitlines() if "core ← store" in line)
+    stated = rule[rule.index("`") + 1 : rule.rindex("`")]
+    ranks = tuple(tuple(part.strip() for part in rank.split("|")) for rank in stated.split("←"))
+    assert ranks == ORDER, f"docs/architecture.md says {stated!r}"

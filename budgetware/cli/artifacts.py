@@ -84,6 +84,9 @@ def main(argv: list[str]) -> int:
     elif args.dir is not None:
         if args.dir.exists() and not args.dir.is_dir():
             raise CliError(f"{args.dir} is not a directory (the artifact store is a directory)")
+        if not args.dir.exists() and args.command != "where":
+            # A mistyped --dir would otherwise report "0 artifacts" (or prune nothing).
+            raise CliError(f"{args.dir}: no such directory (no artifact store there)")
         overrides["artifact_dir"] = args.dir
         overrides["artifact_store"] = None
     # A ConfigError (a bad setting, an untrusted directory, S3 without its extra) is one

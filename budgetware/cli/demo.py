@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from budgetware.cli.errors import ArgumentParser, CliError
+from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
 from budgetware.core.artifacts import text_key
 from budgetware.core.config import BudgetConfig
 from budgetware.core.fit import fit_text
@@ -528,6 +528,13 @@ def main(argv: list[str]) -> int:
     chosen = Path(args.artifact_dir) if args.artifact_dir is not None else None
     if chosen is not None and chosen.exists() and not chosen.is_dir():
         raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
+    if chosen is not None:
+        # A directory the demo cannot make would give eight "could not persist" warnings
+        # and a summary of 0 artifacts: say so once, up front.
+        try:
+            chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot create --artifact-dir {describe_os_error(exc)}") from None
     # A bad BUDGETWARE_* variable fails here, in one line, not inside the first SDK call.
     BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
     printer = Printer(args.plain)

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
-from budgetware.core.config import BudgetConfig, check_settings
+from budgetware.core.config import BudgetConfig, check_overrides, check_settings
 from budgetware.store.select import check_store
 
 __all__ = ["main", "parse_address"]
@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
     if args.store is not None:
         overrides["artifact_store"] = args.store
     # A bad setting or an unusable store is one line now, not an error on every call.
-    config = BudgetConfig(**overrides) if overrides else None
+    # (check_overrides: a bad --store is a ConfigError naming the setting, one line.)
+    config = BudgetConfig(**check_overrides(overrides)) if overrides else None
     resolved = check_settings(config)
     check_store(resolved)
     if not resolved.persist:

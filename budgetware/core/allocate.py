@@ -40,35 +40,65 @@ def allocate(lengths: Sequence[int], budget: int) -> list[int]:
 
 
 def allocate_by_priority(
-    lengths: Sequence[int], budget: int, ranks: Sequence[int], floors: Sequence[int]
+    lengths: Sequence[int],
+    budget: int,
+    ranks: Sequence[int],
+    floors: Sequence[int],
+    least: Sequence[int] = (),
 ) -> list[int]:
     """Split ``budget`` by priority: floors first, then rank 0 (high), 1, 2 (low) in turn.
 
-    Every slot first gets its floor (``min(floor, length)``; the floors share the budget
-    max-min fair if even they do not fit). What is left goes to the slots of the highest
-    rank up to their full lengths, then to the next rank, and so on; within a rank the room
-    is max-min fair on the slots' totals, so a slot's floor counts toward its share. With
-    one rank and no floors this is ``allocate``. The result sums to
-    ``min(budget, sum(lengths))`` and depends only on the arguments.
+    Floors come in two kinds, each never more than the slot's length, each satisfied in
+    priority order (rank 0 first):
+
+    1. ``least`` (default none): the small room every slot keeps (a compact preview). When
+       they do not all fit, they are dropped from the lowest rank up: a rank keeps its
+       ``least`` only if it fits beside those of every higher rank.
+    2. ``floors`` (a tool's ``min_room``), above ``least``: a rank's floors are granted
+       whole while they fit in what is left; the first rank whose floors do not fit shares
+       what is left max-min fair, and the ranks below it get only their ``least``.
+
+    What is left then goes to the slots of the highest rank up to their full lengths, then
+    to the next rank, and so on; within a rank the room is max-min fair on the slots'
+    totals, so a slot's floor counts toward its share. With one rank and no floors this is
+    ``allocate``. The result sums to ``min(budget, sum(lengths))`` and depends only on the
+    arguments.
     """
     if budget < 0:
         raise ValueError("budget must not be negative")
     if sum(lengths) <= budget:
         return list(lengths)
-    floor = [min(f, n) for f, n in zip(floors, lengths)]
-    if sum(floor) >= budget:
-        return allocate(floor, budget)
+    order = sorted(set(ranks))
+    members = {rank: [i for i, r in enumerate(ranks) if r == rank] for rank in order}
+    small = [min(f, n) for f, n in zip(least, lengths)] if least else [0] * len(lengths)
+    floor = [0] * len(lengths)
+    remaining = budget
+    for rank in order:  # least: whole ranks, from the highest, while they fit
+        need = sum(small[i] for i in members[rank])
+        if need > remaining:
+            break
+        for i in members[rank]:
+            floor[i] = small[i]
+        remaining -= need
+    for rank in order:  # min_room above it, from the highest, while there is room
+        if remaining <= 0:
+            break
+        mine = members[rank]
+        want = [max(min(floors[i], lengths[i]) - floor[i], 0) for i in mine]
+        grant = want if sum(want) <= remaining else allocate(want, remaining)
+        for i, extra in zip(mine, grant):
+            floor[i] += extra
+        remaining -= sum(grant)
     out = list(floor)
-    remaining = budget - sum(floor)
-    for rank in sorted(set(ranks)):
-        members = [i for i, r in enumerate(ranks) if r == rank]
-        want = sum(lengths[i] - floor[i] for i in members)
-        give = min(remaining, want)
+    for rank in order:
+        mine = members[rank]
+        want_more = sum(lengths[i] - floor[i] for i in mine)
+        give = min(remaining, want_more)
         if give <= 0:
             continue
-        total = sum(floor[i] for i in members) + give
-        shares = _fill([lengths[i] for i in members], [floor[i] for i in members], total)
-        for i, share in zip(members, shares):
+        total = sum(floor[i] for i in mine) + give
+        shares = _fill([lengths[i] for i in mine], [floor[i] for i in mine], total)
+        for i, share in zip(mine, shares):
             out[i] = share
         remaining -= give
     return out

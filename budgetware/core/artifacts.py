@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
 __all__ = [
@@ -10,6 +15,8 @@ __all__ = [
     "ArtifactStore",
     "ArtifactStoreError",
     "PredictsReferences",
+    "digest_scope",
+    "text_digest",
     "text_key",
 ]
 
@@ -29,27 +36,79 @@ def text_key(text: str) -> str:
 
 # One request measures and addresses the same large strings several times (is the batch
 # over budget, the split, the content address, an exact token count): the digest of a
-# string object is remembered while the object lives here, bounded by the characters held.
-_DIGESTS: dict[int, tuple[str, bytes]] = {}
+# string object is remembered while the object lives. An entry holds its string (a str has
+# no weak reference), so the strings of one request are remembered inside that request's
+# ``digest_scope()`` and forgotten when it ends; outside any scope only a little is kept.
+_SCOPE: contextvars.ContextVar[_DigestCache | None] = contextvars.ContextVar(
+    "budgetware_digest_scope", default=None
+)
 _DIGEST_MIN_CHARS = 4096
-_DIGEST_MAX_CHARS = 16 * 1024 * 1024
-_digest_chars = 0
+# Memory (sys.getsizeof: 1, 2 or 4 bytes a character) the strings of the cache may hold:
+# in a scope, what one request holds anyway; outside, a few outputs past their lifetime.
+_SCOPE_MAX_BYTES = 256 * 1024 * 1024
+_GLOBAL_MAX_BYTES = 4 * 1024 * 1024
+
+
+class _DigestCache:
+    """Digests by string object, holding at most ``limit`` bytes of strings (then cleared)."""
+
+    __slots__ = ("bytes", "entries", "limit", "lock")
+
+    def __init__(self, limit: int) -> None:
+        self.entries: dict[int, tuple[str, bytes]] = {}
+        self.bytes = 0
+        self.limit = limit
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> bytes | None:
+        hit = self.entries.get(id(text))
+        return hit[1] if hit is not None and hit[0] is text else None
+
+    def put(self, text: str, digest: bytes) -> None:
+        size = sys.getsizeof(text)
+        if size > self.limit:
+            return
+        with self.lock:
+            if self.bytes + size > self.limit:
+                self.entries.clear()
+                self.bytes = 0
+            previous = self.entries.get(id(text))
+            if previous is not None:
+                self.bytes -= sys.getsizeof(previous[0])
+            self.entries[id(text)] = (text, digest)
+            self.bytes += size
+
+
+_GLOBAL = _DigestCache(_GLOBAL_MAX_BYTES)
+
+
+@contextlib.contextmanager
+def digest_scope() -> Iterator[None]:
+    """Remember digests of the strings seen inside this block (one request) until it ends.
+
+    Nested blocks share the outermost one's memory. Entry points (``finalize_body``,
+    ``bound_payload``, the MCP rewrite) run each request in one.
+    """
+    if _SCOPE.get() is not None:
+        yield
+        return
+    token = _SCOPE.set(_DigestCache(_SCOPE_MAX_BYTES))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 def text_digest(text: str) -> bytes:
-    """SHA-256 of ``text``'s UTF-8 bytes (surrogates kept), computed once per string object."""
-    global _digest_chars
+    """SHA-256 of ``text``'s UTF-8 bytes (surrogates kept), computed once per string object
+    inside a ``digest_scope()`` (and for small outputs outside one)."""
     if len(text) < _DIGEST_MIN_CHARS:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-    hit = _DIGESTS.get(id(text))
-    if hit is not None and hit[0] is text:
-        return hit[1]
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-    if _digest_chars + len(text) > _DIGEST_MAX_CHARS:
-        _DIGESTS.clear()
-        _digest_chars = 0
-    _DIGESTS[id(text)] = (text, digest)
-    _digest_chars += len(text)
+    cache = _SCOPE.get() or _GLOBAL
+    digest = cache.get(text)
+    if digest is None:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        cache.put(text, digest)
     return digest
 
 

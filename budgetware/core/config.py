@@ -252,7 +252,8 @@ class BudgetConfig(BaseModel):
         description=(
             "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
             "{'priority': ..., 'min_room': N}: low-priority results give room first, "
-            "high-priority ones are cut last; the batch budget always holds."
+            "high-priority ones are cut last; a min_room counts up to half the budget, "
+            "which always holds."
         ),
     )
     preview_json: bool = Field(
@@ -272,7 +273,10 @@ class BudgetConfig(BaseModel):
     )
     preview_salient_patterns: tuple[str, ...] = Field(
         (),
-        description="More salient-line patterns (regular expressions matched at line starts).",
+        description=(
+            "More salient-line patterns: regular expressions matched at a line's start, "
+            "against that line alone; refused if they may take unbounded time."
+        ),
     )
 
     @field_validator("batch_budget", mode="before")
@@ -320,13 +324,11 @@ class BudgetConfig(BaseModel):
         if isinstance(value, list):
             value = tuple(value)
         if isinstance(value, tuple):
-            for pattern in value:
-                if not isinstance(pattern, str):
-                    raise ValueError("patterns must be strings")
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+            from budgetware.core.salient import check_patterns
+
+            # Each compiles, none may cost without bound, and all combine into one pattern
+            # (the one the previews use): a ValueError says which and why.
+            check_patterns(value)
         return value
 
     @field_validator("text_results", mode="before")
@@ -489,7 +491,8 @@ def _describe(exc: ValidationError, source: str, env_names: set[str] | None = No
         top = str(error["loc"][0]) if error["loc"] else ""
         from_env = source == "environment" or (env_names is not None and top in env_names)
         env = f" ({ENV_PREFIX}{top.upper()})" if from_env and top else ""
-        parts.append(f"{name}{env}: {error['msg']} (got {error.get('input')!r})")
+        message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's own words
+        parts.append(f"{name}{env}: {message} (got {error.get('input')!r})")
     return "invalid budgetware setting: " + "; ".join(parts)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -64,11 +66,36 @@ def finalize_batch_written(
         return _persist(entry, cut, persist, written)
 
     result = _bound(entries, config, resolve)
+    if persist is not None:
+        _note_named(persist, entries, result)
     done = tuple(written)
     observer = observe.batch_observer  # off (None): this one read is the whole cost
     if observer is not None:
         observer("finalizer", entries, result, config, done)
     return result, done
+
+
+def _note_named(
+    store: ArtifactStore, entries: Sequence[ToolResult], result: list[ToolResult]
+) -> None:
+    """Undecided results that pass whole and start as a notice does may be a producer's
+    previews (the MCP boundary's), naming artifacts the conversation still needs: a store
+    that keeps artifacts young on reuse hears of them (``note_named``, which does no I/O
+    here: it hands the work to its background thread). Nothing here changes the batch."""
+    note = getattr(store, "note_named", None)
+    if note is None:
+        return
+    for old, new in zip(entries, result):
+        if new is old and old.persisted_output_files is None:
+            for slot in old.slots:
+                if slot.startswith("["):
+                    try:
+                        note(slot)
+                    except Exception as exc:  # a store must never fail the request
+                        logger.warning(
+                            "budgetware could not keep a preview's artifacts young (%s)",
+                            type(exc).__name__,
+                        )
 
 
 def guard_batch(
@@ -123,7 +150,7 @@ class _Cut:
         memo = None
         if self.key is not None:
             memo = (self.key, self.allocation, refs, preview.unit, preview.options)
-            fitted = _FITTED.get(memo)
+            fitted = _fitted_get(memo)
             if fitted is not None:
                 self.text = fitted.text
                 return fitted.named
@@ -135,21 +162,47 @@ class _Cut:
 
 
 # Previews by content address, allocation, references, unit and options: exact, because a
-# preview depends on nothing else. Bounded by the characters it holds.
-_FITTED: dict[tuple[object, ...], Fitted] = {}
-_FITTED_MAX_CHARS = 16 * 1024 * 1024
-_fitted_chars = 0
+# preview depends on nothing else. Least recently used first out, bounded by entries and
+# by bytes: a preview's characters (up to 4 bytes each) and what its entry costs besides
+# (the key, the references, the dict slot).
+_FITTED: OrderedDict[tuple[object, ...], Fitted] = OrderedDict()
+_FITTED_MAX_ENTRIES = 8_192
+_FITTED_MAX_BYTES = 32 * 1024 * 1024
+_FITTED_ENTRY_BYTES = 512
+_fitted_bytes = 0
+_FITTED_LOCK = threading.Lock()
+
+
+def _fitted_get(memo: tuple[object, ...]) -> Fitted | None:
+    with _FITTED_LOCK:
+        fitted = _FITTED.get(memo)
+        if fitted is not None:
+            _FITTED.move_to_end(memo)
+        return fitted
+
+
+def _entry_bytes(memo: tuple[object, ...], fitted: Fitted) -> int:
+    refs = memo[2]
+    named = sum(len(r) for r in refs) if isinstance(refs, tuple) else 0
+    return _FITTED_ENTRY_BYTES + 4 * len(fitted.text) + named
 
 
 def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
-    global _fitted_chars
-    size = len(fitted.text)
-    if _fitted_chars + size > _FITTED_MAX_CHARS:
-        _FITTED.clear()
-        _fitted_chars = 0
-    if size <= _FITTED_MAX_CHARS // 4:
+    global _fitted_bytes
+    size = _entry_bytes(memo, fitted)
+    if size > _FITTED_MAX_BYTES // 4:
+        return
+    with _FITTED_LOCK:
+        old = _FITTED.pop(memo, None)
+        if old is not None:
+            _fitted_bytes -= _entry_bytes(memo, old)
+        while _FITTED and (
+            len(_FITTED) >= _FITTED_MAX_ENTRIES or _fitted_bytes + size > _FITTED_MAX_BYTES
+        ):
+            old_memo, old_fitted = _FITTED.popitem(last=False)
+            _fitted_bytes -= _entry_bytes(old_memo, old_fitted)
         _FITTED[memo] = fitted
-        _fitted_chars += size
+        _fitted_bytes += size
 
 
 # Given an entry and its slots to cut: fit them (setting each ``_Cut.text``), return the
@@ -206,11 +259,15 @@ def _bound(
     return out
 
 
-# The room every result keeps first when priorities differ within a batch: enough for a
-# compact preview that is mostly the output's own text (a low-priority result is cut to
-# this, not to nothing, unless the floors themselves do not fit).
+# The room every result keeps first when priorities differ or a tool has a ``min_room``
+# within a batch: enough for a compact preview that is mostly the output's own text (a
+# low-priority result is cut to this, not to nothing, unless these floors themselves do
+# not fit: then they are dropped from the lowest priority up).
 _PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
 _PRIORITY_FLOOR_TOKENS = 25
+# A ``min_room`` counts up to this share of the batch budget: one tool's floor never
+# empties the rest of a batch (a min_room at or above the budget would).
+MIN_ROOM_PERCENT = 50
 _RANK = {"high": 0, "normal": 1, "low": 2}
 
 
@@ -219,6 +276,7 @@ def _allocate_by_policy(
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
     table = tuple(config.tool_policies.items())
+    cap = config.batch_budget * MIN_ROOM_PERCENT // 100
     ranks: list[int] = []
     floors: list[int] = []
     index = 0
@@ -227,12 +285,13 @@ def _allocate_by_policy(
         policy = _policy_for(table, entry.tool_name)
         ranks += [_RANK[policy.priority]] * count
         mine = lengths[index : index + count]
-        floors += allocate(mine, policy.min_room) if policy.min_room else [0] * count
+        room = min(policy.min_room, cap)
+        floors += allocate(mine, room) if room else [0] * count
         index += count
-    if len(set(ranks)) > 1:
-        least = _PRIORITY_FLOOR.get(config.unit, _PRIORITY_FLOOR_TOKENS)
-        floors = [max(f, least) for f in floors]
-    return allocate_by_priority(lengths, config.batch_budget, ranks, floors)
+    least: list[int] = []
+    if len(set(ranks)) > 1 or any(floors):
+        least = [_PRIORITY_FLOOR.get(config.unit, _PRIORITY_FLOOR_TOKENS)] * len(lengths)
+    return allocate_by_priority(lengths, config.batch_budget, ranks, floors, least)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -288,7 +347,8 @@ def _persist(
     try:
         key = text_key(full)
         if len(entry.slots) == 1:
-            cut[0].key = key  # the one slot is the full text: its previews can be reused
+            # The one slot is the full text: its previews and its scan can be reused.
+            cut[0].key = cut[0].preview.key = key
         decided = store.lookup_decision(key)
         if decided is None and len(entry.slots) > 1:
             for slot in entry.slots:
@@ -299,9 +359,11 @@ def _persist(
             _fit_all(cut, decided)
             return decided
         predicted = _predict(store, key)
-        # A store that cannot predict its reference: probe with an empty one, which fits
-        # wherever any reference could.
-        if not _fit_all(cut, (predicted,) if predicted is not None else ("",)):
+        # A store that cannot predict its reference is probed with a placeholder as long as
+        # the longest reference it declares (``max_reference_length``), else a pessimistic
+        # one: where the placeholder fits, its real reference fits too.
+        probe = predicted if predicted is not None else _placeholder(store)
+        if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
         # A store that can tell (the local one does) says whether this put wrote the
         # artifact or found it there already; one that cannot counts as written.
@@ -335,6 +397,20 @@ def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | No
         if "put" in attributes:
             return None
     return None
+
+
+# The reference a store that cannot predict its own is assumed to return at most: longer
+# than any the shipped stores print (a local path of about 100 characters, an S3 URL).
+PROBE_REFERENCE_CHARS = 256
+
+
+def _placeholder(store: ArtifactStore) -> str:
+    declared = getattr(store, "max_reference_length", None)
+    size = PROBE_REFERENCE_CHARS
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        size = declared
+    # Hex digits and slashes, as a reference is made of: it measures like one in every unit.
+    return ("/" + "0123456789abcdef" * (size // 16 + 1))[:size]
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:

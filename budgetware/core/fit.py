@@ -16,15 +16,14 @@ whole or not at all. When no form leaves half of the room for content, the previ
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from budgetware.core.jsonpreview import parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
-from budgetware.core.salient import compile_salient, salient_spans
+from budgetware.core.salient import SalientPattern, compile_salient, scan
 
 __all__ = [
     "DEFAULT_PREVIEW",
@@ -44,10 +43,6 @@ MIN_CONTENT_PERCENT = 50
 _MIN_SALIENT_RESERVE = 40
 # How many salient lines are considered at most from each end of the omitted middle.
 _SALIENT_CANDIDATES = 64
-# The scan for salient lines covers at most this many characters of the middle (half next
-# to the head, half next to the tail): this factor times the room, and at least the minimum.
-_SALIENT_WINDOW_FACTOR = 64
-_MIN_SALIENT_WINDOW = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -61,7 +56,7 @@ class PreviewOptions:
 
     wording: Wording = field(default=DEFAULT_WORDING)
     salient_percent: int = 25
-    salient: re.Pattern[str] | None = field(default_factory=lambda: compile_salient())
+    salient: SalientPattern | None = field(default_factory=lambda: compile_salient())
     json: bool = True
 
 
@@ -102,7 +97,9 @@ class SlotPreview:
     """One slot's text, measured, parsed and scanned once, fitted at one or more rooms.
 
     The finalizer fits a slot with a reference it predicts, then without: the JSON parse
-    and the salient-line scan are shared between the tries.
+    and the salient-line scan are shared between the tries. ``key`` (the text's content
+    address, when the caller has it) lets the scan be shared across slots and requests: an
+    output re-sent every turn is scanned once per process.
     """
 
     def __init__(
@@ -112,13 +109,16 @@ class SlotPreview:
         options: PreviewOptions | None = None,
         *,
         total: int | None = None,
+        key: str | None = None,
     ) -> None:
         self.text = text
         self.unit = unit
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
+        self.key = key
         self._json: Any = _UNSET
         self._salient: dict[int, list[tuple[int, int, int]]] = {}
+        self._scanned: Callable[[int, int], list[tuple[int, int]]] | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
         """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
@@ -231,7 +231,8 @@ class SlotPreview:
         """Distinct salient lines of the middle that every layout at ``allocation`` omits.
 
         The head and tail of any layout are no longer than those of the whole allocation,
-        so the middle between those is omitted by all of them: it is scanned once.
+        so the middle between those is omitted by all of them. The whole text is scanned
+        once (``salient.scan``, up to its size cap) and each room takes its middle from that.
         """
         found = self._salient.get(allocation)
         if found is not None:
@@ -242,16 +243,9 @@ class SlotPreview:
         head_room = allocation * HEAD_SHARE_PERCENT // 100
         start = len(cut_prefix(text, head_room, unit))
         end = len(text) - len(cut_suffix(text, allocation - head_room, unit))
-        # The scan looks at the part of the middle next to the head and the part next to the
-        # tail, up to a window proportional to the room: the cost of a preview stays bounded
-        # by what it can show, whatever the size of the output.
-        window = max(_MIN_SALIENT_WINDOW, _SALIENT_WINDOW_FACTOR * allocation)
-        if end - start <= window:
-            spans = salient_spans(text, start, end, pattern) if start < end else []
-        else:
-            half = window // 2
-            spans = salient_spans(text, start, start + half, pattern)
-            spans += salient_spans(text, end - half, end, pattern)
+        if self._scanned is None:
+            self._scanned = scan(text, pattern, self.key)
+        spans = self._scanned(start, end) if start < end else []
         seen: set[str] = set()
         distinct: list[tuple[int, int]] = []
         for line_start, line_end in spans:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator
+import math
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _orjson: Any
@@ -18,19 +20,28 @@ HAS_ORJSON = _orjson is not None
 __all__ = [
     "HAS_ORJSON",
     "STR_CHUNK",
+    "NumberLiteral",
+    "compact_literal",
     "dumps_bytes",
     "dumps_faithful",
+    "dumps_literal",
     "dumps_str_bytes",
     "loads",
+    "loads_exact",
+    "loads_literal",
     "str_token_sizes",
 ]
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON exactly as the standard library would, fast when orjson agrees.
+    """Parse JSON fast: orjson when it accepts the text, the standard library otherwise.
 
-    orjson refuses lone surrogate escapes and turns integers beyond 64 bits into errors;
-    the standard library keeps both, so it is the fallback that never changes a value.
+    For finding values (the strings a request carries), not for writing them back: orjson
+    reads an integer beyond 64 bits as a float (rounded, without an error), so such an
+    integer may come back changed. Text orjson refuses (lone surrogate escapes, ``NaN``,
+    ``Infinity``, ``1e400``) is read by the standard library. Callers that may write a
+    decoded value back use ``loads_exact``; previews that must keep every number's
+    spelling use ``loads_literal``.
     """
     if _orjson is not None:
         try:
@@ -38,6 +49,28 @@ def loads(data: bytes | str) -> Any:
         except _orjson.JSONDecodeError:
             pass
     return json.loads(data)
+
+
+# Every integer orjson reads as a float has at least 19 digits: it reads -2**63 to
+# 2**64 - 1 exactly. Digits become b"0", every other byte a space, then one search.
+_DIGIT_RUN = b"0" * 19
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def loads_exact(data: bytes | str) -> Any:
+    """Parse JSON to exactly the values the standard library reads, fast when orjson can.
+
+    For decoded values that may be written back (the MCP and ACP rewrites): integers of
+    any size stay integers. When the text holds a run of 19 or more digits anywhere (an
+    integer orjson would round, or just digits inside a string), the standard library
+    parses it; the check costs about a millisecond a megabyte.
+    """
+    if _orjson is None:
+        return json.loads(data)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if raw.translate(_DIGITS_ONLY).find(_DIGIT_RUN) >= 0:
+        return json.loads(data)
+    return loads(data)
 
 
 def dumps_bytes(value: Any) -> bytes:
@@ -59,9 +92,10 @@ def dumps_faithful(value: Any) -> bytes:
     would: integers beyond 64 bits exactly, and ``nan`` / ``inf`` as ``NaN`` / ``Infinity``.
 
     For output that replaces what an agent's own writer (``json.dumps``) would have written:
-    orjson writes non-finite floats as ``null``, a changed value. orjson is used when its
-    output holds no ``null`` at all (then no float was turned into one); otherwise the
-    standard library writes it. Lone surrogates are escaped, never emitted raw.
+    orjson writes non-finite floats as ``null``, a changed value, and refuses integers
+    beyond 64 bits. orjson writes the value unless it holds one of those; then the standard
+    library writes it, with every other type orjson knows (datetimes, UUIDs, dataclasses,
+    enums) written as orjson writes it. Lone surrogates are escaped, never emitted raw.
     """
     if _orjson is not None:
         try:
@@ -69,10 +103,159 @@ def dumps_faithful(value: Any) -> bytes:
         except TypeError:
             pass
         else:
-            if b"null" not in out:
+            if b"null" not in out or not _holds_non_finite(value):
                 return out
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    text = json.dumps(
+        value,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        allow_nan=True,
+        default=_as_orjson_writes if _orjson is not None else None,
+    )
     return text.encode("utf-8", "backslashreplace_json")
+
+
+def _holds_non_finite(value: Any) -> bool:
+    """Whether a float orjson writes as ``null`` (NaN, an infinity) is inside ``value``."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
+def _as_orjson_writes(obj: Any) -> Any:
+    # The standard library's default= hook: a type it cannot write, as orjson writes it.
+    return _orjson.loads(_orjson.dumps(obj))
+
+
+# --- numbers kept as written: for previews that show part of a JSON document -------------
+
+
+class NumberLiteral:
+    """A number (or ``NaN``, ``Infinity``, ``-Infinity``) as its text in the document.
+
+    What ``loads_literal`` reads numbers as when orjson is missing; with orjson they are
+    ``orjson.Fragment`` objects, which orjson writes verbatim.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"NumberLiteral({self.text!r})"
+
+
+def _literal_type() -> Callable[[str], Any]:
+    return _orjson.Fragment if _orjson is not None else NumberLiteral
+
+
+def loads_literal(text: str) -> Any:
+    """Parse JSON text, every number (and ``NaN`` / ``Infinity``) kept as its own spelling.
+
+    Numbers become opaque literals that ``dumps_literal`` writes back byte for byte
+    (``1e400``, ``1.10``, ``1E5``, ``-0``, integers of any size). Strings, booleans and
+    ``null`` are plain values. Raises ``ValueError`` (or ``RecursionError``) on bad text.
+    """
+    literal = _literal_type()
+    return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
+
+
+def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:
+    """Compact UTF-8 JSON of a value from ``loads_literal`` (or any plain JSON value), each
+    number literal written as it was read; with ``ascii_only`` non-ASCII text is written
+    as ``\\uXXXX`` escapes. Raises ``TypeError`` for a value it cannot write (with orjson:
+    a lone surrogate, nesting deeper than orjson allows)."""
+    if _orjson is not None:
+        out: bytes = _orjson.dumps(value)
+    else:
+        parts: list[str] = []
+        _write_literal(value, parts)
+        out = "".join(parts).encode("utf-8", "backslashreplace_json")
+    if ascii_only and not out.isascii():
+        # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
+        text = out.decode("utf-8", "surrogatepass")
+        return _NON_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], text).encode("ascii")
+    return out
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def compact_literal(text: bytes | str) -> bytes:
+    """The JSON text ``text`` written compactly: no whitespace between tokens, strings as
+    raw UTF-8 with only the escapes JSON requires, every number exactly as it was spelled.
+
+    The same message as ``text``, in the fewest bytes its numbers allow (for a message over
+    a size limit only because of how its writer spelled it). Raises ``ValueError`` (or
+    ``RecursionError``) on bad text.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogatepass")
+    try:
+        return dumps_literal(loads_literal(text))
+    except TypeError:
+        # orjson refuses a lone surrogate: the standard-library writer escapes it.
+        parts: list[str] = []
+        _write_literal(
+            json.loads(
+                text,
+                parse_float=NumberLiteral,
+                parse_int=NumberLiteral,
+                parse_constant=NumberLiteral,
+            ),
+            parts,
+        )
+        return "".join(parts).encode("utf-8", "backslashreplace_json")
+
+
+_encode_str = json.encoder.encode_basestring
+
+
+def _write_literal(value: Any, parts: list[str]) -> None:
+    # The standard-library-only writer of dumps_literal (no orjson: PyPy, say).
+    if isinstance(value, str):
+        parts.append(_encode_str(value))
+    elif isinstance(value, NumberLiteral):
+        parts.append(value.text)
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif isinstance(value, dict):
+        parts.append("{")
+        first = True
+        for key, child in value.items():
+            if not isinstance(key, str):
+                raise TypeError("JSON object keys must be strings")
+            if not first:
+                parts.append(",")
+            first = False
+            parts.append(_encode_str(key))
+            parts.append(":")
+            _write_literal(child, parts)
+        parts.append("}")
+    elif isinstance(value, (list, tuple)):
+        parts.append("[")
+        for index, child in enumerate(value):
+            if index:
+                parts.append(",")
+            _write_literal(child, parts)
+        parts.append("]")
+    elif isinstance(value, (int, float)):
+        parts.append(json.dumps(value, allow_nan=True))
+    else:
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
 # orjson reserves about 13 bytes of working memory per character of a string it

@@ -6,6 +6,11 @@ is room for its skeleton (keys are never cut), and its values share the rest max
 a value with too little room left becomes a short summary string. Everything depends only
 on the value, so the same document always gives the same preview.
 
+Nothing but the cuts changes: every number (and ``NaN`` / ``Infinity``) is written exactly
+as the document spelled it (``1e400``, ``1.10``, ``1E5``, integers of any size), so a
+preview is valid JSON whenever the document is. Strings keep their value; they are written
+compactly (raw UTF-8, the few escapes JSON requires), whatever escapes the document used.
+
 Sizes are the UTF-8 bytes of compact JSON, measured by the C serializer; only the elements
 that are kept are visited, so a preview costs a few serializations of the document, not a
 walk over it in Python.
@@ -18,7 +23,7 @@ import re
 from typing import Any
 
 from budgetware.core.allocate import allocate
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
 
@@ -30,22 +35,31 @@ _ELLIPSIS = "..."
 # An array shows at most this many elements (first ones and last ones) when they must be
 # shortened to fit; whole elements are kept as long as they fit.
 _MAX_SHRUNK_ELEMENTS = 3
-# A document is recognized by its first and last characters within this many of its ends.
-_EDGE = 64
-_LEADING_SPACE = re.compile(r"\s*")
+# JSON's own whitespace (what a parser skips around a document), after an optional BOM.
+_LEADING_SPACE = re.compile(r"\ufeff?[ \t\n\r]*")
+_SPACE = " \t\n\r"
 
 
 def parse_document(text: str) -> dict[str, Any] | list[Any] | None:
-    """The JSON object or array that ``text`` is, or None (any other text, invalid JSON)."""
-    # Look at the first and last non-space characters without copying a large text.
-    first = _LEADING_SPACE.match(text, 0, _EDGE).end()  # type: ignore[union-attr]
+    """The JSON object or array that ``text`` is, or None (any other text, invalid JSON).
+
+    A byte order mark and any amount of whitespace around the document are allowed. Numbers
+    are kept as their literal text (``jsonio.loads_literal``).
+    """
+    # Look at the first and last characters past the spaces without copying a large text.
+    first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+    if first >= len(text) or text[first] not in "{[":
+        return None
     last = len(text) - 1
-    while last > first and last > len(text) - _EDGE and text[last].isspace():
+    while last > first and text[last] in _SPACE:
         last -= 1
-    if last - first < 1 or text[first] not in "{[" or text[last] not in "}]":
+        if last < len(text) - 64:  # a long run of trailing spaces: strip it in C
+            last = len(text.rstrip(_SPACE)) - 1
+            break
+    if last - first < 1 or text[last] not in "}]":
         return None
     try:
-        value = loads(text)
+        value = loads_literal(text[first:] if first and text[0] == "\ufeff" else text)
     except (ValueError, RecursionError):
         return None
     if isinstance(value, (dict, list)) and _serializable(value):
@@ -55,7 +69,7 @@ def parse_document(text: str) -> dict[str, Any] | list[Any] | None:
 
 def _serializable(value: Any) -> bool:
     try:
-        dumps_bytes(value)
+        dumps_literal(value)
     except (TypeError, ValueError, RecursionError):
         return False
     return True
@@ -82,7 +96,7 @@ def render_within(
         shrunk = _fit(value, budget, words)
         if shrunk is None:
             return None
-        raw = dumps_bytes(shrunk[0])
+        raw = dumps_literal(shrunk[0])
         out = raw.decode("utf-8")
         size = measure(out, unit)
         if size <= room:
@@ -139,7 +153,7 @@ def _marker_bytes(value: Any, words: Wording) -> int:
 
 
 def _size(value: Any) -> int:
-    return len(dumps_bytes(value))
+    return len(dumps_literal(value))
 
 
 def _fit(

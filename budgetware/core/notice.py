@@ -22,10 +22,14 @@ __all__ = [
 ]
 
 _UNIT_WORD = {"chars": "chars", "utf8_bytes": "bytes"}
+_UNIT_ONE = {"chars": "char", "utf8_bytes": "byte"}
 
 
-def unit_word(unit: str) -> str:
-    """How a unit reads in a notice: ``chars``, ``bytes``, or ``tokens`` (estimated or exact)."""
+def unit_word(unit: str, count: int = 2) -> str:
+    """How a unit reads in a notice after ``count``: ``chars``, ``bytes``, or ``tokens``
+    (estimated or exact); ``char``, ``byte``, ``token`` after 1."""
+    if count == 1:
+        return _UNIT_ONE.get(unit, "token")
     return _UNIT_WORD.get(unit, "tokens")
 
 
@@ -42,35 +46,37 @@ class Wording:
     def notice(self, total: int, omitted: int, unit: str, refs: Sequence[str]) -> str:
         """The first line of a preview: original size, amount omitted, where the rest is."""
         return (
-            f"[Tool output truncated: {total:,} {unit_word(unit)}, {omitted:,} omitted."
+            f"[Tool output truncated: {total:,} {unit_word(unit, total)}, {omitted:,} omitted."
             f"{self.references(refs)}]"
         )
 
     def compact_notice(self, total: int, omitted: int, unit: str, refs: Sequence[str]) -> str:
         """The first line of a preview in a small room: the same facts in fewer characters."""
-        return f"[{omitted:,} of {total:,} {unit_word(unit)} omitted.{self.references(refs)}]"
+        return (
+            f"[{omitted:,} of {total:,} {unit_word(unit, total)} omitted.{self.references(refs)}]"
+        )
 
     def json_notice(self, total: int, unit: str, refs: Sequence[str]) -> str:
         """The first line of a JSON preview: the JSON that follows is valid and shortened."""
         return (
-            f"[Tool output truncated: {total:,} {unit_word(unit)} of JSON, shortened to "
+            f"[Tool output truncated: {total:,} {unit_word(unit, total)} of JSON, shortened to "
             f"valid JSON below.{self.references(refs)}]"
         )
 
     def compact_json_notice(self, total: int, unit: str, refs: Sequence[str]) -> str:
         """The first line of a JSON preview in a small room."""
-        return f"[JSON of {total:,} {unit_word(unit)}, shortened.{self.references(refs)}]"
+        return f"[JSON of {total:,} {unit_word(unit, total)}, shortened.{self.references(refs)}]"
 
     def marker(self, omitted: int, unit: str) -> str:
         """Between the head and the tail: how much of the middle is omitted."""
-        return f"\n[... {omitted:,} {unit_word(unit)} omitted ...]\n"
+        return f"\n[... {omitted:,} {unit_word(unit, omitted)} omitted ...]\n"
 
     def salient_marker(self, omitted: int, unit: str, shown: int) -> str:
         """Between the head and the salient lines picked from the omitted middle."""
-        lines = "line" if shown == 1 else "lines"
+        lines, follow = ("line", "follows") if shown == 1 else ("lines", "follow")
         return (
-            f"\n[... {omitted:,} {unit_word(unit)} omitted; {shown} matching {lines} "
-            f"from it follow, with line numbers ...]\n"
+            f"\n[... {omitted:,} {unit_word(unit, omitted)} omitted; {shown} matching {lines} "
+            f"from it {follow}, with line numbers ...]\n"
         )
 
     def salient_line(self, number: int, line: str) -> str:

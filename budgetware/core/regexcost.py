@@ -58,7 +58,7 @@ def _walk(items: Any, *, nested: bool, variable_above: bool, product: int) -> st
         name = str(op)
         if name in _REPEATS:
             low, high, body = value
-            count = 1 if high == _UNBOUNDED else high
+            count = low if high == _UNBOUNDED else high  # x{1000,} repeats 1000 at least
             inside = product * max(count, 1)
             if inside > MAX_REPEAT_PRODUCT:
                 return f"its counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,}"

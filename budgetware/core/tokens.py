@@ -68,6 +68,15 @@ def _url_name(url: str) -> str:
     return hashlib.sha1(url.encode()).hexdigest()  # tiktoken names its cache entries so
 
 
+# Where tiktoken's own definitions (tiktoken_ext.openai_public) fetch each vocabulary from:
+# its file in litellm's folder is named after this URL. Checked against the definitions
+# when an encoding is loaded.
+_VOCABULARY_URLS = {
+    name: f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    for name in ENCODINGS
+}
+
+
 def check_available(name: str) -> None:
     """Raise ``ExactTokensUnavailable`` (with what to install) unless ``name`` can be used."""
     if name not in ENCODINGS:
@@ -77,10 +86,16 @@ def check_available(name: str) -> None:
         )
     if _find("tiktoken") is None:
         raise ExactTokensUnavailable(f"unit 'tokens:{name}' needs tiktoken: {_INSTALL}")
-    if _vocabulary_dir() is None:
+    folder = _vocabulary_dir()
+    if folder is None:
         raise ExactTokensUnavailable(
             f"unit 'tokens:{name}' needs the vocabulary files the litellm package ships: "
             f"{_INSTALL}"
+        )
+    if not (folder / _url_name(_VOCABULARY_URLS[name])).is_file():
+        raise ExactTokensUnavailable(
+            f"unit 'tokens:{name}' needs the {name} vocabulary file, which this litellm "
+            f"does not ship (looked in {folder}): {_INSTALL}"
         )
 
 
@@ -115,6 +130,8 @@ def _load(name: str) -> Any:
         raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
 
     def load_local(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        if url != _VOCABULARY_URLS[name]:  # the check at setup looked for another file
+            raise ExactTokensUnavailable(f"this tiktoken reads {name!r} from elsewhere")
         path = folder / _url_name(url)
         try:
             contents = path.read_bytes()

@@ -47,6 +47,7 @@ class Log:
     anonymous: list[Row] = field(default_factory=list)
     events: int = 0
     skipped: int = 0
+    malformed: int = 0  # events of budgetware's kind whose fields are not what it writes
     suppressed: list[tuple[int, int]] = field(default_factory=list)  # (line, count)
 
 
@@ -78,33 +79,64 @@ def read_log(lines: Iterable[str]) -> Log:
         if not isinstance(event, dict) or event.get("event") != EVENT:
             log.skipped += 1
             continue
+        try:
+            suppressed = _count(event.get("suppressed_count", 0))
+            rows = _rows(number, event)
+        except _Malformed:
+            # A truncated or edited line: counted, shown as such, never a traceback.
+            log.malformed += 1
+            continue
         log.events += 1
-        if event.get("suppressed_count"):
-            log.suppressed.append((number, int(event["suppressed_count"])))
-        _add_event(log, number, event)
+        if suppressed:
+            log.suppressed.append((number, suppressed))
+        _add_rows(log, event, rows)
     return log
 
 
-def _add_event(log: Log, number: int, event: dict[str, Any]) -> None:
-    process = str(event.get("key_id", "?"))
+class _Malformed(Exception):
+    """An event whose fields are not of the types budgetware writes."""
+
+
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Malformed
+    return value
+
+
+def _rows(number: int, event: dict[str, Any]) -> list[tuple[str | None, Row]]:
+    """Each row an event adds, with the tool call it belongs to (None: no call id)."""
     stage = str(event.get("stage", "?"))
     mutated = bool(event.get("mutated"))
     wire = event.get("wire_utf8_bytes")
     calls = _as_list(event, "tool_call")
-    names = _as_list(event, "tool_name") or []
     artifacts = event.get("artifacts") or []
-    values = [v for v in event.get("values") or [] if isinstance(v, dict)]
+    values = event.get("values") or []
+    if not isinstance(artifacts, list) or not isinstance(values, list):
+        raise _Malformed
+    values = [v for v in values if isinstance(v, dict)]
     if not calls:
-        log.anonymous.append(_row(number, stage, mutated, values, "", wire))
-        return
+        return [(None, _row(number, stage, mutated, values, "", wire))]
+    rows: list[tuple[str | None, Row]] = []
     for index, call in enumerate(calls):
         mine = [v for v in values if v.get("call", 0) == index]
         art = _artifacts(artifacts[index]) if index < len(artifacts) else ""
-        row = _row(number, stage, mutated, mine, art, wire)
-        key = (process, str(call))
+        rows.append((str(call), _row(number, stage, mutated, mine, art, wire)))
+    return rows
+
+
+def _add_rows(log: Log, event: dict[str, Any], rows: list[tuple[str | None, Row]]) -> None:
+    process = str(event.get("key_id", "?"))
+    names = _as_list(event, "tool_name") or []
+    for index, (call, row) in enumerate(rows):
+        if call is None:
+            log.anonymous.append(row)
+            continue
+        key = (process, call)
         path = log.calls.get(key)
         if path is None:
-            path = log.calls[key] = CallPath(process, str(call))
+            path = log.calls[key] = CallPath(process, call)
         if index < len(names) and isinstance(names[index], str):
             path.tool = names[index]
         _append(path, row)
@@ -118,8 +150,8 @@ def _row(
         stage=stage,
         mutated=mutated,
         hashes=frozenset(str(v.get("hmac_sha256", "")) for v in values),
-        code_points=sum(int(v.get("code_points", 0)) for v in values),
-        json_bytes=sum(int(v.get("json_utf8_bytes", 0)) for v in values),
+        code_points=sum(_count(v.get("code_points", 0)) for v in values),
+        json_bytes=sum(_count(v.get("json_utf8_bytes", 0)) for v in values),
         artifacts=art,
         wire_bytes=wire if isinstance(wire, int) else None,
     )
@@ -175,6 +207,7 @@ def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
     out.write(
         f"{log.events} events, {len(log.calls)} tool calls, {len(processes)} process(es)"
         + (f", {log.skipped} other lines skipped" if log.skipped else "")
+        + (f", {log.malformed} malformed events skipped" if log.malformed else "")
         + "\n"
     )
     if log.suppressed:

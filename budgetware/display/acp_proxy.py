@@ -16,7 +16,7 @@ import os
 from typing import IO
 
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_faithful, loads
+from budgetware.core.jsonio import dumps_faithful, loads_exact
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
 from budgetware.wire.splice import patch_json
@@ -39,7 +39,7 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
     body = line.rstrip(b"\r\n")
     ending = line[len(body) :]
     try:
-        frame = loads(body)
+        frame = loads_exact(body)
     except (ValueError, RecursionError):
         return line  # not JSON (or nested beyond the parser): not ours to touch
     if not isinstance(frame, dict):

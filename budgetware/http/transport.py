@@ -33,6 +33,7 @@ __all__ = [
     "library_of_class",
     "mark_handled",
     "off_loop",
+    "off_loop_for_size",
     "prepare_request",
     "rewrite_response_off_loop",
     "sdk_http_library",
@@ -335,6 +336,16 @@ async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
         size = int(request.headers.get("content-length") or 0)
     except (AttributeError, ValueError):
         size = 0
+    return await off_loop_for_size(size, fn, *args)
+
+
+async def off_loop_for_size(size: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` for a body of ``size`` bytes: in a worker thread when it is large (or
+    may wait for a store over the network), else at once on the loop.
+
+    For entry points that bound a decoded body, with no request to read a size from (SDK
+    hooks, the LiteLLM Proxy's); the thread sees the caller's context variables.
+    """
     if not _offload(size):
         return fn(*args)
     import anyio.to_thread  # httpx and httpx2 both depend on anyio

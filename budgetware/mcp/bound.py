@@ -74,7 +74,10 @@ class McpToolPolicy(BaseModel):
     Results arrive one at a time here, so a priority decides the per-result budget:
     ``high`` is not cut to the result budget (only to the message limit: the batch
     finalizer downstream bounds it, last, with its own ``tool_policies``) unless
-    ``result_budget`` is set; ``normal`` and ``low`` get the server's or global budget.
+    ``result_budget`` is set; ``normal`` and ``low`` get the server's or global budget
+    (a result arrives alone here, with no other result to give room to: ``low`` gives
+    room first in the batch, through ``tool_policies``; a smaller ``result_budget`` cuts
+    it harder here).
     ``min_room`` raises the budget that applies to at least that much.
     """
 

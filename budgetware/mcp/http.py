@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
 
-from budgetware.core.artifacts import ArtifactStore
+from budgetware.core.artifacts import ArtifactStore, digest_scope
 from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import PreviewOptions
-from budgetware.core.jsonio import dumps_faithful, loads
+from budgetware.core.jsonio import compact_literal, dumps_faithful, loads_exact
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
@@ -86,11 +86,18 @@ def rewrite_mcp_response(
     call = _tools_call(request, response)
     if call is None:
         return response
+    if config is None:
+        config = entry_config()
     try:
         return _rewrite(request, response, call, budget, server, store, config)
     except Exception:
-        fail_open("bound an MCP tool result", config=config)
+        fail_open("bound an MCP tool result", config=_effective(config))
         return response
+
+
+def _effective(config: BudgetConfig | None) -> BudgetConfig:
+    """The settings in effect under ``config`` (environment < config < budget() blocks)."""
+    return resolve_config(config, lenient=True)
 
 
 def _rewrite(
@@ -107,13 +114,12 @@ def _rewrite(
     limit = _result_budget(budget, server, request, tool)
     if limit <= 0 and budget.max_message_bytes <= 0:
         return response
-    if config is None:
-        config = entry_config()
+    effective = _effective(config)
     if store is None:
         store, persist = default_store(config)
     else:
-        persist = resolve_config(config, lenient=True).persist
-    options = preview_options(resolve_config(config, lenient=True))
+        persist = effective.persist
+    options = preview_options(effective)
 
     def bound(message: Any) -> Any:
         return bound_response_message(
@@ -133,12 +139,14 @@ def _rewrite(
         max_bytes = budget.max_message_bytes
 
         def transform() -> _Transform:
-            return _SseTransform(call_id, limit, max_bytes, store, persist, budget.unit, options)
+            return _SseTransform(
+                call_id, limit, max_bytes, store, persist, budget.unit, options, effective
+            )
 
     else:
 
         def transform() -> _Transform:
-            return _JsonTransform(call_id, bound)
+            return _JsonTransform(call_id, bound, effective)
 
     return _replace(response, transform)
 
@@ -163,7 +171,7 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     if not isinstance(body, bytes) or _TOOLS_CALL not in body:
         return None
     try:
-        message = loads(body)
+        message = loads_exact(body)
     except ValueError:
         return None
     if not isinstance(message, dict) or message.get("method") != "tools/call":
@@ -208,9 +216,12 @@ class _Transform:
 class _JsonTransform(_Transform):
     """One JSON-RPC message: it has to be whole before it can be bounded."""
 
-    def __init__(self, call_id: Any, bound: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, call_id: Any, bound: Callable[[Any], Any], config: BudgetConfig | None = None
+    ) -> None:
         self._call_id = call_id
         self._bound = bound
+        self._config = config
         self._parts: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[_Out]:
@@ -219,13 +230,14 @@ class _JsonTransform(_Transform):
 
     def finish(self) -> list[_Out]:
         body = b"".join(self._parts)
-        return [partial(_guarded, body, partial(self._rewrite, body))]
+        return [partial(_guarded, body, partial(self._rewrite, body), self._config)]
 
     def _rewrite(self, body: bytes) -> bytes:
-        message = loads(body)
+        message = loads_exact(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
-        bounded = self._bound(message)
+        with digest_scope():
+            bounded = self._bound(message)
         return body if bounded is message else _patched(body, message, bounded)
 
 
@@ -246,8 +258,10 @@ class _SseTransform(_Transform):
         persist: bool,
         unit: Any,
         options: PreviewOptions | None = None,
+        config: BudgetConfig | None = None,
     ) -> None:
         self._options = options
+        self._config = config
         self._call_id = call_id
         self._limit = limit
         self._max_bytes = max_bytes
@@ -287,7 +301,8 @@ class _SseTransform(_Transform):
                 del buf[: match.end()]
                 self._scan = self._line_start = 0
                 if b'"result"' in event:
-                    out.append(partial(_guarded, event, partial(self._rewrite, event)))
+                    rewrite = partial(self._rewrite, event)
+                    out.append(partial(_guarded, event, rewrite, self._config))
                 else:
                     out.append(event)  # not a response: through untouched, right away
         return out
@@ -295,7 +310,11 @@ class _SseTransform(_Transform):
     def _rewrite(self, event: bytes) -> bytes:
         terminators = _EOL.findall(event)
         try:
-            lines = [p.decode("utf-8") for p in _EOL.split(event)[: len(terminators)]]
+            # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by the
+            # JSON parser, so it must not leave the event unbounded.
+            lines = [
+                p.decode("utf-8", "surrogatepass") for p in _EOL.split(event)[: len(terminators)]
+            ]
         except UnicodeDecodeError:
             return event
         data: list[str] = []
@@ -309,19 +328,32 @@ class _SseTransform(_Transform):
             if field == "data":
                 data.append(value)
             else:
-                other_bytes += len(line.encode("utf-8"))
+                other_bytes += len(line.encode("utf-8", "surrogatepass"))
                 if field == "event":
                     kind = value
         if kind != "message" or not data:
             return event
-        text = "\n".join(data).encode("utf-8")
+        text = "\n".join(data).encode("utf-8", "surrogatepass")
         try:
-            message = loads(text)
+            message = loads_exact(text)
         except ValueError:
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
-        size = other_bytes + sum(len(f"data: {d}".encode()) for d in data)
+        with digest_scope():
+            return self._bounded_event(event, lines, terminators, text, message, other_bytes, data)
+
+    def _bounded_event(
+        self,
+        event: bytes,
+        lines: list[str],
+        terminators: list[bytes],
+        text: bytes,
+        message: Any,
+        other_bytes: int,
+        data: list[str],
+    ) -> bytes:
+        size = other_bytes + sum(len(f"data: {d}".encode("utf-8", "surrogatepass")) for d in data)
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):
             bounded = bound_response_message(
@@ -338,8 +370,9 @@ class _SseTransform(_Transform):
                 if self._max_bytes <= 0 or size <= self._max_bytes:
                     return event
                 # Over the limit only as the server spelled it (escapes, spaces): the same
-                # message written compactly fits, and is the same message.
-                payload_lines = [dumps_faithful(message)]
+                # message written compactly fits, and is the same message: strings in raw
+                # UTF-8, every number token exactly as the server wrote it.
+                payload_lines = [compact_literal(text)]
                 break
             payload_lines = _patched(text, message, bounded).split(b"\n")
             # Untouched parts keep the server's spelling, which may be longer than the
@@ -358,7 +391,7 @@ class _SseTransform(_Transform):
                         out += b"data: " + payload + end
                     wrote = True
                 continue
-            out += line.encode("utf-8") + end
+            out += line.encode("utf-8", "surrogatepass") + end
         return bytes(out)
 
 
@@ -369,12 +402,15 @@ def _patched(body: bytes, message: Any, bounded: Any) -> bytes:
     return patched if patched is not None else dumps_faithful(bounded)
 
 
-def _guarded(original: bytes, rewrite: Callable[[], bytes]) -> bytes:
-    """The rewritten bytes; on an internal error the original ones, unless errors raise."""
+def _guarded(
+    original: bytes, rewrite: Callable[[], bytes], config: BudgetConfig | None = None
+) -> bytes:
+    """The rewritten bytes; on an internal error the original ones, unless errors raise
+    (``config``: the settings of the entry point that delivered the response)."""
     try:
         return rewrite()
     except Exception:
-        fail_open("bound an MCP tool result")
+        fail_open("bound an MCP tool result", config=config)
         return original
 
 

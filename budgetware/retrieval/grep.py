@@ -1,12 +1,13 @@
 """Searching an artifact: the lines matching a pattern, streamed in pieces so an artifact
 larger than memory can be searched.
 
-A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends). One with
-no special character is searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so
-a match of the encoded pattern is a match of the text) and never decoded unless it
-matches. Any other goes to the ``regex`` package (the ``retrieval`` extra), whose matching
-takes a time limit: a pattern that backtracks catastrophically ends in SearchTimeout
-instead of running for hours, and the whole search is bounded by the same deadline.
+A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends, ``$``
+before ``\\r\\n`` too; ``retrieval/pattern.py``). One with no special character is
+searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so a match of the encoded
+pattern is a match of the text) and never decoded unless it matches. Any other goes to the
+``regex`` package (the ``retrieval`` extra), whose matching takes a time limit: a pattern
+that backtracks catastrophically ends in SearchTimeout instead of running for hours, and
+the whole search is bounded by the same deadline.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
-from budgetware.retrieval.errors import InvalidPattern, SearchTimeout
+from budgetware.retrieval.errors import SearchTimeout
+from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, resolve_ref
 from budgetware.store.base import MIB, ContentStore
 
@@ -39,11 +41,7 @@ CHUNK = 4 * MIB
 LONG_LINE = 4 * CHUNK
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_LINE_CHARS = 2_000
-_SPECIAL = frozenset(".^$*+?{}[]\\|()")
 _CONTINUATION = bytes(range(0x80, 0xC0))
-_INSTALL = (
-    'a regular-expression pattern needs the regex package: pip install "budgetware[retrieval]"'
-)
 
 
 @dataclass(frozen=True)
@@ -68,86 +66,12 @@ class GrepMatch(GrepLine):
 @dataclass(frozen=True)
 class GrepResult:
     """The matches found (at most ``max_matches``), whether there are more, and the size
-    of what was searched."""
+    of what was searched. When there are more, the lines after the last matches stop
+    before the first match not taken: no match left out is shown as a context line."""
 
     matches: list[GrepMatch]
     more: bool
     total_bytes: int
-
-
-def _regex() -> Any:
-    try:
-        import regex
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return regex
-
-
-def is_literal(pattern: str) -> bool:
-    """Whether ``pattern`` has no character special to regular expressions."""
-    return not any(c in _SPECIAL for c in pattern)
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """A compiled search pattern: bytes to find, or a regular expression."""
-
-    text: str
-    needle: bytes | None
-    compiled: Any = field(default=None, compare=False)
-    # A plain string every match of the regular expression contains: pieces without it
-    # are skipped without being decoded.
-    required: bytes | None = None
-
-
-def compile_pattern(pattern: object) -> Pattern:
-    """``pattern`` ready to search (InvalidPattern if it is not a valid regular expression;
-    ImportError naming the extra when a regular expression needs the regex package)."""
-    if not isinstance(pattern, str):
-        raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
-    if is_literal(pattern):
-        return Pattern(pattern, pattern.encode("utf-8", "surrogatepass"))
-    regex = _regex()
-    try:
-        compiled = regex.compile(pattern, regex.MULTILINE)
-    except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise InvalidPattern(f"not a valid regular expression: {exc}") from None
-    literal = required_literal(pattern)
-    required = literal.encode("utf-8", "surrogatepass") if literal else None
-    return Pattern(pattern, None, compiled, required)
-
-
-# Syntax the regex package reads differently from re's parser (fuzzy matching, POSIX
-# classes, its own flags and groups): no required literal is taken from such a pattern.
-_OWN_SYNTAX = ("{", "[:", "(?")
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest run of plain characters (3 or more) at the top level of ``pattern``, which
-    every match must contain; None when there is none or the pattern is not plain enough
-    to tell (alternatives at the top, case-insensitive, the regex package's own syntax)."""
-    if any(token in pattern for token in _OWN_SYNTAX):
-        return None
-    try:
-        import re._parser as parser  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse as parser
-    try:
-        parsed = parser.parse(pattern)
-    except Exception:  # re refuses what regex may accept: no shortcut then
-        return None
-    if parsed.state.flags & (parser.SRE_FLAG_IGNORECASE | parser.SRE_FLAG_VERBOSE):
-        return None
-    best: list[int] = []
-    run: list[int] = []
-    for op, value in parsed.data:
-        if str(op) == "LITERAL":
-            run.append(value)
-            if len(run) > len(best):
-                best = list(run)
-        else:
-            run = []
-    return "".join(map(chr, best)) if len(best) >= 3 else None
 
 
 def _chars(data: bytes) -> int:
@@ -186,11 +110,16 @@ class _Block:
     def length(self) -> int:
         return len(self.hay)
 
+    # Both count from the position asked last, forwards or backwards: a search asks for
+    # positions around each match in turn (the lines before it, the match, the lines after
+    # it), so what is counted is the distance between matches, never the block again.
+
     def line_number(self, pos: int) -> int:
         at, number = self._line_at
-        if pos < at:
-            at, number = 0, self.first_line
-        number += int(self.hay.count(self.nl, at, pos))
+        if pos >= at:
+            number += int(self.hay.count(self.nl, at, pos))
+        else:
+            number -= int(self.hay.count(self.nl, pos, at))
         self._line_at = (pos, number)
         return number
 
@@ -198,9 +127,10 @@ class _Block:
         if self.text is not None or self.ascii:
             return self.first_char + pos
         at, chars = self._char_at
-        if pos < at:
-            at, chars = 0, self.first_char
-        chars += _chars(self.data[at:pos])
+        if pos >= at:
+            chars += _chars(self.data[at:pos])
+        else:
+            chars -= _chars(self.data[pos:at])
         self._char_at = (pos, chars)
         return chars
 
@@ -362,6 +292,7 @@ def _search_plain(
     overlap = max(len(needle) - 1, 0)
     buffer = bytearray(piece + overlap)
     matches: list[GrepMatch] = []
+    next_line: int | None = None  # the line of the first match not taken (max_matches)
     taken = 0  # matches start at or after this byte (the lines before were searched)
     more = False
     for start in range(0, size, piece):
@@ -406,6 +337,7 @@ def _search_plain(
                 break
             if len(matches) == max_matches:
                 more = True
+                next_line = block.line_number(block.line_bounds(found)[0])
                 break
             line_start, line_end = block.line_bounds(found)
             number = block.line_number(line_start)
@@ -421,7 +353,7 @@ def _search_plain(
         taken = region_from + pos
         if more:
             break
-    return GrepResult(matches, more, size)
+    return GrepResult(_context_before(matches, next_line), more, size)
 
 
 def search(
@@ -452,6 +384,7 @@ def search(
             timeout=timeout,
         )
     matches: list[GrepMatch] = []
+    next_line: int | None = None  # the line of the first match not taken (max_matches)
     pending: list[_Pending] = []
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))
     line, char, total = 1, 0, 0
@@ -475,6 +408,7 @@ def search(
                 break
             if len(matches) == max_matches:
                 more = True
+                next_line = block.line_number(block.line_bounds(found)[0])
                 break
             start, end = block.line_bounds(found)
             number = block.line_number(start)
@@ -502,7 +436,26 @@ def search(
             break
     for waiting in pending:  # the output ended before their lines did
         matches[waiting.index] = waiting.done()
-    return GrepResult(matches, more, total)
+    return GrepResult(_context_before(matches, next_line), more, total)
+
+
+def _context_before(matches: list[GrepMatch], next_line: int | None) -> list[GrepMatch]:
+    """``matches`` with their lines after stopping before ``next_line``, the first match
+    not taken: a line that matches is never shown as a context line."""
+    if next_line is None:
+        return matches
+    return [
+        m
+        if not m.after or m.after[-1].line_number < next_line
+        else GrepMatch(
+            m.line_number,
+            m.line,
+            m.offset,
+            m.before,
+            tuple(a for a in m.after if a.line_number < next_line),
+        )
+        for m in matches
+    ]
 
 
 def _find(
@@ -542,17 +495,20 @@ def grep_artifact(
     """The lines of a full output that match ``pattern``, first to last, at most
     ``max_matches``: each a GrepMatch with ``line_number`` (1-based), ``line``, ``offset``
     (the character offset of ``line`` in the output) and ``context`` lines ``before`` and
-    ``after`` it.
+    ``after`` it (when ``max_matches`` cuts the search, the lines after the last ones stop
+    before the first match left out: no match left out is shown as a context line).
 
-    ``pattern`` is a regular expression (``^``/``$`` match at line ends); one without
-    special characters is a plain string, searched as fast as ``grep -F``. The artifact is
-    read in 4 MiB pieces, so one larger than memory can be searched; a line longer than
-    ``max_line_chars`` is shortened to the part around the match. The search gives up with
-    SearchTimeout after ``timeout`` seconds (a regular expression that backtracks without
-    end is stopped inside its match).
+    ``pattern`` is a regular expression (``^``/``$`` match at line ends, ``$`` before a
+    ``\\r\\n`` line end as before a ``\\n``); one without special characters is a plain
+    string, searched as fast as ``grep -F``. The artifact is read in 4 MiB pieces, so one
+    larger than memory can be searched; a line longer than ``max_line_chars`` is shortened
+    to the part around the match. The search gives up with SearchTimeout after ``timeout``
+    seconds (a regular expression that backtracks without end is stopped inside its
+    match).
 
     Raises ArtifactNotFound (see ``read_artifact``), InvalidPattern for a pattern that is
-    not a valid regular expression, InvalidReadArgument for a negative count.
+    not a valid regular expression or whose counted repeats would take too much memory to
+    compile (``retrieval/pattern.py``), InvalidReadArgument for a negative count.
     """
     result = grep_result(
         ref,

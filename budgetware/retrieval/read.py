@@ -3,6 +3,8 @@ the window whatever its offset (the store's character index)."""
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound
@@ -26,12 +28,42 @@ def configured_store(config: BudgetConfig | None = None) -> ContentStore:
     return store
 
 
+# What a model leaves around a reference it copied from a notice: the notice's closing
+# bracket, the tool hint's semicolon, a sentence's comma or full stop; quotes or backticks.
+_TRAILING = "];,."
+_QUOTES = "\"'`"
+# An artifact's name as a model may write it: the hex in either case, with or without
+# ".txt".
+_NAME = re.compile(r"([0-9a-fA-F]{64})(\.[tT][xX][tT])?")
+_PASS_THE_NAME = (
+    "pass the reference after 'Full output:' as it is, or just its 64-hex SHA-256 name"
+)
+
+
+def normalize_ref(ref: str) -> str:
+    """``ref`` with what a model adds by mistake taken off, where that is unambiguous: the
+    punctuation of the notice after it (``]``, ``;``), quotes around it, upper-case hex in
+    the artifact's name; and a bare ``<sha256>.txt`` is its SHA-256. The directory, bucket
+    and prefix are left exactly as written: the store decides whether they are its own."""
+    ref = ref.strip().strip(_QUOTES).rstrip(_TRAILING).strip(_QUOTES).strip()
+    cut = max(ref.rfind("/"), ref.rfind(os.sep))
+    head, name = ref[: cut + 1], ref[cut + 1 :]
+    named = _NAME.fullmatch(name)
+    if named is None:
+        return ref
+    key = named[1].lower()
+    if not head:
+        return key  # "<sha256>" or "<sha256>.txt": no directory to check
+    return f"{head}{key}.txt" if named[2] else f"{head}{key}"
+
+
 def resolve_ref(
     ref: object, *, store: ContentStore | None = None, config: BudgetConfig | None = None
 ) -> tuple[ContentStore, str]:
     """The store and key of ``ref``: a reference as a preview prints it (a path or an
-    ``s3://`` URL) or a bare SHA-256 hex, naming a verified artifact of the store.
-    ArtifactNotFound for anything else; nothing outside the store is ever opened."""
+    ``s3://`` URL) or a bare SHA-256 hex, naming a verified artifact of the store (see
+    ``normalize_ref`` for the slips forgiven). ArtifactNotFound for anything else; nothing
+    outside the store is ever opened."""
     if store is None:
         store = configured_store(config)
     elif not isinstance(store, ContentStore):
@@ -39,8 +71,14 @@ def resolve_ref(
             f"store must be a LocalArtifactStore or S3ArtifactStore, not {type(store).__name__}"
         )
     if not isinstance(ref, str) or not ref.strip():
-        raise ArtifactNotFound("a reference is the path or URL a preview names, or a SHA-256")
-    return store, store.resolve(ref.strip())
+        raise ArtifactNotFound(f"no reference given: {_PASS_THE_NAME}")
+    # A reference as the preview printed it, the common case, is read as it is.
+    key = store.key_of(ref) or store.key_of(normalize_ref(ref))
+    if key is None:
+        raise ArtifactNotFound(f"not a reference to an artifact of this store: {_PASS_THE_NAME}")
+    if not store.verify(key):
+        raise ArtifactNotFound("no such artifact in this store (missing or altered)")
+    return store, key
 
 
 def count(name: str, value: Any, *, minimum: int = 0) -> int:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import math
 import re
 import threading
 import time
@@ -34,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
-from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, text_key
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
 from budgetware.store.charindex import SUFFIX as INDEX_SUFFIX
@@ -65,6 +66,14 @@ _STRIPES = 64
 INDEX_ENTRIES = 256
 # Artifacts are read in pieces of this size to build an index (memory for one piece).
 READ_CHUNK = 8 * MIB
+# A decision record found unusable is read again after this long (another producer may
+# have replaced it since).
+UNUSABLE_SECONDS = 60.0
+# A write refused for the quota has the store counted again (in the background), at most
+# once this often: a prune by another process frees the quota within about this long.
+RECOUNT_SECONDS = 60.0
+# How much of a text's start is searched for the references of a notice.
+NOTICE_SCAN_CHARS = 8192
 
 # What a backend found under an artifact's name: nothing, bytes that match the name, or
 # bytes that do not.
@@ -94,23 +103,34 @@ class Listing:
 
 @dataclass(frozen=True)
 class SweepMarker:
-    """What the last sweep of a store measured, and when it started (wall clock)."""
+    """What the last sweep (or ``prune``) of a store measured, and when it started (wall
+    clock). ``swept`` is False for a prune by hand: other processes take its measure for
+    their quota but still run their own sweep, which applies the configured retention."""
 
     started: float
     total_bytes: int
+    swept: bool = True
 
     def dumps(self) -> bytes:
-        return dumps_bytes({"started": self.started, "total_bytes": self.total_bytes})
+        record: dict[str, object] = {"started": self.started, "total_bytes": self.total_bytes}
+        if not self.swept:
+            record["swept"] = False
+        return dumps_bytes(record)
 
     @classmethod
     def loads(cls, data: bytes) -> SweepMarker | None:
+        """The marker, or None for anything that is not one (it is a file any writer of
+        the store may have planted: a caller still checks its time and size)."""
         try:
             record = loads(data)
             started = float(record["started"])
-            total = int(record["total_bytes"])
-        except (ValueError, TypeError, KeyError):
+            total = record["total_bytes"]
+            swept = record.get("swept", True)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             return None
-        return cls(started, max(total, 0))
+        if not math.isfinite(started) or type(total) is not int or total < 0:
+            return None
+        return cls(started, total, swept is not False)
 
 
 class ContentStore:
@@ -129,6 +149,11 @@ class ContentStore:
             raise ValueError("store limits are positive byte counts")
         if min(max_age, min_age, sweep_interval) < 0:
             raise ValueError("ages and intervals are seconds, 0 or more")
+        if 0 < max_age < min_age:
+            # The sweep would delete by age what it promises to keep for min_age.
+            raise ValueError(
+                f"max_age must be 0 (keep) or at least min_age ({max_age:g} < {min_age:g})"
+            )
         self.max_artifact_bytes = max_artifact_bytes
         self.max_store_bytes = max_store_bytes
         self.max_age = max_age
@@ -150,6 +175,16 @@ class ContentStore:
         self._pending: dict[str, tuple[int, float | None]] = {}
         self._pending_bytes = 0
         self._next_sweep = 0.0
+        # When the last census began (monotonic, and wall clock for markers), and whether
+        # a re-count is on its way to the background thread.
+        self._counted_at = -math.inf
+        self._counted_wall = -math.inf
+        self._counting = False
+        # Decision records found unusable (key -> monotonic time): read again after a while.
+        self._unusable: OrderedDict[str, float] = OrderedDict()
+        # Artifacts a preview named, handed to the background thread (key -> monotonic time).
+        self._noted: OrderedDict[str, float] = OrderedDict()
+        self._ref_prefix: str | None = None
 
     # -- the backend ---------------------------------------------------------------------
 
@@ -171,8 +206,16 @@ class ContentStore:
         """Whether the artifact exists and its bytes hash to ``key``."""
         raise NotImplementedError
 
+    def _probe_for_write(self, key: str) -> Probe:
+        """``_probe`` before a write. A backend whose ``_write(replace=False)`` verifies
+        what it finds under the name itself (a write that never replaces) may answer
+        "absent" without looking."""
+        return self._probe(key)
+
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
-        """Store ``data`` under ``key``; False when an identical artifact won a race."""
+        """Store ``data`` under ``key``; False when an identical artifact was there (a
+        race won by another writer, or, for a backend that writes without probing, one
+        that verified: the backend then refreshed its last use)."""
         raise NotImplementedError
 
     def _refresh(self, key: str) -> bool:
@@ -182,7 +225,8 @@ class ContentStore:
     def _read_decision(self, key: str) -> bytes | None:
         raise NotImplementedError
 
-    def _write_decision(self, key: str, data: bytes) -> None:
+    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
+        """Write a decision record; ``replace`` replaces one there (which is unusable)."""
         raise NotImplementedError
 
     def _fetch_decision(self, key: str) -> bytes | None:
@@ -251,7 +295,7 @@ class ContentStore:
             if ref is not None:
                 return ref, False
             self._schedule_sweep()
-            found = self._probe(key)
+            found = self._probe_for_write(key)
             if found == "verified":
                 self._refresh(key)  # reuse counts as use
             else:
@@ -270,42 +314,117 @@ class ContentStore:
         return self.ref_for(key), wrote
 
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
-        """Remember what a producer decided for the text with this key (written once)."""
+        """Remember what a producer decided for the text with this key (written once).
+
+        ``()`` is a decision too: the producer bounded the output and nothing reusable
+        holds it (its write failed, or persistence is off there), so the finalizer must
+        neither persist the producer's preview as if it were the full output nor name a
+        file (FINALIZER.md, the tri-state). A record already there that says something
+        else (planted, malformed) is replaced: every producer that bounds the same text
+        into the same store decides the same references, byte for byte."""
         check_key(key)
         data = dumps_bytes({"refs": list(refs)})
         with self._stripe(key):
-            if self._read_decision(key) is None:
-                self._write_decision(key, data)
+            existing = self._read_decision(key)
+            if existing != data:
+                self._write_decision(key, data, replace=existing is not None)
+            with self._lock:
+                self._decisions.pop(key, None)
+                self._unusable.pop(key, None)
 
     def lookup_decision(self, key: str) -> tuple[str, ...] | None:
         """What a producer decided for the text with this key, or None if nothing.
 
         A record names nothing that is not a verified artifact of this store: references
         outside the store, to a missing artifact, or to one whose bytes do not match its
-        name are dropped, and a record left with none of those it named counts as no
-        record (the finalizer then persists what it sees).
+        name are dropped, and a record left with none of the references it gave
+        (planted, or its artifacts evicted), or not a record at all (malformed), counts
+        as no record: the finalizer then persists what it sees. A record of ``()`` (a
+        producer decided, nothing reusable) is ``()``. What this process read is
+        remembered (an unusable record for a minute).
         """
         check_key(key)
+        now = time.monotonic()
         with self._lock:
             cached = self._decisions.get(key)
             if cached is not None:
                 self._decisions.move_to_end(key)
+            unusable = self._unusable.get(key)
+        if unusable is not None and now - unusable < UNUSABLE_SECONDS:
+            return None
         if cached is not None and all(self._reuse_ref(ref) for ref in cached):
             return cached
         raw = self._read_decision(key)
         if raw is None:
             return None
-        record = loads(raw)
-        refs = record.get("refs") if isinstance(record, dict) else None
-        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-            raise ArtifactStoreError(errno.EINVAL, "malformed decision record")
-        valid = tuple(ref for ref in refs if self._valid_ref(ref))
-        if refs and not valid:
-            return None
+        named = _record_refs(raw)
+        valid = tuple(ref for ref in named or () if self._valid_ref(ref))
         with self._lock:
-            self._decisions[key] = valid
-            _trim(self._decisions)
-        return valid
+            if valid or named == []:
+                self._decisions[key] = valid
+                self._unusable.pop(key, None)
+                _trim(self._decisions)
+            else:
+                self._decisions.pop(key, None)
+                self._unusable[key] = now
+                _trim(self._unusable)
+        return valid if valid or named == [] else None
+
+    def note_named(self, text: str) -> None:
+        """A tool-result text the finalizer passes on whole (it fits its batch) that may be
+        a producer's preview: the artifacts it names are kept young, as every reuse keeps
+        them (a conversation that carries an MCP boundary's preview turn after turn names
+        its artifact in every request, though nothing is cut again).
+
+        Nothing here reads a file or the network: the references of this store in the
+        preview's first line are compared with what this process refreshed lately; at
+        most once every ``min_age / 4`` per artifact, the lookup of the text's decision
+        record and the refreshes it leads to go to the background thread. Only artifacts
+        the text's decision record names (and that verify) are refreshed."""
+        keys = self._named_keys(text)
+        if not keys:
+            return
+        now = time.monotonic()
+        due = False
+        with self._lock:
+            for key in keys:
+                last = self._known.get(key)
+                if last is not None and now - last < self._refresh_every:
+                    continue  # refreshed lately by this process
+                asked = self._noted.get(key)
+                if asked is not None and now - asked < self._refresh_every:
+                    continue  # already handed to the background thread
+                self._noted[key] = now
+                self._noted.move_to_end(key)
+                due = True
+            _trim(self._noted)
+        if due:
+            sweeper.submit(
+                "refresh the artifacts a preview names",
+                lambda: self.lookup_decision(text_key(text)),
+            )
+
+    def _named_keys(self, text: str) -> list[str]:
+        """The keys of this store's references in the first line of ``text`` (a notice)."""
+        prefix = self._ref_prefix
+        if prefix is None:
+            # ref_for(key) is the same prefix, the key and ".txt" for every backend.
+            prefix = self._ref_prefix = self.ref_for("0" * 64)[: -len("0" * 64 + ".txt")]
+        line = text[:NOTICE_SCAN_CHARS]
+        at = line.find(prefix)
+        if at < 0:
+            return []
+        end = line.find("\n")
+        if end >= 0:
+            line = line[:end]
+        keys = []
+        while at >= 0:
+            start = at + len(prefix)
+            name = line[start : start + 68]
+            if name.endswith(".txt") and _HEX64.fullmatch(name[:64]):
+                keys.append(name[:64])
+            at = line.find(prefix, start)
+        return keys
 
     # -- retrieval (for readers of artifacts) ------------------------------------------
 
@@ -457,7 +576,9 @@ class ContentStore:
         )
         if not dry_run:
             self._remove(listing, doomed, stale_temps(listing.temps, now=now), now=now)
-            self._census(listing, doomed, started)
+            total = self._census(listing, doomed, started)
+            # Other processes sharing the store take this measure for their quota.
+            self._put_marker(SweepMarker(started, total, swept=False))
         return summarize(doomed)
 
     def sweep(self, *, now: float | None = None) -> StoreUsage:
@@ -476,11 +597,14 @@ class ContentStore:
         )
         self._remove(listing, doomed, stale_temps(listing.temps, now=now), now=now)
         total = self._census(listing, doomed, started)
-        try:
-            self._write_marker(SweepMarker(started, total).dumps())
-        except OSError:
-            pass  # a read-only store is still swept in memory
+        self._put_marker(SweepMarker(started, total))
         return summarize(doomed)
+
+    def _put_marker(self, marker: SweepMarker) -> None:
+        try:
+            self._write_marker(marker.dumps())
+        except OSError:
+            pass  # a read-only store is still swept (and counted) in memory
 
     # -- internals -----------------------------------------------------------------------
 
@@ -562,11 +686,24 @@ class ContentStore:
         if size > self.max_artifact_bytes:
             raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
         with self._lock:
-            if self._measured + self._pending_bytes + size > self.max_store_bytes:
-                raise ArtifactStoreError(errno.ENOSPC, "store exceeds max_store_bytes")
-            old = self._pending.get(key)
-            self._pending[key] = (size, None)
-            self._pending_bytes += size - (old[0] if old else 0)
+            fits = self._measured + self._pending_bytes + size <= self.max_store_bytes
+            # The store is counted (in the background) at the first write of a store that
+            # does no sweeps, which would otherwise count from zero; and again when a
+            # write is refused, at most once every RECOUNT_SECONDS, since the count may
+            # be out of date (another process pruned, files were removed by hand).
+            count = not self._counting and (
+                (fits and self._counted_at == -math.inf and self.sweep_interval <= 0)
+                or (not fits and time.monotonic() - self._counted_at >= RECOUNT_SECONDS)
+            )
+            self._counting = self._counting or count
+            if fits:
+                old = self._pending.get(key)
+                self._pending[key] = (size, None)
+                self._pending_bytes += size - (old[0] if old else 0)
+        if count:
+            sweeper.submit("count the artifact store", self._count)
+        if not fits:
+            raise ArtifactStoreError(errno.ENOSPC, "store exceeds max_store_bytes")
 
     def _unreserve(self, key: str) -> None:
         with self._lock:
@@ -592,16 +729,32 @@ class ContentStore:
     def _census(self, listing: Listing, doomed: list[Entry], started: float) -> int:
         """Adopt what a listing that began at ``started`` measured; returns the total."""
         total = sum(e.size for e in listing.artifacts) - sum(e.size for e in doomed)
-        self._adopt(total, started)
+        # Writes that went on while the listing ran: which of them it saw (and counted).
+        with self._lock:
+            late = {
+                key + ".txt"
+                for key, (_, finished) in self._pending.items()
+                if finished is None or finished >= started
+            }
+        seen = None
+        if late:
+            gone = {e.name for e in doomed}
+            seen = {e.name for e in listing.artifacts if e.name in late and e.name not in gone}
+        self._adopt(total, started, seen)
         return total
 
-    def _adopt(self, total: int, started: float) -> None:
+    def _adopt(self, total: int, started: float, listed: set[str] | None = None) -> None:
         # A write that finished before the census began is in its total (or was deleted
-        # since); one still running or finished later stays pending.
+        # since), and so is one the listing saw (``listed``: names it counted); any other,
+        # still running or finished later, stays pending. Nothing is counted twice.
         with self._lock:
             self._measured = total
+            self._counted_at = time.monotonic()
+            self._counted_wall = started
             for key, (size, finished) in list(self._pending.items()):
-                if finished is not None and finished < started:
+                if (finished is not None and finished < started) or (
+                    listed is not None and key + ".txt" in listed
+                ):
                     del self._pending[key]
                     self._pending_bytes -= size
 
@@ -658,15 +811,50 @@ class ContentStore:
     def _background_sweep(self) -> None:
         """On the sweeper thread: sweep, unless another process did within the interval
         (then take its measure for the quota)."""
-        try:
-            raw = self._read_marker()
-        except OSError:
-            raw = None
-        marker = SweepMarker.loads(raw) if raw else None
-        if marker is not None and time.time() - marker.started < self.sweep_interval:
+        marker = self._marker(sweeps_only=True)
+        if marker is not None:
             self._adopt(marker.total_bytes, marker.started)
             return
         self.sweep()
+
+    def _count(self) -> None:
+        """On the sweeper thread: the store's real size for the quota, deleting nothing.
+        Another process's sweep or prune newer than this process's last count gives it
+        (one small read); otherwise the store is listed."""
+        try:
+            marker = self._marker(sweeps_only=False)
+            if marker is not None and marker.started > self._counted_wall:
+                self._adopt(marker.total_bytes, marker.started)
+                return
+            started = time.time()
+            self._census(self._scan(), [], started)
+        finally:
+            with self._lock:
+                self._counting = False
+
+    def _marker(self, *, sweeps_only: bool) -> SweepMarker | None:
+        """The store's sweep marker if it can be believed: written by a sweep (or a prune,
+        unless ``sweeps_only``) that started in the past and less than the sweep interval
+        ago (with sweeps off, ``RECOUNT_SECONDS``), with a size no larger than
+        ``max_store_bytes``.
+
+        Any writer of the store can write the marker: one dated in the future (planted,
+        or by a replica whose clock runs ahead) would stop this process's sweeps, and an
+        absurd size would refuse every write. A marker outside these bounds is ignored
+        and this process measures the store itself (a size over the quota is worth a
+        measure of one's own, since it refuses writes)."""
+        try:
+            raw = self._read_marker()
+        except OSError:
+            return None
+        marker = SweepMarker.loads(raw) if raw else None
+        if marker is None or (sweeps_only and not marker.swept):
+            return None
+        age = time.time() - marker.started
+        within = self.sweep_interval if self.sweep_interval > 0 else RECOUNT_SECONDS
+        if not 0 <= age < within or marker.total_bytes > self.max_store_bytes:
+            return None
+        return marker
 
 
 def _stale_sidecars(listing: Listing, doomed: list[Entry], now: float) -> list[Entry]:
@@ -680,6 +868,18 @@ def _stale_sidecars(listing: Listing, doomed: list[Entry], now: float) -> list[E
         if key in dying or (key not in living and now - entry.used > STALE_TEMP_SECONDS):
             stale.append(entry)
     return stale
+
+
+def _record_refs(raw: bytes) -> list[str] | None:
+    """The references a decision record names; None for a record that is not one."""
+    try:
+        record = loads(raw)
+    except ValueError:
+        return None
+    refs = record.get("refs") if isinstance(record, dict) else None
+    if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
+        return None
+    return refs
 
 
 def _trim(cache: OrderedDict[str, Any]) -> None:

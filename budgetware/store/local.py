@@ -24,13 +24,14 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
 # decision record, an artifact's index, or a temporary file of _write_file
-# (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
+# (".<name>.<pid>.<thread id>.tmp", so "..budgetware-sweep.json.<pid>.<tid>.tmp" for the
+# marker); nothing else counts.
+_MARKER = ".budgetware-sweep.json"
 _LISTED = re.compile(
     r"[0-9a-f]{64}\.(?:(txt)|(decision\.json)|(index))"
-    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|budgetware-sweep\.json)"
+    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|" + re.escape(_MARKER) + r")"
     r"\.\d+\.\d+\.tmp)"
 )
-_MARKER = ".budgetware-sweep.json"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _CHUNK = 1024 * 1024
@@ -249,10 +250,10 @@ class LocalArtifactStore(ContentStore):
         finally:
             folder.close()
 
-    def _write_decision(self, key: str, data: bytes) -> None:
+    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
         folder = self._open_dir()
         try:
-            _write_file(folder, key + ".decision.json", data, replace=False)
+            _write_file(folder, key + ".decision.json", data, replace=replace)
         finally:
             folder.close()
 

@@ -8,10 +8,21 @@ with its SHA-256 checksum, which S3 checks against the bytes it receives and ret
 name, so one metadata call verifies an artifact without downloading it. An object without
 that checksum (planted, or written by another tool) is rewritten with the real output.
 
-Every call gives up after ``timeout`` seconds without a connection or a byte (one retry,
-botocore's standard mode, for throttling); after a failure the store is skipped for
-``BREAKER_SECONDS``, so a dead or slow endpoint costs one request a bounded wait, and the
-requests after it none: each gets a bounded preview with no reference.
+Every call has a deadline: ``2 * timeout + 1`` seconds (two attempts and botocore's
+backoff between them), plus a second per MiB it sends or reads. botocore's own timeouts
+are per connection attempt and per socket read, so a server that answers a byte at a time
+would hold a call for as long as it likes; the call therefore runs in a worker thread and
+the caller waits for it no longer than its deadline. A call abandoned at its deadline
+sends nothing more (no retry, checked before every attempt) and what it may still
+complete is only what it was asked to do: content-addressed bytes with their checksum, a
+copy of an object onto itself. After a failure (or a missed deadline) the store is
+skipped for ``BREAKER_SECONDS``, so a dead or slow endpoint costs one request a bounded
+wait, and the requests after it none: each gets a bounded preview with no reference.
+
+A new artifact is one conditional ``PutObject`` (``If-None-Match: *``): a server that
+already holds the name answers 412 and the object there is verified (``HeadObject``) as
+before; a server without conditional writes is written with ``HeadObject`` +
+``PutObject`` from then on.
 """
 
 from __future__ import annotations
@@ -20,11 +31,11 @@ import base64
 import errno
 import hashlib
 import os
+import queue
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
@@ -52,9 +63,21 @@ _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
 _SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
 _MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+_CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
+# How S3-compatible servers without conditional writes refuse If-None-Match.
+_NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-# How long "absent" from a decision lookup's listing stands for the put right after it.
+# How long what a decision lookup's listing said of an artifact (absent, or there)
+# stands for the put right after it.
 _LISTING_TRUSTED = 5.0
+# Worker threads that run S3 calls for callers waiting with a deadline, per process: as
+# many calls at once as there are workers; a call that finds them all busy (held by a
+# hung endpoint) waits in line, within its own deadline.
+MAX_WORKERS = 32
+# A call's deadline: two attempts of ``timeout`` and the backoff between them, and this
+# many seconds per MiB sent or read (1 MiB/s: the slowest transfer the store waits for).
+_BACKOFF_SECONDS = 1.0
+_SECONDS_PER_MIB = 1.0
 
 
 def require_boto3() -> Any:
@@ -68,6 +91,123 @@ def require_boto3() -> Any:
 
 class _Missing(Exception):
     """The object does not exist."""
+
+
+class _Exists(Exception):
+    """A conditional write found the name taken (412), or taken by a write in progress
+    (409)."""
+
+
+class _NoConditional(Exception):
+    """The server does not do conditional writes (it refused the header)."""
+
+
+class _Abandoned(Exception):
+    """Raised inside botocore before an attempt of a call whose caller gave up on it."""
+
+
+class _Call:
+    """One S3 call handed to a worker thread, and its outcome."""
+
+    __slots__ = (
+        "abandoned",
+        "deadline",
+        "done",
+        "error",
+        "method",
+        "origin",
+        "params",
+        "read",
+        "value",
+    )
+
+    def __init__(self, method: Any, params: dict[str, Any], read: int | None, deadline: float):
+        self.method = method
+        self.params = params
+        self.read = read
+        self.deadline = deadline
+        # The thread that waits for it (the sweeper's, or a request's): for whoever
+        # watches the calls (botocore's events run in the worker).
+        self.origin = threading.current_thread().name
+        self.done = threading.Event()
+        self.abandoned = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def late(self) -> bool:
+        return self.abandoned or time.monotonic() >= self.deadline
+
+    def run(self) -> None:
+        if self.late():
+            return  # its caller has given up: never started, never sent
+        _running.call = self
+        try:
+            value = self.method(**self.params)
+            if self.read is not None:
+                # The body too, within the deadline: a server can trickle it as well.
+                body = value["Body"]
+                value["Body"] = bytes(body.read() if self.read < 0 else body.read(self.read))
+            self.value = value
+        except BaseException as exc:  # handed to the caller, who raises it
+            self.error = exc
+        finally:
+            _running.call = None
+            self.done.set()
+
+
+_running = threading.local()
+
+
+def _refuse_late_attempt(**_: Any) -> None:
+    """botocore's ``before-send``: no attempt (first or retry) of an abandoned call."""
+    call: _Call | None = getattr(_running, "call", None)
+    if call is not None and call.late():
+        raise _Abandoned()
+
+
+class _Workers:
+    """Daemon threads (they never hold up interpreter exit) that run S3 calls."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self.idle = 0
+        self.count = 0
+
+    def submit(self, call: _Call) -> None:
+        spawn = False
+        with self.lock:
+            if self.idle > 0:
+                self.idle -= 1  # an idle worker takes it
+            elif self.count < MAX_WORKERS:
+                self.count += 1
+                spawn = True
+        self.calls.put(call)
+        if spawn:
+            threading.Thread(target=self.work, name="budgetware-s3", daemon=True).start()
+
+    def work(self) -> None:
+        while True:
+            self.calls.get().run()
+            with self.lock:
+                self.idle += 1
+
+
+_workers: tuple[int, _Workers] | None = None
+_workers_lock = threading.Lock()
+
+
+def _pool() -> _Workers:
+    """This process's workers (a forked child starts its own: threads do not fork)."""
+    global _workers
+    current = _workers
+    pid = os.getpid()
+    if current is not None and current[0] == pid:
+        return current[1]
+    with _workers_lock:
+        if _workers is None or _workers[0] != pid:
+            _workers = (pid, _Workers())
+        return _workers[1]
 
 
 def _checksum(key: str) -> str:
@@ -114,13 +254,16 @@ class S3ArtifactStore(ContentStore):
         self._client_pid = os.getpid()
         self._client_lock = threading.Lock()
         self._down_until = 0.0
+        # Whether the server does conditional writes (If-None-Match): until it refuses one.
+        self._conditional = True
         # Decisions found absent (a producer records one before its text can be seen).
         self._no_decision: OrderedDict[str, None] = OrderedDict()
         # LastModified of artifacts just verified, so a fresh one needs no refresh.
         self._modified: dict[str, float] = {}
-        # Artifacts a decision lookup just found absent (key -> monotonic time): the put
-        # that follows it in the finalizer needs no HEAD.
-        self._absent: dict[str, float] = {}
+        # What a decision lookup's listing just said of an artifact (key -> (monotonic
+        # time, whether it is there)): the put that follows it in the finalizer writes a
+        # new one at once, and verifies one that is there (no upload).
+        self._listed: dict[str, tuple[float, bool]] = {}
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore({self._base_ref!r})"
@@ -165,6 +308,8 @@ class S3ArtifactStore(ContentStore):
         try:
             got = self._call(
                 "get_object",
+                read=-1,
+                transfer=end - start,
                 Bucket=self.bucket,
                 Key=self._name(check_key(key)),
                 Range=f"bytes={start}-{end - 1}",
@@ -175,7 +320,7 @@ class S3ArtifactStore(ContentStore):
             if "InvalidRange" in str(exc):
                 return b"", self.size(key)  # starts at or past the end
             raise
-        data = bytes(got["Body"].read())
+        data: bytes = got["Body"]
         # "bytes 0-99/1234": the object's size; a whole-object answer gives its length.
         total = str(got.get("ContentRange", "")).rpartition("/")[2]
         return data, int(total) if total.isdigit() else int(got["ContentLength"])
@@ -188,7 +333,14 @@ class S3ArtifactStore(ContentStore):
             return self._client
         with self._client_lock:
             if self._client is None or self._client_pid != os.getpid():
-                self._client = self._given_client or self._new_client()
+                client = self._given_client or self._new_client()
+                # No attempt of a call whose caller stopped waiting for it (its deadline).
+                events = getattr(getattr(client, "meta", None), "events", None)
+                if events is not None:  # a botocore client (a given one may be a stand-in)
+                    events.register(
+                        "before-send.s3", _refuse_late_attempt, unique_id="budgetware-deadline"
+                    )
+                self._client = client
                 self._client_pid = os.getpid()
             return self._client
 
@@ -206,19 +358,54 @@ class S3ArtifactStore(ContentStore):
         )
         return boto3.session.Session().client("s3", config=config)
 
-    def _call(self, operation: str, **params: Any) -> Any:
-        """One S3 call; _Missing for a missing object, ArtifactStoreError for the rest."""
+    def deadline(self, transfer: int = 0) -> float:
+        """Seconds a call that sends or reads ``transfer`` bytes may take, at most."""
+        return 2 * self.timeout + _BACKOFF_SECONDS + transfer / MIB * _SECONDS_PER_MIB
+
+    def _call(
+        self,
+        operation: str,
+        *,
+        read: int | None = None,
+        transfer: int | None = None,
+        conditional: bool = False,
+        **params: Any,
+    ) -> Any:
+        """One S3 call, within its deadline; _Missing for a missing object,
+        ArtifactStoreError for the rest (_Exists and _NoConditional for a
+        ``conditional`` write). ``read`` reads the body too (-1: all of it, else at most
+        that many bytes); ``transfer`` is how many bytes it moves (default: the body
+        sent, else ``read``)."""
         if time.monotonic() < self._down_until:
             raise ArtifactStoreError(errno.EHOSTUNREACH, "S3 store skipped after a failure")
         from botocore.exceptions import BotoCoreError, ClientError
 
+        client = self.client()  # built (once) outside the deadline
+        if transfer is None:
+            body = params.get("Body")
+            transfer = len(body) if isinstance(body, bytes) else max(read or 0, 0)
+        limit = self.deadline(transfer)
+        call = _Call(getattr(client, operation), params, read, time.monotonic() + limit)
+        _pool().submit(call)
+        if not call.done.wait(limit):
+            call.abandoned = True
+            self._down_until = time.monotonic() + BREAKER_SECONDS
+            raise ArtifactStoreError(
+                errno.ETIMEDOUT, f"S3 {operation} failed: no answer within {limit:.1f} s"
+            )
+        if call.error is None:
+            return call.value
         try:
-            method: Callable[..., Any] = getattr(self.client(), operation)
-            return method(**params)
+            raise call.error
         except ClientError as exc:
             error = exc.response.get("Error", {})
             code = str(error.get("Code", ""))
             status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+            if conditional:
+                if status in {"412", "409"} or code in _CONFLICT:
+                    raise _Exists() from None
+                if status == "501" or code in _NO_CONDITIONAL or (status == "400" and not code):
+                    raise _NoConditional() from None
             if code in _MISSING or status == "404":
                 raise _Missing() from None
             if status.startswith("5") or code in {"SlowDown", "RequestTimeout"}:
@@ -236,10 +423,6 @@ class S3ArtifactStore(ContentStore):
     # -- backend primitives --------------------------------------------------------------
 
     def _probe(self, key: str) -> Probe:
-        with self._lock:
-            listed = self._absent.pop(key, None)
-        if listed is not None and time.monotonic() - listed < _LISTING_TRUSTED:
-            return "absent"
         try:
             head = self._call(
                 "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
@@ -256,24 +439,54 @@ class S3ArtifactStore(ContentStore):
                     self._modified.clear()
         return "verified"
 
-    def _put_object(self, name: str, data: bytes, checksum: str) -> None:
+    def _probe_for_write(self, key: str) -> Probe:
+        # A listing just said (the finalizer's decision lookup): a new artifact is written
+        # at once, one that is there is verified with no upload. Otherwise a new artifact
+        # costs one conditional PUT, which finds out itself whether the name is taken.
+        with self._lock:
+            listed = self._listed.pop(key, None)
+        if listed is not None and time.monotonic() - listed[0] < _LISTING_TRUSTED:
+            return self._probe(key) if listed[1] else "absent"
+        return "absent" if self._conditional else self._probe(key)
+
+    def _put_object(
+        self, name: str, data: bytes, checksum: str, *, if_absent: bool = False
+    ) -> None:
+        params: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Key": name,
+            "Body": data,
+            "ContentType": _CONTENT_TYPE,
+            "ChecksumAlgorithm": "SHA256",
+            "ChecksumSHA256": checksum,
+        }
+        if if_absent:
+            params["IfNoneMatch"] = "*"
         try:
-            self._call(
-                "put_object",
-                Bucket=self.bucket,
-                Key=name,
-                Body=data,
-                ContentType=_CONTENT_TYPE,
-                ChecksumAlgorithm="SHA256",
-                ChecksumSHA256=checksum,
-            )
+            answer = self._call("put_object", conditional=if_absent, **params)
         except _Missing:  # no such bucket
             raise ArtifactStoreError(errno.ENOENT, "S3 put_object failed: no bucket") from None
+        if not answer.get("ETag"):
+            # Every S3 server names what it stored; botocore takes a bare 200 (a broken
+            # proxy, an answer cut off after its status line) for success.
+            raise ArtifactStoreError(errno.EIO, "S3 put_object failed: not confirmed")
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
+        name, checksum = self._name(key), _checksum(key)
+        if not replace and self._conditional:
+            try:
+                self._put_object(name, data, checksum, if_absent=True)
+                return True
+            except _Exists:
+                pass  # another writer got there: look at what it wrote
+            except _NoConditional:
+                self._conditional = False  # this server: HEAD + PUT from now on
+            if self._probe(key) == "verified":
+                self._refresh(key)  # reuse counts as use
+                return False
         # One PUT replaces whatever is there: the same bytes from a concurrent writer, or
         # an object that did not verify.
-        self._put_object(self._name(key), data, _checksum(key))
+        self._put_object(name, data, checksum)
         return True
 
     def _refresh(self, key: str) -> bool:
@@ -318,10 +531,9 @@ class S3ArtifactStore(ContentStore):
         names = {str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", ())}
         if f"{key}.decision.json" not in names:
             with self._lock:
-                if f"{key}.txt" not in names:
-                    self._absent[key] = time.monotonic()
-                    if len(self._absent) > CACHE_ENTRIES:
-                        self._absent.clear()
+                self._listed[key] = (time.monotonic(), f"{key}.txt" in names)
+                if len(self._listed) > CACHE_ENTRIES:
+                    self._listed.clear()
                 self._no_decision[key] = None
                 while len(self._no_decision) > CACHE_ENTRIES:
                     self._no_decision.popitem(last=False)
@@ -331,13 +543,14 @@ class S3ArtifactStore(ContentStore):
     def _fetch_decision(self, key: str) -> bytes | None:
         try:
             got = self._call(
-                "get_object", Bucket=self.bucket, Key=self._name(key, ".decision.json")
+                "get_object", read=MIB, Bucket=self.bucket, Key=self._name(key, ".decision.json")
             )
         except _Missing:
             return None
-        return bytes(got["Body"].read(MIB))
+        record: bytes = got["Body"]
+        return record
 
-    def _write_decision(self, key: str, data: bytes) -> None:
+    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
         self._put_object(self._name(key, ".decision.json"), data, digest)
         with self._lock:
@@ -345,10 +558,17 @@ class S3ArtifactStore(ContentStore):
 
     def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
         try:
-            got = self._call("get_object", Bucket=self.bucket, Key=self._name(key, suffix))
+            got = self._call(
+                "get_object",
+                read=-1,
+                transfer=MIB,
+                Bucket=self.bucket,
+                Key=self._name(key, suffix),
+            )
         except _Missing:
             return None
-        return bytes(got["Body"].read())
+        sidecar: bytes = got["Body"]
+        return sidecar
 
     def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
@@ -356,10 +576,11 @@ class S3ArtifactStore(ContentStore):
 
     def _read_marker(self) -> bytes | None:
         try:
-            got = self._call("get_object", Bucket=self.bucket, Key=self.prefix + _MARKER)
+            got = self._call("get_object", read=MIB, Bucket=self.bucket, Key=self.prefix + _MARKER)
         except _Missing:
             return None
-        return bytes(got["Body"].read(MIB))
+        marker: bytes = got["Body"]
+        return marker
 
     def _write_marker(self, data: bytes) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")

@@ -19,6 +19,8 @@ logger = logging.getLogger("budgetware")
 # Set once any entry point has named a store over the network (S3): the async paths then
 # bound every body that may need it in a worker thread, never on the event loop.
 _remote_in_use = False
+# The warning that no store can be named is logged once per process, not per request.
+_warned_no_store = False
 
 
 def remote_store_in_use() -> bool:
@@ -40,11 +42,14 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
     try:
         location = config.store_location()
     except (RuntimeError, KeyError, OSError) as exc:  # Path.home() with no resolvable home
-        logger.warning(
-            "budgetware has no artifact directory (%s: set BUDGETWARE_ARTIFACT_DIR); "
-            "bounded without a reference",
-            type(exc).__name__,
-        )
+        global _warned_no_store
+        if not _warned_no_store:
+            _warned_no_store = True
+            logger.warning(
+                "budgetware has no artifact directory (%s: set BUDGETWARE_ARTIFACT_DIR); "
+                "tool outputs are bounded without a reference (logged once per process)",
+                type(exc).__name__,
+            )
         return None
     retention = {
         "max_age": config.artifact_max_age,

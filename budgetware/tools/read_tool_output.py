@@ -131,11 +131,16 @@ def read_tool_output_schema(api: str = "openai_chat") -> dict[str, Any]:
             },
         }
     if api == "openai_responses":
+        # The Responses API takes a missing `strict` as strict mode, which makes every
+        # parameter required (the SDK's FunctionToolParam declares `strict` required). Chat
+        # Completions defaults to non-strict: its declaration leaves `strict` out, as the
+        # OpenAI-compatible servers that take the chat shape expect.
         return {
             "type": "function",
             "name": TOOL_NAME,
             "description": TOOL_DESCRIPTION,
             "parameters": read_tool_output_parameters(),
+            "strict": False,
         }
     if api == "anthropic":
         return {
@@ -170,7 +175,7 @@ def _arguments(arguments: object) -> dict[str, Any]:
     return dict(arguments)
 
 
-def _number(args: Mapping[str, Any], name: str, default: int) -> int:
+def _number(args: Mapping[str, Any], name: str, default: int, minimum: int = 0) -> int:
     value = args.get(name)
     if value is None:
         return default
@@ -180,8 +185,8 @@ def _number(args: Mapping[str, Any], name: str, default: int) -> int:
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadArgument(f"{name} must be a whole number")
-    if value < 0:
-        raise _BadArgument(f"{name} must be 0 or more (got {value})")
+    if value < minimum:
+        raise _BadArgument(f"{name} must be {minimum} or more (got {value})")
     return value
 
 
@@ -204,7 +209,8 @@ def run_read_tool_output(
         ref = args.get("ref")
         if not isinstance(ref, str) or not ref.strip():
             raise _BadArgument("ref is required: the reference after 'Full output:'")
-        limit = min(_number(args, "limit", DEFAULT_LIMIT), MAX_LIMIT)
+        # A window of 0 characters would name the same offset to read on, for ever.
+        limit = min(_number(args, "limit", DEFAULT_LIMIT, minimum=1), MAX_LIMIT)
         pattern = args.get("pattern")
         if pattern is not None and pattern != "":
             if not isinstance(pattern, str):
@@ -272,33 +278,40 @@ def _render_window(text: str, start: int, end: int, total: int) -> str:
 
 
 def _render_matches(found: GrepResult, limit: int) -> str:
+    """The matches, each with its context lines, as grep prints them (``:`` after the
+    number of a matching line, ``-`` after a context line's, ``--`` between groups), up to
+    ``limit`` characters of lines (the first group whatever its size). The head counts the
+    matching lines written: a match written as a line of an earlier group's context counts,
+    and one past the limit does not."""
     count = len(found.matches)
     lines: list[str] = []
-    shown = 0
+    written: set[int] = set()  # the matching lines written
     used = 0
     last = 0  # the last line number written
     matched = {m.line_number for m in found.matches}
     for match in found.matches:
-        group = [*match.before, match, *match.after]
+        group = [item for item in (*match.before, match, *match.after) if item.line_number > last]
+        if not group:
+            continue
         rendered = []
         for item in group:
-            if item.line_number <= last:
-                continue
             mark = ":" if item.line_number in matched else "-"
             rendered.append(f"{item.line_number}{mark}{item.offset}{mark} {item.line}")
-        size = sum(len(r) + 1 for r in rendered) + (3 if lines else 0)
-        if shown and used + size > limit:
+        apart = bool(lines) and group[0].line_number > last + 1
+        size = sum(len(r) + 1 for r in rendered) + (3 if apart else 0)
+        if lines and used + size > limit:
             break
-        if lines and group[0].line_number > last + 1:
+        if apart:
             lines.append("--")
         lines += rendered
         used += size
-        shown += 1
-        last = max(last, group[-1].line_number)
-    noun = "match" if count == 1 else "matches"
-    head = f"{count} {noun}"
+        written.update(item.line_number for item in group if item.line_number in matched)
+        last = group[-1].line_number
+    shown = len(written)
+    noun = "match" if shown == 1 else "matches"
+    head = f"{shown} {noun}"
     if found.more or shown < count:
         head = f"{shown} {noun} shown (more follow: narrow the pattern)"
-    if count:
+    if shown:
         head += " (line:offset: text; read around one with its offset)"
     return "\n".join([head, *lines])

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any, cast
 
+from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
+from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
 from budgetware.core.observe import BatchReport, RequestReport
 from budgetware.store.select import store_for_config
 from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_body
 from budgetware.wire.signing import signed_header_names
-from budgetware.wire.splice import replace_values
+from budgetware.wire.splice import patch_json, replace_values, with_values
 
 __all__ = ["bound_batches", "finalize_body", "is_untouchable", "observed_finalize_body"]
 
@@ -41,7 +42,9 @@ def finalize_body(
     if not isinstance(cast(object, body), bytes):
         return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
-        config = resolve_config()
+        # A setting that turned bad since setup is left out (logged once): never a broken
+        # call, as for bound_payload and the transports.
+        config = resolve_config(lenient=True)
     budget = config.batch_budget
     # Every string inside a JSON text takes at least as many bytes there as it measures
     # (one char is >= 1 byte; an escape is longer than the UTF-8 it stands for), so a body
@@ -70,7 +73,7 @@ def observed_finalize_body(
     """
     start = time.perf_counter()
     if config is None:
-        config = resolve_config()
+        config = resolve_config(lenient=True)
     batches: list[BatchReport] = []
     error: str | None = None
     new_body = body
@@ -131,7 +134,8 @@ def _finalize(
     if read is None:
         return body
     decoded, all_batches = read
-    changes = bound_batches(all_batches, config, reports)
+    with digest_scope():  # the digests of this body's strings, forgotten with them
+        changes = bound_batches(all_batches, config, reports)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
@@ -216,18 +220,21 @@ def _bound(
 
 
 def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
-    """Last resort when a changed value has no token to splice: write the whole body again.
-
-    Key order and every value are kept (the standard library writes big integers and NaN
-    back as they were read); only whitespace may differ from the original.
-    """
-    for path, (_old, new) in changes.items():
-        container: Any = decoded
+    """Last resort when a changed string has no token the splicer found: patch the body
+    with every changed value (``patch_json``), and if even that cannot follow its bytes,
+    write the whole body again with every number exactly as it was spelled (only spacing
+    and string escapes may then differ from the original)."""
+    new = with_values(decoded, {path: value for path, (_old, value) in changes.items()})
+    patched = patch_json(body, decoded, new)
+    if patched is not None:
+        return patched
+    doc = loads_literal(body.decode("utf-8", "surrogatepass"))
+    for path, (_old, value) in changes.items():
+        container: Any = doc
         for key in path[:-1]:
             container = container[key]
-        container[path[-1]] = new
-    text = json.dumps(decoded, ensure_ascii=body.isascii(), separators=(",", ":"))
-    return text.encode("utf-8", "backslashreplace_json")
+        container[path[-1]] = value
+    return dumps_literal(doc, ascii_only=body.isascii())
 
 
 def _warn_signed() -> None:

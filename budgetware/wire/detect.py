@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import re
 from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from budgetware.core.config import NO_FORMAT, BudgetConfig
+from budgetware.core.config import ENV_PREFIX, NO_FORMAT, BudgetConfig, warn_setting_once
 from budgetware.core.jsonio import loads
 from budgetware.wire.formats import (
     anthropic_messages,
@@ -121,6 +122,8 @@ def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat |
     """
     parts = urlsplit(str(url))
     path = parts.path.rstrip("/")
+    if config is not None and _endpoints_dropped(config):
+        return None  # fail closed: the endpoints the user excluded are unknown now
     if config is not None and config.endpoints:
         matched, declared = _declared(parts.netloc, path or "/", tuple(config.endpoints.items()))
         if matched:
@@ -163,7 +166,9 @@ _Rule = tuple["re.Pattern[str] | None", "re.Pattern[str] | None", str]
 @functools.lru_cache(maxsize=64)
 def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
     """Compiled endpoint patterns: ``/path-glob``, ``host-glob``, or ``host-glob/path-glob``
-    (a leading ``http://`` or ``https://`` is ignored; ``*`` also matches ``/``)."""
+    (a leading ``http://`` or ``https://`` is ignored; ``*`` also matches ``/``; ``host/``
+    and ``host/*`` are the whole host, like ``host``). In a host glob only ``*`` and ``?``
+    are wildcards: brackets are literal, as in an IPv6 address (``[::1]:8000``)."""
     rules: list[_Rule] = []
     for pattern, name in endpoints:
         text = pattern.strip()
@@ -175,14 +180,51 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
         else:
             host_glob, slash, rest = text.partition("/")
             path_glob = slash + rest
-        host_re = re.compile(fnmatch.translate(host_glob.lower())) if host_glob else None
+        host_re = re.compile(_host_glob(host_glob.lower())) if host_glob else None
+        whole_host = host_glob and path_glob in ("/", "/*")
         path_re = (
             re.compile(fnmatch.translate(path_glob.rstrip("/") or "/"))
-            if path_glob and path_glob != "/*"
+            if path_glob and path_glob != "/*" and not whole_host
             else None
         )
         rules.append((host_re, path_re, name))
     return rules
+
+
+def _host_glob(glob: str) -> str:
+    """A regular expression for a host glob: ``*`` and ``?`` wildcards, all else literal."""
+    return (
+        "(?s:"
+        + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+        + r")\Z"
+    )
+
+
+_ENDPOINTS_VARIABLE = ENV_PREFIX + "ENDPOINTS"
+
+
+def _endpoints_dropped(config: BudgetConfig) -> bool:
+    """Whether ``BUDGETWARE_ENDPOINTS`` is set but invalid and so left out of ``config``.
+
+    A value that turns bad after setup is left out of the configuration (logged once)
+    like any other; for this one setting that would bound endpoints the user excluded
+    (``"none"``), so no request is touched until the value is fixed.
+    """
+    raw = os.environ.get(_ENDPOINTS_VARIABLE)
+    if raw is None or "endpoints" in config.model_fields_set:
+        return False
+    return not _valid_endpoints(raw)
+
+
+@functools.lru_cache(maxsize=16)
+def _valid_endpoints(raw: str) -> bool:
+    try:
+        BudgetConfig.model_validate({"endpoints": raw})
+    except ValueError:
+        reason = "invalid endpoints; no request is rewritten until it is fixed"
+        warn_setting_once(_ENDPOINTS_VARIABLE, reason)
+        return False
+    return True
 
 
 def format_for_path(path: str) -> WireFormat | None:

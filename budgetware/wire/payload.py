@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from budgetware.core import observe
+from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes
@@ -14,7 +15,8 @@ from budgetware.core.observe import BatchReport, RequestReport
 
 # The byte path's steps between reading a body and splicing it, shared by the dict path.
 from budgetware.wire.body import bound_batches
-from budgetware.wire.detect import SNIFF, JsonPath, format_for_url, sniff_format
+from budgetware.wire.detect import SNIFF, format_for_url, sniff_format
+from budgetware.wire.splice import with_values
 
 __all__ = ["bound_payload"]
 
@@ -89,29 +91,11 @@ def _bound(
         fmt = sniff_format(payload)
     if fmt is None:
         return payload
-    changes = bound_batches(fmt.batches(payload), config, reports)
+    with digest_scope():  # the digests of this payload's strings, forgotten with them
+        changes = bound_batches(fmt.batches(payload), config, reports)
     if not changes:
         return payload
-    return _with_values(payload, {path: new for path, (_, new) in changes.items()})
-
-
-def _with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str, Any]:
-    """A copy of ``doc`` with ``values`` at their paths: only the containers on those paths
-    are copied (once each); everything else is shared with ``doc``, which is not changed."""
-    root = dict(doc)
-    copies: dict[JsonPath, Any] = {(): root}
-    for path, value in values.items():
-        container: Any = root
-        for depth in range(1, len(path)):
-            prefix = path[:depth]
-            copied = copies.get(prefix)
-            if copied is None:
-                original = container[path[depth - 1]]
-                copied = dict(original) if isinstance(original, dict) else list(original)
-                container[path[depth - 1]] = copies[prefix] = copied
-            container = copied
-        container[path[-1]] = value
-    return root
+    return with_values(payload, {path: new for path, (_, new) in changes.items()})
 
 
 def _size(payload: Any) -> int:

@@ -17,6 +17,7 @@ __all__ = [
     "patch_json",
     "replace_values",
     "value_spans",
+    "with_values",
 ]
 
 # The bytes that matter to the structure; scalars (numbers, true, false, null) and
@@ -181,6 +182,25 @@ def replace_values(
         previous = end
     pieces.append(body[previous:])
     return b"".join(pieces)
+
+
+def with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str, Any]:
+    """A copy of ``doc`` with ``values`` at their paths: only the containers on those paths
+    are copied (once each); everything else is shared with ``doc``, which is not changed."""
+    root = dict(doc)
+    copies: dict[JsonPath, Any] = {(): root}
+    for path, value in values.items():
+        container: Any = root
+        for depth in range(1, len(path)):
+            prefix = path[:depth]
+            copied = copies.get(prefix)
+            if copied is None:
+                original = container[path[depth - 1]]
+                copied = dict(original) if isinstance(original, dict) else list(original)
+                container[path[depth - 1]] = copies[prefix] = copied
+            container = copied
+        container[path[-1]] = value
+    return root
 
 
 # --- patching any value: for rewriters that build a new message from a decoded one --------

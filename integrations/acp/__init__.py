@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from budgetware.core.errors import fail_open
-from budgetware.core.jsonio import dumps_faithful, loads
+from budgetware.core.jsonio import dumps_faithful, loads_exact
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
 
@@ -133,7 +133,7 @@ class NdjsonStreamTransport:
             if not line:
                 continue
             try:
-                message = loads(line)
+                message = loads_exact(line)
             except ValueError:
                 logger.warning("dropping a line that is not JSON (%d bytes)", len(line))
                 continue

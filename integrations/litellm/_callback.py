@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import math
 import warnings
@@ -16,11 +16,15 @@ from litellm.types.utils import CallTypes, CallTypesLiteral
 
 from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, check_settings
 from budgetware.core.errors import BudgetwareWarning, fail_open
+from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
-from budgetware.http.transport import OFFLOAD_BYTES
+from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
+from budgetware.wire.detect import format_for_path
 from budgetware.wire.payload import bound_payload
+
+from . import _passthrough
 
 __all__ = ["METADATA_KEYS", "BudgetCallback"]
 
@@ -214,33 +218,108 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _bound_field(
-    fields: Mapping[str, Any],
-    call_type: object,
+def _warn(message: str) -> None:
+    warnings.warn(message, BudgetwareWarning, stacklevel=4)
+
+
+# Fields whose value may also be a plain string (a prompt, no tool results): the Responses
+# ``input`` and litellm's Gemini ``contents``.
+_TEXT_FIELDS = ("input", "contents")
+
+
+def _conversation(
+    fields: Mapping[str, Any], path: str, field: str, warn: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape.
+
+    What budgetware cannot read is left as it is (a tool result it cannot read is not
+    bounded), with a warning naming the shape (types only, never content).
+    """
+    if field not in fields:
+        return None
+    value = fields[field]
+    fmt = format_for_path(path)
+    api = fmt.name if fmt is not None else "model"
+    if not isinstance(value, list):
+        if not (field in _TEXT_FIELDS and isinstance(value, str)):
+            warn(
+                f"budgetware: leaving a request alone ({api}): its {field!r} is "
+                f"{type(value).__name__}, not a list, so no tool result in it is bounded"
+            )
+        return None
+    items = _plain(value)
+    if not all(isinstance(item, dict) for item in items):
+        warn(
+            f"budgetware: some items of a request's {field!r} are not objects ({api}): "
+            "they are left as they are"
+        )
+    odd = _unreadable_tool_result(api, items)
+    if odd is not None:
+        warn(f"budgetware: in a request ({api}), {odd}: it is left as it is, not bounded")
+    return {field: items}
+
+
+_TEXT = (str, list)
+_CHAT_FORMATS = ("openai_chat", "cohere_v2", "ollama_chat")
+_CHAT_TOOL_ROLES = ("tool", "function")
+
+
+def _unreadable_tool_result(fmt: str, items: list[Any]) -> str | None:
+    """What makes a tool result of the conversation unreadable (the first one found), or
+    None: a tool result's content that is neither text nor a list of parts."""
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if fmt in _CHAT_FORMATS:
+            content = item.get("content")
+            if item.get("role") in _CHAT_TOOL_ROLES and not isinstance(content, _TEXT):
+                return f"a tool message's content is of type {type(content).__name__}"
+        elif fmt == "anthropic_messages":
+            blocks = item.get("content")
+            if not isinstance(blocks, list):
+                continue
+            for block in blocks:
+                if not isinstance(block, dict):
+                    return f"a message's content holds a value of type {type(block).__name__}"
+                result = block.get("content", "")
+                if block.get("type") == "tool_result" and not isinstance(result, _TEXT):
+                    return f"a tool_result's content is of type {type(result).__name__}"
+        elif fmt == "openai_responses":
+            output = item.get("output")
+            if item.get("type") == "function_call_output" and not isinstance(output, _TEXT):
+                return f"a function_call_output's output is of type {type(output).__name__}"
+    return None
+
+
+def _json_size(payload: Any) -> int:
+    """The payload's size as compact JSON (0 when it is not JSON: left to the bounding)."""
+    try:
+        return len(dumps_bytes(payload))
+    except (TypeError, ValueError, RecursionError):
+        return 0
+
+
+def _bound_conversation(
+    path: str,
+    payload: dict[str, Any],
     config: BudgetConfig | None,
     overrides: Mapping[str, Any],
 ) -> Any:
-    """The bounded value of the call type's conversation field, or None when unchanged."""
-    wire = _FORMATS.get(_call_type_name(call_type))
-    if wire is None:
-        return None
-    path, field = wire
-    value = fields.get(field)
-    if not isinstance(value, list):
-        return None
-    payload = {field: _plain(value)}
+    """The bounded value of the payload's one field, or None when unchanged."""
     bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
     if bounded is payload:
         return None
-    return bounded[field]
+    ((_, value),) = bounded.items()
+    return value
 
 
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
-    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request, with settings
-    from the callback's ``config`` < team metadata < key metadata < ``x-budgetware-*``
-    request headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
+    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request (on the unified
+    routes, and on pass-through routes whose path is a model API), with settings from the
+    callback's ``config`` < team metadata < key metadata < ``x-budgetware-*`` request
+    headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
     bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
     Neither hook ever fails a request: an internal error sends it unchanged.
     """
@@ -250,6 +329,8 @@ class BudgetCallback(CustomLogger):
         # A configuration mistake (or an unusable store) fails here, not on a request.
         check_store(check_settings(config))
         self.config = config
+        # Pass-through routes forward the client's headers before any hook runs.
+        _passthrough.guard_forwarded_headers()
 
     async def async_pre_call_hook(
         self,
@@ -264,24 +345,38 @@ class BudgetCallback(CustomLogger):
             fail_open(
                 "remove x-budgetware-* headers from a LiteLLM Proxy request", config=self.config
             )
-        if _call_type_name(call_type) not in _FORMATS:
-            return data
         try:
+            name = _call_type_name(call_type)
+            if name == _passthrough.CALL_TYPE:
+                client = _passthrough.take_client_request()
+                route = getattr(user_api_key_dict, "request_route", None)
+                wire = _passthrough.route_wire(route)
+                headers, size = client.headers, client.size
+            else:
+                wire = _FORMATS.get(name)
+                if wire is None:
+                    return data
+                headers, size = request_headers(data), _request_size(data)
+            if wire is None:
+                return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
             overrides = metadata_overrides(team, "team metadata", warn=log_warning)
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
-            overrides.update(header_overrides(request_headers(data), warn=log_warning))
-            args = (data, call_type, self.config, overrides)
-            if _request_size(data) < OFFLOAD_BYTES:
-                bounded = _bound_field(*args)
-            else:
-                # Hashing, cutting and writing artifacts take milliseconds to tens of them
-                # (an fsync): not on the event loop that serves every other request.
-                bounded = await asyncio.to_thread(_bound_field, *args)
+            overrides.update(header_overrides(headers, warn=log_warning))
+            path, field = wire
+            payload = _conversation(data, path, field, log_warning)
+            if payload is None:
+                return data
+            # Hashing, cutting and writing artifacts take milliseconds to tens of them (an
+            # fsync), an S3 store seconds if it hangs: a large request (by its
+            # content-length) is bounded in a worker thread, never on the event loop that
+            # serves every other request.
+            bounded = await off_loop_for_size(
+                size, _bound_conversation, path, payload, self.config, overrides
+            )
             if bounded is None:
                 return data
-            _, field = _FORMATS[_call_type_name(call_type)]
             return {**data, field: bounded}
         except Exception:
             fail_open("bound a LiteLLM Proxy request", config=self.config)
@@ -295,10 +390,19 @@ class BudgetCallback(CustomLogger):
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
-            bounded = _bound_field(kwargs, call_type, self.config, {})
+            wire = _FORMATS.get(_call_type_name(call_type))
+            if wire is None:
+                return kwargs
+            path, field = wire
+            payload = _conversation(kwargs, path, field, _warn)
+            if payload is None:
+                return kwargs
+            # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides
+            # whether the bounding (and a store's I/O) leaves the event loop.
+            bound = functools.partial(_bound_conversation, config=self.config, overrides={})
+            bounded = await off_loop_for_size(_json_size(payload), bound, path, payload)
             if bounded is None:
                 return kwargs
-            _, field = _FORMATS[_call_type_name(call_type)]
             return {**kwargs, field: bounded}
         except Exception:
             fail_open("bound a litellm request", config=self.config)

@@ -56,13 +56,37 @@ def budget_async_http_client(*, config: BudgetConfig | None = None, **kwargs: An
     )
 
 
+_AIOHTTP_2X = (
+    "budget_aiohttp_client on openai 2.x needs the httpx-aiohttp package, which openai's "
+    'aiohttp extra installs: pip install "openai[aiohttp]"'
+)
+
+
 def budget_aiohttp_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
-    """``openai.DefaultAioHttpClient`` (aiohttp on the wire) with a budget."""
+    """``openai.DefaultAioHttpClient`` (aiohttp on the wire) with a budget.
+
+    openai 3.x ships its aiohttp transport (httpx2); openai 2.x (classic httpx) uses the
+    ``httpx-aiohttp`` package, installed with ``openai[aiohttp]``: without it this raises
+    ``ImportError`` saying so, as openai's own client would fail on its first use.
+    """
     openai = _openai()
     from openai._constants import DEFAULT_CONNECTION_LIMITS
-    from openai._vendor.httpx_aiohttp import AiohttpTransport
 
-    inner = AiohttpTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
+    transport_class = _aiohttp_transport(sdk_http_library(openai.DefaultAioHttpClient, "openai"))
+    inner = transport_class(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
     return openai.DefaultAioHttpClient(
         transport=AsyncBudgetTransport(inner, config=config), **kwargs
     )
+
+
+def _aiohttp_transport(library: Any) -> Any:
+    """The aiohttp transport class for the HTTP library the installed openai uses."""
+    if library.__name__ == "httpx2":
+        from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+        return AiohttpTransport
+    try:  # openai 2.x: the package its DefaultAioHttpClient is built on
+        from httpx_aiohttp import AiohttpTransport as Classic
+    except ImportError as exc:
+        raise ImportError(_AIOHTTP_2X) from exc
+    return Classic

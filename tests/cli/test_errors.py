@@ -89,6 +89,16 @@ def test_bad_flag_values(
     assert "--help" in err  # says where to look
 
 
+@pytest.mark.parametrize("url", ["ftp://x", "s3://", "s3://ab"])
+def test_mcp_server_store_that_is_not_a_store(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    err = one_line_error(capsys, ["mcp-server", "--store", url], 2)
+    assert err.startswith("budgetware mcp-server: invalid budgetware setting: artifact_store: ")
+    assert "BUDGETWARE_ARTIFACT_STORE" not in err  # it came from the flag
+    assert "Value error" not in err  # pydantic's own prefix says nothing to a user
+
+
 def test_acp_proxy_agent_that_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
     err = one_line_error(capsys, ["acp-proxy", "--", "/nonexistent/agent"], 127)
     assert "cannot run '/nonexistent/agent': No such file or directory" in err
@@ -124,6 +134,32 @@ def test_diagnose_a_file_it_cannot_read(
     path = make(tmp_path)  # type: ignore[operator]
     err = one_line_error(capsys, ["diagnose", str(path)], 1)
     assert f"budgetware diagnose: cannot read {path}: {reason}" in err
+
+
+def _unreadable(tmp_path: Path) -> Path:
+    """A file this process may not read: mode 0, or for root (who reads every file) a
+    write-only kernel setting that refuses even root."""
+    if os.geteuid() != 0:
+        path = tmp_path / "debug.jsonl"
+        path.write_text("{}\n")
+        path.chmod(0)
+        return path
+    path = Path("/proc/sys/vm/compact_memory")
+    try:
+        path.open("rb").close()
+    except PermissionError:
+        return path
+    except OSError:
+        pass
+    pytest.skip("no file here that root may not read")
+
+
+def test_diagnose_a_file_it_may_not_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _unreadable(tmp_path)
+    err = one_line_error(capsys, ["diagnose", str(path)], 1)
+    assert f"budgetware diagnose: cannot read {path}: Permission denied" in err
 
 
 @pytest.mark.parametrize(
@@ -165,6 +201,26 @@ def test_artifacts_dir_that_is_a_file(capsys: pytest.CaptureFixture[str], tmp_pa
     path.write_text("x")
     err = one_line_error(capsys, ["artifacts", "--dir", str(path), "usage"], 1)
     assert f"{path} is not a directory" in err
+
+
+@pytest.mark.parametrize("command", ["usage", "sweep", "prune --older-than 7d"])
+def test_artifacts_dir_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    path = tmp_path / "mistyped"
+    err = one_line_error(capsys, ["artifacts", "--dir", str(path), *command.split()], 1)
+    assert f"{path}: no such directory" in err
+    assert not path.exists()  # nothing was made of a mistake
+    # `where` only names the place, which may not exist yet.
+    assert cli(["artifacts", "--dir", str(path), "where"]) == 0
+
+
+def test_demo_artifact_dir_that_cannot_be_made(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # /proc refuses new directories, even to root.
+    err = one_line_error(capsys, ["demo", "--plain", "--artifact-dir", "/proc/1/nope"], 1)
+    assert "cannot create --artifact-dir /proc/1/nope:" in err
 
 
 def test_demo_artifact_dir_that_is_a_file(

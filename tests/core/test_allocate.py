@@ -8,6 +8,9 @@ from hypothesis import strategies as st
 
 from budgetware import allocate
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 
 @pytest.mark.parametrize(
     ("lengths", "budget", "expected"),

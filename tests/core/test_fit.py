@@ -9,6 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from budgetware import fit_text, measure
+from budgetware.core.notice import DEFAULT_WORDING
+
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
 
 REF = "/cache/budgetware/artifacts/" + "a" * 64 + ".txt"
 
@@ -153,3 +157,20 @@ def test_token_unit_bounds_estimated_tokens_and_says_so() -> None:
     preview = fit_text("hello world " * 10_000, 500, refs=[REF], unit="tokens")
     assert measure(preview, "tokens") <= 500
     assert "30,000 tokens" in preview.split("\n", 1)[0]
+
+
+def test_count_dependent_phrases_agree_with_their_count() -> None:
+    # "1 matching line from it follow" read wrong; so did "1 chars omitted".
+    words = DEFAULT_WORDING
+    assert "1 matching line from it follows," in words.salient_marker(10, "chars", 1)
+    assert "2 matching lines from it follow," in words.salient_marker(10, "chars", 2)
+    assert "[... 1 char omitted ...]" in words.marker(1, "chars")
+    assert "[... 1 byte omitted ...]" in words.marker(1, "utf8_bytes")
+    assert "[... 1 token omitted ...]" in words.marker(1, "tokens:o200k_base")
+    assert "[... 2 tokens omitted ...]" in words.marker(2, "tokens")
+    assert words.notice(1, 1, "chars", ()) == "[Tool output truncated: 1 char, 1 omitted.]"
+    assert words.compact_notice(1, 1, "chars", ()) == "[1 of 1 char omitted.]"
+    lines = [f"INFO step {n}" for n in range(3_000)]
+    lines[1_500] = "ERROR: disk full"
+    preview = fit_text("\n".join(lines) + "\n", 2_000)
+    assert "; 1 matching line from it follows, with line numbers ...]\n1501: ERROR" in preview

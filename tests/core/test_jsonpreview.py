@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from budgetware import fit_text, measure
 from budgetware.core.fit import PreviewOptions
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 REF = "/cache/budgetware/artifacts/" + "a" * 64 + ".txt"
 
 
@@ -128,3 +131,116 @@ def test_json_previews_are_bounded_idempotent_and_parse(
     first = once.split("\n", 1)[0]
     if once is not text and "JSON" in first and first.startswith("["):
         json.loads(once.split("\n", 1)[1])
+
+
+# -- nothing but the cuts changes: numbers keep their spelling -------------------------------
+
+NUMBERS = (
+    '"inf": 1e400, "nan": NaN, "ninf": -Infinity, "pinf": Infinity, "tiny": 1e-400, '
+    '"big": 123456789012345678901234567890, "neg_big": -99999999999999999999, '
+    '"u64": 18446744073709551616, "e": 1E5, "e_plus": 1E+2, "f": 1.10, "price": 1.50, '
+    '"zero": -0, "nzero": -0.0'
+)
+
+
+def _literals(json_text: str) -> list[str]:
+    """Every number literal (and NaN / Infinity) of a JSON text, as spelled, in order."""
+    found: list[str] = []
+
+    def keep(literal: str) -> str:
+        found.append(literal)
+        return literal
+
+    json.loads(json_text, parse_float=keep, parse_int=keep, parse_constant=keep)
+    return found
+
+
+def test_every_number_is_written_as_the_output_spelled_it() -> None:
+    text = '{"stdout": "' + "x" * 20_000 + '", ' + NUMBERS + "}"
+    preview = fit_text(text, 1_000)
+    body = preview.split("\n", 1)[1].lstrip("\n")
+    assert "JSON" in preview.split("\n", 1)[0]
+    assert body.endswith(NUMBERS.replace(": ", ":").replace(", ", ",") + "}")
+    assert _literals(body) == _literals(text)
+
+
+def test_integers_beyond_64_bits_survive_in_kept_array_elements() -> None:
+    big = [str(10**30 + i) for i in range(2_000)]
+    text = "[" + ", ".join(big) + "]"
+    value = _json_body(fit_text(text, 2_000))
+    kept = [x for x in value if isinstance(x, int)]
+    assert kept[0] == 10**30
+    assert kept[-1] == 10**30 + 1_999
+    assert all(str(x) in big for x in kept)
+
+
+def test_a_document_after_a_bom_and_long_whitespace_is_still_json() -> None:
+    doc = json.dumps(_api_payload(500), indent=2)
+    for text in (
+        "\ufeff" + doc,
+        " " * 200 + doc + "\n" * 200,
+        "\ufeff\n\n" + "\t" * 100 + doc + " \r\n" * 100,
+    ):
+        preview = fit_text(text, 2_000)
+        assert len(preview) <= 2_000
+        assert list(_json_body(preview)) == ["object", "data", "has_more", "next_cursor"]
+
+
+def test_the_standard_library_path_writes_the_same_preview(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from budgetware.core import jsonio
+
+    text = '{"rows": [' + ", ".join(f'{{"n": {i}.10, "s": "é{i}"}}' for i in range(3_000))
+    text += "], " + NUMBERS + "}"
+    with_orjson = fit_text(text, 3_000, refs=[REF])
+    monkeypatch.setattr(jsonio, "_orjson", None)
+    assert fit_text(text, 3_000, refs=[REF]) == with_orjson
+    body = with_orjson.split("\n", 1)[1]
+    assert _literals(body)[-len(_literals(NUMBERS.join("{}"))) :] == _literals(NUMBERS.join("{}"))
+
+
+_number = st.from_regex(
+    r"-?(0|[1-9][0-9]{0,40})(\.[0-9]{1,6})?([eE][+-]?[0-9]{1,3})?", fullmatch=True
+)
+_leaf = (
+    _number
+    | st.sampled_from(["NaN", "Infinity", "-Infinity", "true", "false", "null"])
+    | st.text(max_size=60).map(json.dumps)
+)
+_space = st.sampled_from(["", " ", "\n  "])
+
+
+def _array(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _object(members: list[tuple[str, str]]) -> str:
+    return "{" + ", ".join(json.dumps(k) + ": " + v for k, v in members) + "}"
+
+
+json_texts = st.recursive(
+    _leaf,
+    lambda children: (
+        st.lists(children, max_size=30).map(_array)
+        | st.lists(st.tuples(st.text(max_size=12), children), max_size=12).map(_object)
+    ),
+    max_leaves=300,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_texts, st.integers(0, 4_000), st.sampled_from(["chars", "utf8_bytes"]), _space)
+def test_every_number_in_a_preview_is_spelled_as_in_the_output(
+    inner: str, allocation: int, unit: str, space: str
+) -> None:
+    text = space + "[" + inner + ", " + inner + "]" + space
+    preview = fit_text(text, allocation, refs=[REF], unit=unit)  # type: ignore[arg-type]
+    assert measure(preview, unit) <= allocation  # type: ignore[arg-type]
+    first, _, rest = preview.partition("\n")
+    if preview is text or "JSON" not in first or not first.startswith("["):
+        return
+    remaining = list(_literals(text))
+    for literal in _literals(rest):
+        assert literal in remaining, literal  # byte-identical to a literal of the output
+        remaining.remove(literal)

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from budgetware import json_string_bytes, measure
 from budgetware.core.measure import _json_string_bytes_slow, cut_prefix, cut_suffix
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 REFERENCE = [
     ("", 2),
     ("plain ASCII", 13),

@@ -21,7 +21,11 @@ from budgetware import (
 )
 from budgetware.core.allocate import allocate_by_priority
 
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 HIGH, NORMAL, LOW = 0, 1, 2
+lengths_st = st.lists(st.integers(0, 3_000), min_size=1, max_size=12)
 
 
 def test_worked_numbers_of_the_docs() -> None:
@@ -33,16 +37,90 @@ def test_worked_numbers_of_the_docs() -> None:
     assert allocate_by_priority(lengths, 10_000, ranks, floors) == [6_000, 2_000, 2_000]
     big = [12_000, 8_000, 5_000]
     assert allocate_by_priority(big, 10_000, ranks, [100] * 3) == [9_800, 100, 100]
-    # Floors that do not fit share the budget max-min fair: the bound holds.
-    assert allocate_by_priority([5_000] * 3, 200, ranks, [100] * 3) == [67, 67, 66]
+    # Floors that do not fit are dropped from the lowest priority up: the bound holds.
+    assert allocate_by_priority([5_000] * 3, 200, ranks, [0] * 3, [100] * 3) == [100, 100, 0]
+
+
+def test_small_floors_that_do_not_fit_are_dropped_from_the_lowest_priority_up() -> None:
+    # 1 high (5,000) + 200 low (300 each) at 10,000: the 200 floors of 100 do not fit.
+    # Before, every floor was shared evenly and the high result got 50 characters, against
+    # the rule that it is cut only when the rest cannot make room.
+    lengths = [5_000] + [300] * 200
+    shares = allocate_by_priority(lengths, 10_000, [HIGH] + [LOW] * 200, [0] * 201, [100] * 201)
+    assert shares == [5_000] + [25] * 200
+    config = BudgetConfig(
+        batch_budget=10_000, persist=False, tool_policies={"memory": "high", "web": "low"}
+    )
+    batch = [ToolResult("m", "memory", ("m" * 5_000,))]
+    batch += [ToolResult(f"w{i}", "web", ("w" * 300,)) for i in range(200)]
+    high, *lows = finalize_batch(batch, config=config)
+    assert high.slots[0] == "m" * 5_000
+    assert {len(e.slots[0]) for e in lows} == {25}
+
+
+@pytest.mark.parametrize("priority", ["normal", "low"])
+def test_a_min_room_at_or_above_the_budget_never_empties_the_other_results(
+    priority: str,
+) -> None:
+    # web_fetch 300,000 with min_room 250,000 at a budget of 200,000: before, [200000, 0, 0]
+    # (the 25-character result that fits whole became ""), and with web_fetch low it took
+    # 199,875 while the normal read_file was cut to 100.
+    config = BudgetConfig(
+        batch_budget=200_000,
+        persist=False,
+        tool_policies={"web_fetch": {"priority": priority, "min_room": 250_000}},
+    )
+    batch = [
+        ToolResult("a", "web_fetch", ("q" * 300_000,)),
+        ToolResult("b", "shell", ("exit code 1: build failed",)),
+        ToolResult("c", "read_file", ("x" * 3_000,)),
+    ]
+    web, shell, read = finalize_batch(batch, config=config)
+    assert shell.slots[0] == "exit code 1: build failed"
+    assert read.slots[0] == "x" * 3_000
+    assert len(web.slots[0]) == 200_000 - 25 - 3_000
+
+
+def test_a_min_room_counts_up_to_half_the_budget() -> None:
+    lengths = [50_000, 50_000]
+    config = BudgetConfig(
+        batch_budget=10_000, persist=False, tool_policies={"a": {"min_room": 9_000}}
+    )
+    batch = [ToolResult("1", "a", ("a" * 50_000,)), ToolResult("2", "b", ("b" * 50_000,))]
+    a, b = finalize_batch(batch, config=config)
+    assert (len(a.slots[0]), len(b.slots[0])) == (5_000, 5_000)
+    ranks, floors = [NORMAL, NORMAL], [5_000, 0]
+    assert allocate_by_priority(lengths, 10_000, ranks, floors, [100, 100]) == [5_000, 5_000]
+    assert allocate_by_priority(lengths, 10_000, ranks, [3_000, 0], [100, 100]) == [5_000, 5_000]
+    assert allocate_by_priority(lengths, 4_000, ranks, [3_000, 0], [100, 100]) == [3_000, 1_000]
+
+
+@given(lengths_st, st.integers(0, 20_000), st.data())
+def test_least_floors_are_kept_by_whole_ranks_from_the_highest(
+    lengths: list[int], budget: int, data: Any
+) -> None:
+    n = len(lengths)
+    ranks = data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    floors = data.draw(st.lists(st.integers(0, 1_000), min_size=n, max_size=n))
+    least = data.draw(st.lists(st.integers(0, 200), min_size=n, max_size=n))
+    shares = allocate_by_priority(lengths, budget, ranks, floors, least)
+    assert sum(shares) == min(budget, sum(lengths))
+    assert all(0 <= a <= length for a, length in zip(shares, lengths))
+    if sum(lengths) <= budget:
+        return
+    need = 0
+    for rank in sorted(set(ranks)):
+        mine = [i for i in range(n) if ranks[i] == rank]
+        need += sum(min(least[i], lengths[i]) for i in mine)
+        if need > budget:
+            break
+        # A rank whose least floors fit beside those of every higher rank keeps them.
+        assert all(shares[i] >= min(least[i], lengths[i]) for i in mine)
 
 
 def test_a_rank_is_max_min_fair_on_totals_with_floors() -> None:
     shares = allocate_by_priority([5_000, 5_000, 5_000], 6_000, [NORMAL] * 3, [0, 0, 2_500])
     assert shares == [1_750, 1_750, 2_500]
-
-
-lengths_st = st.lists(st.integers(0, 3_000), min_size=1, max_size=12)
 
 
 @given(lengths_st, st.integers(0, 20_000))

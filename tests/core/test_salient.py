@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import json
+import random
 import re
+from typing import Any
 
+import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from budgetware import BudgetConfig, ConfigError, ToolResult, finalize_batch, fit_text
+from budgetware import (
+    BudgetConfig,
+    ConfigError,
+    ToolResult,
+    finalize_batch,
+    finalize_body,
+    fit_text,
+)
+from budgetware.core.artifacts import text_key
 from budgetware.core.fit import PreviewOptions
-from budgetware.core.salient import compile_salient, salient_spans
+from budgetware.core.salient import (
+    DEFAULT_SALIENT_PATTERNS,
+    accelerator,
+    compile_salient,
+    salient_spans,
+)
+
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
 
 # One line each, as the tools print them.
 SALIENT = [
@@ -141,14 +163,132 @@ def test_a_long_salient_line_is_cut_to_its_share() -> None:
     assert len(line) < 400
 
 
-def test_the_scan_of_a_huge_middle_covers_both_ends_of_it() -> None:
-    # 64 times the room, half next to the head and half next to the tail: the cost of a
-    # preview stays bounded by what it can show.
+def test_the_scan_of_a_huge_middle_covers_both_ends_of_it_and_its_center() -> None:
+    # The whole omitted middle is scanned (up to SCAN_LIMIT characters), not a window next
+    # to the head and the tail: a failure deep in a long run is what the model needs.
     text = _log(100_000, {100: "ERROR: early", 50_000: "ERROR: center", 99_900: "ERROR: late"})
     preview = fit_text(text, 5_000)
-    assert "ERROR: early" in preview
-    assert "ERROR: late" in preview
-    assert "ERROR: center" not in preview
+    assert "\n100: ERROR: early\n50000: ERROR: center\n99900: ERROR: late\n" in preview
+
+
+def _pytest_verbose(tests: int, failing: int) -> str:
+    """A `pytest -v` run as pytest prints it: one line per test, one failure, the report."""
+    lines = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0 -- /usr/bin/python3",
+        "rootdir: /home/me/proj",
+        f"collecting ... collected {tests} items",
+        "",
+    ]
+    for n in range(tests):
+        status = "FAILED" if n == failing else "PASSED"
+        name = f"test_big.py::test_many[{n}] {status}"
+        lines.append(f"{name:<73}[{n * 100 // tests:3d}%]")  # as pytest pads it to 80 columns
+    lines += [
+        "",
+        "=================================== FAILURES ===================================",
+        f"_______________________________ test_many[{failing}] ________________________________",
+        "",
+        f"n = {failing}",
+        "",
+        "    def test_many(n):",
+        f">       assert n != {failing}, 'n is the bad one'",
+        "E       AssertionError: n is the bad one",
+        "",
+        "test_big.py:4: AssertionError",
+        "=========================== short test summary info ============================",
+        f"FAILED test_big.py::test_many[{failing}] - AssertionError: n is the bad one",
+        f"======================= 1 failed, {tests - 1} passed in 9.12s =======================",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("room", [2_000, 5_000])
+def test_a_failure_deep_in_a_long_pytest_run_is_kept(room: int) -> None:
+    # 12,000 tests (about 960 KB), one failure in the middle: before, the scan covered only
+    # 64 times the room next to the head and the tail, and the line was lost.
+    text = _pytest_verbose(12_000, 3_001)
+    assert len(text) > 900_000
+    preview = fit_text(text, room)
+    assert len(preview) <= room
+    assert "test_big.py::test_many[3001] FAILED" in preview
+
+
+def test_a_re_sent_output_is_scanned_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from budgetware.core import salient
+
+    text = _log(20_000, {10_000: "ERROR: disk full"})
+    calls = []
+    real = salient.salient_spans
+
+    def counting(*args: Any) -> list[tuple[int, int]]:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(salient, "salient_spans", counting)
+    monkeypatch.setattr(salient, "_SCANNED", salient.OrderedDict())
+    monkeypatch.setattr(salient, "_scanned_spans", 0)
+    pattern = compile_salient()
+    assert pattern is not None
+    key = text_key(text)
+    first = salient.scan(text, pattern, key)(0, len(text))
+    again = salient.scan(text, pattern, key)(0, len(text))
+    assert first == again
+    assert len(first) == 1
+    assert len(calls) == 1
+    salient.scan(text, pattern)(0, len(text))  # no key: nothing to remember it by
+    assert len(calls) == 2
+
+
+def test_the_scan_cache_is_bounded_by_entries_and_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    from budgetware.core import salient
+
+    monkeypatch.setattr(salient, "_SCANNED", salient.OrderedDict())
+    monkeypatch.setattr(salient, "_scanned_spans", 0)
+    monkeypatch.setattr(salient, "_SCANNED_MAX_ENTRIES", 4)
+    monkeypatch.setattr(salient, "_SCANNED_MAX_SPANS", 25)
+    pattern = compile_salient()
+    assert pattern is not None
+    for n in range(10):
+        text = f"run {n}\n" + "ERROR: x\nok\n" * 10
+        salient.scan(text, pattern, text_key(text))
+        assert len(salient._SCANNED) <= 4
+        assert salient._scanned_spans <= 25
+        assert salient._scanned_spans == sum(len(s.starts) for s in salient._SCANNED.values())
+    huge = "ERROR: x\n" * 30  # more spans than the cache holds: not kept
+    salient.scan(huge, pattern, text_key(huge))
+    assert (text_key(huge), pattern.name) not in salient._SCANNED
+
+
+def test_a_level_after_a_first_word_leaves_the_next_line_matchable() -> None:
+    # The catch-all ended in (?:\s|$), which took the newline: the next line never matched.
+    text = (
+        "ok\nbuild step FAILED\n--- FAIL: TestAdd (0.00s)\nok\n"
+        "2024-05-01 ERROR x\nmain.go:3: error\n"
+    )
+    pattern = compile_salient()
+    assert pattern is not None
+    found = [text[s:e] for s, e in salient_spans(text, 0, len(text), pattern)]
+    assert found == [
+        "build step FAILED",
+        "--- FAIL: TestAdd (0.00s)",
+        "2024-05-01 ERROR x",
+        "main.go:3: error",
+    ]
+
+
+@pytest.mark.parametrize("line", SALIENT)
+def test_crlf_lines_are_found_as_lf_ones(line: str) -> None:
+    text = f"before\r\n{line}\r\nafter\r\n"
+    pattern = compile_salient()
+    assert pattern is not None
+    assert [text[s:e] for s, e in salient_spans(text, 0, len(text), pattern)] == [line + "\r"]
+
+
+def test_a_crlf_preview_shows_the_line_without_its_carriage_return() -> None:
+    text = _log(5_000, {2_000: "Killed", 2_500: "failures:"}).replace("\n", "\r\n")
+    preview = fit_text(text, 5_000)
+    assert "\n2000: Killed\n2500: failures:\n" in preview
 
 
 def test_salient_lines_can_be_turned_off_and_extended() -> None:
@@ -165,3 +305,231 @@ def test_a_bad_salient_pattern_is_a_config_error_naming_the_setting() -> None:
         BudgetConfig.from_env({"BUDGETWARE_PREVIEW_SALIENT_PATTERNS": '["(unclosed"]'})
     config = BudgetConfig.from_env({"BUDGETWARE_PREVIEW_SALIENT_PATTERNS": '["^WARN", "x+"]'})
     assert config.preview_salient_patterns == ("^WARN", "x+")
+
+
+def _noisy(line: str) -> str:
+    return "\n".join(["INFO ok"] * 3_000 + [line] + ["INFO ok"] * 3_000) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "line"),
+    [
+        ("(?i)warning", "WARNING: something odd happened here"),
+        ("(?i)(?s)warn.ng", "Warn!ng: x"),
+        ("(?x) warn  ing  # a verbose pattern with a comment", "warning: x"),
+        ("(?m)^warn", "warn: x"),
+    ],
+)
+def test_a_pattern_with_inline_flags_combines_and_bounds(pattern: str, line: str) -> None:
+    # The flags were global inside the combined pattern: re.error at the first preview,
+    # and finalize_body sent 54,247 bytes against a budget of 2,000.
+    config = BudgetConfig(batch_budget=2_000, persist=False, preview_salient_patterns=[pattern])
+    text = _noisy(line)
+    (entry,) = finalize_batch([ToolResult("c", "shell", (text,))], config=config)
+    assert len(entry.slots[0]) <= 2_000
+    assert f"\n3001: {line}\n" in entry.slots[0]
+    body = orjson.dumps(
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "sh", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": text},
+            ],
+        }
+    )
+    out = finalize_body("https://api.openai.com/v1/chat/completions", body, config=config)
+    sent = orjson.loads(out)["messages"][2]["content"]
+    assert len(sent) <= 2_000
+    assert line in sent
+
+
+def test_flags_stay_with_their_own_pattern() -> None:
+    pattern = compile_salient(("(?i)warning", "note"))
+    assert pattern is not None
+    text = "WARNING: a\nNOTE: b\nnote: c\n"
+    assert [text[s:e] for s, e in salient_spans(text, 0, len(text), pattern)] == [
+        "WARNING: a",
+        "note: c",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "why"),
+    [
+        (["(a+)+$"], "unbounded time: a repeat inside a repeat"),
+        (["(?:\\w+\\s?)*done"], "unbounded time: a repeat inside a repeat"),
+        (["((a{1000}){1000}){1000}"], "counted repeats multiply"),
+        (["x" * 1_001], "longer than 1,000 characters"),
+        (["(?P<n>a)", "(?P<n>b)"], "cannot be combined.*redefinition of group name"),
+        (["(a)", "(b)\\1"], "refers to a group by number"),
+        (["a(?i)b"], "not a regular expression"),
+    ],
+)
+def test_patterns_that_cannot_be_used_are_config_errors_at_setup(
+    patterns: list[str], why: str
+) -> None:
+    with pytest.raises(ConfigError, match="BUDGETWARE_PREVIEW_SALIENT_PATTERNS.*" + why):
+        BudgetConfig.from_env({"BUDGETWARE_PREVIEW_SALIENT_PATTERNS": json.dumps(patterns)})
+    with pytest.raises(ValueError, match="preview_salient_patterns"):
+        BudgetConfig(preview_salient_patterns=patterns)
+
+
+def test_a_numbered_reference_in_the_first_pattern_with_groups_is_fine() -> None:
+    pattern = compile_salient(("(ab)\\1",))
+    assert pattern is not None
+    text = "x\nabab\n"
+    assert salient_spans(text, 0, len(text), pattern) == [(2, 6)]
+
+
+def test_a_catastrophic_pattern_never_runs() -> None:
+    # (a+)+$ took 3 s per preview on a line of 26 a's: it is refused where it is set.
+    with pytest.raises(ValueError, match="unbounded time"):
+        compile_salient(("(a+)+$",))
+
+
+# -- the two ways to find lines give the same spans -----------------------------------------
+
+
+def test_a_line_is_matched_alone() -> None:
+    # $ is the end of the line; a pattern never sees the next line, not even its newline.
+    pattern = compile_salient(("done$", "start\\nnext", "end\\s", "tab\\s"), defaults=False)
+    assert pattern is not None
+    text = "x\ndone\nstart\nnext\nend\ntab\t\ny\n"
+    assert [text[s:e] for s, e in salient_spans(text, 0, len(text), pattern)] == ["done", "tab\t"]
+
+
+_PIECES = [
+    "Traceback (most recent call last):",
+    '  File "/srv/app.py", line 3, in <module>',
+    "ValueError: bad",
+    "ERROR: x",
+    "E       assert 1 == 2",
+    "INFO fine",
+    "    warn: indented user line",
+    "Ünïcödé ERROR here",
+    "日本語のログ 行",
+    "\ud800 lone surrogate FAILED",
+    "make[2]: *** [all] Error 1",
+    "● suite › test",
+    "x" * 300 + " FATAL",
+    "",
+    "   ",
+    "failures:\r",
+    "Killed",
+    "2024-05-01 12:00:00 CRITICAL down",
+    "main.c:3:5: error: x",
+    "bash: x: command not found",
+    "warning: odd",
+    "NOTE: uses (?i)",
+]
+
+
+@pytest.mark.skipif(accelerator() is None, reason="budgetware[fast] (hyperscan) not installed")
+@pytest.mark.parametrize("piece", [7, 64, 1 << 18])
+@pytest.mark.parametrize("extra", [(), ("(?i)warn", "note:"), (".*?lone",)])
+def test_the_accelerator_gives_the_same_spans_as_re(
+    piece: int, extra: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from budgetware.core import salient
+
+    monkeypatch.setattr(salient, "PIECE_CHARS", piece)
+    pattern = compile_salient(extra)
+    assert pattern is not None
+    rng = random.Random(17)
+    for _ in range(300):
+        lines = [rng.choice(_PIECES) for _ in range(rng.randrange(1, 40))]
+        text = "\n".join(lines) + ("\n" if rng.random() < 0.7 else "")
+        start = rng.randrange(0, len(text) + 1) if rng.random() < 0.5 else 0
+        end = rng.randrange(start, len(text) + 1) if rng.random() < 0.5 else len(text)
+        plain = salient._spans(text, start, end, pattern, None)
+        fast = salient._spans(text, start, end, pattern, accelerator())
+        assert plain == fast, (text, start, end)
+
+
+@pytest.mark.skipif(accelerator() is None, reason="budgetware[fast] (hyperscan) not installed")
+def test_the_accelerator_gives_the_same_previews_on_real_outputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from budgetware.core import salient
+
+    texts = [
+        _pytest_verbose(3_000, 1_234),
+        _log(5_000, {n: f"ERROR: failure {n}" for n in range(100, 4_900, 333)}),
+        _log(3_000, {1_000: "Traceback (most recent call last):", 1_001: "KeyError: 'x'"}),
+        "\r\n".join(_PIECES * 200),
+    ]
+    for text in texts:
+        fast = [fit_text(text, room) for room in (300, 2_000, 5_000)]
+        monkeypatch.setattr(salient, "accelerator", lambda: None)
+        plain = [fit_text(text, room) for room in (300, 2_000, 5_000)]
+        monkeypatch.undo()
+        assert fast == plain
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_default_match_holds_an_anchor(data: st.DataObject) -> None:
+    from budgetware.core.salient import _ANCHORS
+
+    index = data.draw(st.integers(0, len(DEFAULT_SALIENT_PATTERNS) - 1))
+    head = data.draw(st.from_regex(re.compile(DEFAULT_SALIENT_PATTERNS[index]), fullmatch=True))
+    tail = data.draw(st.text(max_size=20))
+    indent = data.draw(st.sampled_from(["", "  ", "\t"]))
+    line = (indent + head + tail).split("\n", 1)[0]
+    pattern = compile_salient()
+    assert pattern is not None
+    if pattern.regex.match("\n" + line):
+        assert any(anchor in line for anchor in _ANCHORS), line
+
+
+@pytest.mark.parametrize("line", SALIENT)
+def test_every_listed_salient_line_holds_an_anchor(line: str) -> None:
+    from budgetware.core.salient import _ANCHORS
+
+    assert any(anchor in line for anchor in _ANCHORS)
+
+
+def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A log whose every line is an error keeps memory bounded: both ends are kept.
+    from budgetware.core import salient
+
+    monkeypatch.setattr(salient, "MAX_SPANS", 10)
+    monkeypatch.setattr(salient, "PIECE_CHARS", 50)
+    text = "".join(f"ERROR: number {n}\n" for n in range(100))
+    pattern = compile_salient()
+    assert pattern is not None
+    for fast in (None, accelerator()):
+        spans = salient._spans(text, 0, len(text), pattern, fast)
+        shown = [text[s:e] for s, e in spans]
+        assert shown == [f"ERROR: number {n}" for n in (*range(5), *range(95, 100))]
+
+
+def test_a_scan_gives_the_gil_away_between_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker thread scanning a large output must let an event loop run (issue 12): the
+    # scan gives the GIL away between its newline-aligned pieces, whatever finds the lines.
+    from budgetware.core import salient
+
+    yields: list[float] = []
+    monkeypatch.setattr(salient.time, "sleep", yields.append)
+    text = _log(30_000, {15_000: "ERROR: x"})  # about 1.5 MB: 6 pieces of 256 KiB
+    pattern = compile_salient()
+    assert pattern is not None
+    for fast in (None, accelerator()):
+        yields.clear()
+        spans = salient._spans(text, 0, len(text), pattern, fast)
+        assert [text[s:e] for s, e in spans] == ["ERROR: x"]
+        assert len(yields) == len(text) // salient.PIECE_CHARS
+        assert set(yields) == {0}

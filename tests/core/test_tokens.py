@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,9 @@ from hypothesis import strategies as st
 from budgetware import BudgetConfig, ConfigError, ToolResult, finalize_batch, fit_text, measure
 from budgetware.core import tokens
 from budgetware.core.measure import cut_prefix, cut_suffix
+
+# Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
 
 UNITS = ["tokens:o200k_base", "tokens:cl100k_base"]
 
@@ -155,3 +160,34 @@ def test_exact_units_that_cannot_work_are_config_errors() -> None:
     assert "tiktoken" in out
     assert 'pip install "budgetware[tokens]"' in out
     assert "BUDGETWARE_UNIT" in out
+
+
+needs_tiktoken = pytest.mark.skipif(
+    importlib.util.find_spec("tiktoken") is None, reason="tiktoken is not installed"
+)
+
+
+@needs_tiktoken
+def test_a_litellm_without_the_vocabulary_file_is_a_config_error(tmp_path: Path) -> None:
+    # litellm present, its tokenizers folder there, the file missing: the configuration was
+    # accepted and every request then went out unbounded.
+    folder = tmp_path / "litellm" / "litellm_core_utils" / "tokenizers"
+    folder.mkdir(parents=True)
+    (tmp_path / "litellm" / "__init__.py").write_text("")
+    (tmp_path / "litellm" / "litellm_core_utils" / "__init__.py").write_text("")
+    script = (
+        "from budgetware import BudgetConfig, ConfigError\n"
+        "try:\n"
+        "    BudgetConfig.from_env({'BUDGETWARE_UNIT': 'tokens:o200k_base'})\n"
+        "    print('accepted')\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    ).stdout
+    assert "accepted" not in out
+    assert "BUDGETWARE_UNIT" in out
+    assert "o200k_base vocabulary file" in out
+    assert 'pip install "budgetware[tokens]"' in out

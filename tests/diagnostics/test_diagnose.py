@@ -99,3 +99,36 @@ def test_skips_other_lines_and_lists_events_without_ids(
 def test_a_missing_log_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(["diagnose", str(tmp_path / "missing.jsonl")]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"values": [{"call": 0, "code_points": "x", "hmac_sha256": "ab"}]},
+        {"values": [{"call": 0, "json_utf8_bytes": 1.5}]},
+        {"values": {"not": "a list"}},
+        {"artifacts": "written"},
+        {"suppressed_count": "many"},
+        {"suppressed_count": -3},
+    ],
+    ids=[
+        "text-count",
+        "float-bytes",
+        "values-object",
+        "artifacts-text",
+        "suppressed-text",
+        "suppressed-negative",
+    ],
+)
+def test_a_malformed_event_is_counted_and_skipped_not_a_traceback(
+    log: Log, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: dict[str, object]
+) -> None:
+    _turn()
+    path = _save(log, tmp_path)
+    good = path.read_text().splitlines()
+    bad = json.loads(good[0]) | damage
+    path.write_text("\n".join([*good, json.dumps(bad)]) + "\n")
+    out = _run(capsys, path)
+    assert f"{len(good)} events" in out
+    assert "1 malformed events skipped" in out
+    assert "first changed at" in out  # the good events still make their report

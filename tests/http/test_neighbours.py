@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -164,6 +167,9 @@ def _otel_on(spans: InMemorySpanExporter) -> None:
     spans.instrumentor.instrument(tracer_provider=spans.provider)  # type: ignore[attr-defined]
 
 
+# Coexistence proof: opentelemetry-instrumentation-httpx wraps the transports'
+# handle_request, not Client.send, so these pass whatever uninstrument() does to send (the
+# sentry-sdk tests below are the proof of where it unwraps).
 @pytest.mark.parametrize("otel_first", [True, False])
 def test_opentelemetry_spans_and_bounding_coexist_and_outlive_uninstrument(
     lib: ModuleType,
@@ -191,3 +197,44 @@ def test_uninstrument_is_safe_with_nothing_to_unwrap() -> None:
     uninstrument()
     uninstrument()
     assert not _instrument._STATE.originals
+
+
+# -- a real library that replaces Client.send: sentry-sdk --------------------------------------
+#
+# opentelemetry-instrumentation-httpx wraps the transports' handle_request, not send, so the
+# tests above prove coexistence but not where uninstrument() unwraps. sentry-sdk's httpx
+# integration replaces httpx.Client.send with a function closing over the send it found,
+# once per process: each order runs in a process of its own.
+
+SENTRY_SCRIPT = Path(__file__).with_name("sentry_neighbour.py")
+
+
+@pytest.mark.parametrize("order", ["sentry_first", "budgetware_first"])
+def test_sentry_spans_and_bounding_coexist_and_uninstrument_leaves_sentry_in_place(
+    fake_provider: FakeProvider, tmp_path: Path, order: str
+) -> None:
+    pytest.importorskip("sentry_sdk")
+    run = subprocess.run(
+        [sys.executable, str(SENTRY_SCRIPT), order, fake_provider.url, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3_000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    instrumented, after = fake_provider.requests[-2:]
+    assert _sent_total_of(instrumented) <= 20_000  # bounded
+    assert seen["spans_instrumented"] == 1  # and traced by sentry
+    assert "sentry-trace" in instrumented.headers
+    # uninstrument(): budgetware's layer is gone (unlinked, or inert under sentry's
+    # function), sentry's stays: still traced, no longer bounded.
+    assert _sent_total_of(after) == 150_000
+    assert seen["spans_after"] == 1
+    assert "sentry-trace" in after.headers
+    assert seen["send_is_sentrys"]
+    assert not seen["send_is_original"]
+
+
+def _sent_total_of(request: Any) -> int:
+    return sum(len(t) for t in tool_result_texts("openai_chat", request.json()))

@@ -182,3 +182,78 @@ async def test_every_other_message_and_small_results_pass_byte_identical(
     for before, after in zip(inner.exchanges, outer.exchanges):
         assert after.body == before.body
     assert artifact_files(store.directory) == []
+
+
+class _Boom(Exception):
+    """An internal error of the MCP boundary, made on purpose."""
+
+
+def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
+    if isinstance(exc, kind):
+        return True
+    inner_errors = getattr(exc, "exceptions", None)  # an ExceptionGroup
+    if inner_errors is not None:
+        return any(_holds(inner, kind) for inner in inner_errors)
+    return _holds(exc.__cause__, kind) if exc.__cause__ is not None else False
+
+
+def _break_the_mcp_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
+    from budgetware.mcp import http as mcp_http
+
+    def boom(*args: object, **kwargs: object) -> object:
+        raise _Boom
+
+    monkeypatch.setattr(mcp_http, "bound_response_message", boom)
+    # Only the entry point's config asks for errors to raise, not the environment.
+    monkeypatch.delenv("BUDGETWARE_RAISE_ERRORS")
+
+
+async def test_the_entry_points_raise_errors_reaches_the_mcp_boundary(
+    json_server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # An internal error of the MCP rewrite under instrument(config=BudgetConfig(
+    # raise_errors=True)) must raise, not be logged and swallowed (the result then
+    # arrived unbounded).
+    from budgetware.core.config import BudgetConfig
+    from budgetware.http.instrument import instrument
+
+    _break_the_mcp_rewrite(monkeypatch)
+    config = BudgetConfig(raise_errors=True, artifact_dir=tmp_path)
+    with instrument(config=config), pytest.raises(BaseException) as caught:
+        async with httpx2.AsyncClient() as http:
+            await call_over_http(json_server.url, "big_text", http)
+    assert _holds(caught.value, _Boom)
+
+
+def test_a_streamed_sse_rewrite_raises_under_its_entry_points_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The events of a streamed response are rewritten while the caller reads them, after
+    # the response hook returned: the entry point's config must still decide.
+    from budgetware.core.config import BudgetConfig
+    from budgetware.http.hooks import rewrite_response
+
+    _break_the_mcp_rewrite(monkeypatch)
+    call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"big_text"}}'
+    request = httpx2.Request(
+        "POST",
+        "http://127.0.0.1:1/mcp",
+        content=call,
+        headers={"accept": "application/json, text/event-stream"},
+    )
+    event = (
+        b'data: {"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"'
+        + BIG.encode().replace(b"\n", b"\\n")
+        + b'"}]}}\n\n'
+    )
+    response = httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        stream=httpx2.ByteStream(event),
+        request=request,
+    )
+    config = BudgetConfig(raise_errors=True, artifact_dir=tmp_path)
+    new = rewrite_response(request, response, config)
+    assert new is not response
+    with pytest.raises(_Boom):
+        new.read()

@@ -20,6 +20,7 @@ from budgetware import (
     read_artifact,
 )
 from budgetware.retrieval import grep as grep_module
+from budgetware.retrieval import pattern as pattern_module
 from budgetware.retrieval.grep import grep_result
 from budgetware.store.base import ContentStore
 
@@ -70,6 +71,20 @@ def test_max_matches_stops_early_and_says_more_follow(any_store: ContentStore) -
     assert not grep_result(ref, "FAILED", max_matches=1, store=any_store).more
 
 
+def test_a_match_not_taken_is_never_a_context_line(any_store: ContentStore) -> None:
+    # max_matches cuts the matches at line 3: the lines after the last ones taken stop
+    # before it, so a line shown as context never matches.
+    ref = any_store.put("hit 1\nhit 2\nhit 3\nhit 4\nend\n")
+    for pattern in ("hit", "h[i]t", "hit \\d"):
+        result = grep_result(ref, pattern, context=2, max_matches=2, store=any_store)
+        assert result.more
+        assert [m.line_number for m in result.matches] == [1, 2]
+        assert [a.line_number for a in result.matches[0].after] == [2]
+        assert result.matches[1].after == ()
+    [*_, last] = grep_artifact(ref, "hit", context=2, store=any_store)  # all taken
+    assert [a.line for a in last.after] == ["end"]
+
+
 @pytest.mark.parametrize("step", [64, 100])
 def test_pieces_and_their_seams_lose_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int
@@ -113,7 +128,7 @@ def test_pieces_and_their_seams_lose_nothing(
     ],
 )
 def test_the_plain_string_every_match_contains(pattern: str, required: str | None) -> None:
-    assert grep_module.required_literal(pattern) == required
+    assert pattern_module.required_literal(pattern) == required
 
 
 def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
@@ -159,6 +174,40 @@ def test_a_search_streams_the_artifact_in_pieces(
         assert max(reads) <= piece + len("needle")
         assert sum(reads) >= 2_000_000
         reads.clear()
+
+
+def test_context_around_many_matches_counts_the_text_about_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Non-ASCII lines, a match every third line, two lines of context: the character
+    # offsets of the lines around each match were counted from the start of the piece
+    # again for every line before a match (quadratic: 48 s for 20,000 matches on 9 MiB).
+    # Count the bytes counted: about the artifact's size, whatever the number of matches.
+    store = LocalArtifactStore(tmp_path / "a")
+    row = "汉字" * 50
+    text = "".join(f"{row} FAILED {i}\n{row}\n{row}\n" for i in range(1500))
+    ref = store.put(text)
+    size = len(text.encode())
+    counted = [0]
+    real = grep_module._chars
+
+    def counting(data: bytes) -> int:
+        counted[0] += len(data)
+        return real(data)
+
+    monkeypatch.setattr(grep_module, "_chars", counting)
+    lines = text.split("\n")
+    for pattern in ("FAILED", "F[A]ILED \\d", "^[^F\\n]+F"):  # as bytes; around a string; all
+        counted[0] = 0
+        matches = grep_artifact(ref, pattern, context=2, max_matches=10_000, store=store)
+        assert [m.line_number for m in matches] == list(range(1, 4500, 3)), pattern
+        for m in matches[::97]:
+            n = m.line_number
+            assert [b.line for b in m.before] == lines[max(n - 3, 0) : n - 1]
+            assert [a.line for a in m.after] == lines[n : n + 2]
+            for line in (m, *m.before, *m.after):
+                assert text[line.offset : line.offset + len(line.line)] == line.line
+        assert counted[0] <= 4 * size, (pattern, counted[0] / size)
 
 
 def test_no_match_is_an_empty_list(any_store: ContentStore) -> None:
@@ -224,3 +273,35 @@ def test_plain_strings_need_no_regex_package(
     assert [m.line_number for m in grep_artifact(ref, "FAILED tests/", store=store)] == [3000]
     with pytest.raises(ImportError, match=r"budgetware\[retrieval\]"):
         grep_artifact(ref, "FAIL(ED)?", store=store)
+
+
+# -- CRLF line ends ------------------------------------------------------------------------
+
+CRLF = "FAIL a\r\nFAIL b\r\nok\r\nprice $5\r\nmixed lf\nlast b"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "lines"),
+    [
+        ("FAIL b$", [2]),  # a plain string every match contains: searched around it
+        ("b$", [2, 6]),  # the last line has no line break at all
+        ("^ok$", [3]),
+        ("[a-z]$", [1, 2, 3, 5, 6]),  # nothing plain to look for: every line decoded
+        ("lf$", [5]),  # a "\n" line end in the same file
+        ("\\$5$", [4]),  # an escaped dollar is a dollar sign
+        ("[$]5", [4]),
+        ("b\\r$", [2]),  # the "\r" itself can still be matched
+    ],
+)
+def test_dollar_matches_at_crlf_line_ends(
+    any_store: ContentStore, pattern: str, lines: list[int]
+) -> None:
+    ref = any_store.put(CRLF)
+    matches = grep_artifact(ref, pattern, context=1, store=any_store)
+    assert [m.line_number for m in matches] == lines
+    for m in matches:
+        assert "\r" not in m.line  # lines are shown without their line break
+        assert CRLF[m.offset : m.offset + len(m.line)] == m.line
+        for around in (*m.before, *m.after):
+            assert "\r" not in around.line
+            assert CRLF[around.offset : around.offset + len(around.line)] == around.line

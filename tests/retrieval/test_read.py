@@ -240,7 +240,6 @@ def test_references_outside_the_store_are_refused_and_never_opened(tmp_path: Pat
         text_key("outside"),
         str(tmp_path / "a" / f"{text_key('dir')}.txt"),  # a directory
         text_key("dir"),
-        str(tmp_path / "a" / f"{key.upper()}.txt"),
         "../" + key + ".txt",
         "f" * 64,  # unknown
         "",
@@ -250,6 +249,76 @@ def test_references_outside_the_store_are_refused_and_never_opened(tmp_path: Pat
         with pytest.raises(ArtifactNotFound):
             read_artifact(ref_, store=store)
     assert read_artifact(ref, store=store) == "inside"
+
+
+def test_near_misses_of_a_reference_are_read(any_store: ContentStore) -> None:
+    # What a model copies from '[... Full output: <ref>; read_tool_output can ...]' with a
+    # slip: the notice's punctuation, quotes, the hex in upper case, the bare file name.
+    ref = any_store.put("inside")
+    key = text_key("inside")
+    head = ref[: -len(key + ".txt")]  # the store's own directory or s3://bucket/prefix/
+    for near in (
+        ref + "]",
+        ref + ";",
+        ref + "];",
+        ref + ".",
+        f"'{ref}'",
+        f"`{ref}`;",
+        f"  {ref}]  ",
+        f"{head}{key.upper()}.txt",
+        f"{head}{key.upper()}.TXT]",
+        key.upper(),
+        key + ".txt",
+        key.upper() + ".txt];",
+    ):
+        assert read_artifact(near, store=any_store) == "inside", near
+
+
+def test_near_misses_never_reach_another_place(any_store: ContentStore) -> None:
+    # Only the name is forgiven: a directory, bucket or prefix other than the store's stays
+    # not found, whatever is done to the name; so do the files kept beside an artifact.
+    ref = any_store.put("inside")
+    key = text_key("inside")
+    assert read_artifact(ref, store=any_store) == "inside"  # its .index is written now
+    decision = text_key("a batch")
+    any_store.record_decision(decision, (ref,))
+    head = ref[: -len(key + ".txt")]
+    for far in (
+        f"{head}sub/{key}.txt",
+        f"{head[:-1]}x/{key}.txt",
+        f"{head.upper()}{key}.txt",
+        f"/elsewhere/{key}.txt]",
+        f"s3://other-bucket/artifacts/{key.upper()}.txt",
+        f"./{key}.txt",
+        f"{head}{key}.index",
+        f"{head}{key}.index]",
+        f"{head}{decision}.decision.json",
+        f"{key}.index",
+        f"{decision}.decision.json",
+        f"{head}{key}",  # no ".txt": not a name the store gives
+        f"{head}{key}.txt.bak",
+        f"{head}x{key}.txt",
+        key[:63],
+    ):
+        with pytest.raises(ArtifactNotFound, match="64-hex SHA-256 name") as caught:
+            read_artifact(far, store=any_store)
+        assert key not in str(caught.value)  # the message names no reference
+
+
+def test_the_files_beside_an_artifact_are_refused_as_references(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put("汉字 inside")
+    key = text_key("汉字 inside")
+    assert read_artifact(ref, store=store) == "汉字 inside"
+    decision = text_key("a batch")
+    store.record_decision(decision, (ref,))
+    index = tmp_path / "a" / f"{key}.index"
+    record = tmp_path / "a" / f"{decision}.decision.json"
+    assert index.is_file()
+    assert record.is_file()
+    for path in (index, record):
+        with pytest.raises(ArtifactNotFound):
+            read_artifact(str(path), store=store)
 
 
 def test_an_evicted_artifact_is_not_found(any_store: ContentStore) -> None:
@@ -303,7 +372,10 @@ def test_the_sweep_takes_the_index_with_its_artifact(tmp_path: Path) -> None:
         read_artifact(ref, store=store)
     os.utime(drop, (1, 1))
     store.prune(older_than=3600, now=10_000)
-    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    # (prune leaves its measure in the sweep marker, for other processes' quotas)
+    names = sorted(
+        p.name for p in (tmp_path / "a").iterdir() if p.name != ".budgetware-sweep.json"
+    )
     assert names == sorted([Path(keep).name, Path(keep).with_suffix(".index").name])
 
 
@@ -384,4 +456,5 @@ def test_on_s3_the_index_is_an_object_beside_the_artifact_and_goes_with_it(
     other = S3ArtifactStore(s3_bucket.name, "artifacts")
     assert other.char_index(key) == store.char_index(key)
     store.prune(max_total_bytes=0, now=1e12)
-    assert s3_bucket.objects("artifacts/") == []
+    # (prune leaves its measure in the sweep marker, for other processes' quotas)
+    assert s3_bucket.objects("artifacts/") == ["artifacts/.budgetware-sweep.json"]

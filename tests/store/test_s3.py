@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,7 +29,7 @@ from budgetware import (
 )
 from budgetware.core.artifacts import ArtifactNotFound, text_key
 from budgetware.mcp.bound import bound_tool_result
-from budgetware.store import sweeper
+from budgetware.store import s3, sweeper
 from budgetware.store.s3 import S3ArtifactStore
 from budgetware.store.select import check_store, store_for_config
 from budgetware.testing import FakeProvider
@@ -57,14 +57,19 @@ def body(*texts: str) -> bytes:
 
 
 class Calls:
-    """Every S3 operation a boto3 client makes, by name."""
+    """Every S3 operation a boto3 client makes, by name: ``names`` for those made for a
+    caller on the request path, ``background`` for the stores' background thread (sweeps,
+    counts, refreshes). Calls run in worker threads; the one waiting for each says which."""
 
     def __init__(self, client: Any) -> None:
         self.names: list[str] = []
+        self.background: list[str] = []
         client.meta.events.register("before-call.s3", self._seen)
 
     def _seen(self, model: Any, **_: Any) -> None:
-        self.names.append(model.name)
+        call = getattr(s3._running, "call", None)
+        origin = call.origin if call is not None else threading.current_thread().name
+        (self.background if origin == sweeper.THREAD_NAME else self.names).append(model.name)
 
 
 def new_store(bucket: S3Bucket, **kw: Any) -> tuple[S3ArtifactStore, Calls]:
@@ -93,17 +98,37 @@ def test_put_writes_one_object_named_by_its_sha256(s3_bucket: S3Bucket) -> None:
     assert head["ChecksumSHA256"] == base64.b64encode(bytes.fromhex(key)).decode()
 
 
-def test_reuse_uploads_nothing_and_makes_one_metadata_call_per_process(
+def versions(bucket: S3Bucket, key: str) -> int:
+    listed = bucket.client.list_object_versions(Bucket=bucket.name, Prefix=key)  # type: ignore[attr-defined]
+    return len(listed.get("Versions", ()))
+
+
+def test_a_new_artifact_is_one_conditional_put(s3_bucket: S3Bucket) -> None:
+    store, calls = new_store(s3_bucket)
+    text = "n" * 300_000
+    store.put(text, key=text_key(text))
+    assert calls.names == ["PutObject"]  # no HeadObject before it
+    assert s3_bucket.get(f"artifacts/{text_key(text)}.txt") == text.encode()
+
+
+def test_a_put_of_an_artifact_another_process_wrote_keeps_its_object(
     s3_bucket: S3Bucket,
 ) -> None:
+    s3_bucket.client.put_bucket_versioning(  # type: ignore[attr-defined]
+        Bucket=s3_bucket.name, VersioningConfiguration={"Status": "Enabled"}
+    )
     text = "y" * 300_000
+    name = f"artifacts/{text_key(text)}.txt"
     new_store(s3_bucket)[0].put(text)
     store, calls = new_store(s3_bucket)  # another process
     ref = store.put(text, key=text_key(text))
-    assert calls.names == ["HeadObject"]
+    # The conditional PUT is refused (412: the name is taken), and what is there is
+    # verified by its checksum: the object is not written again (no new version).
+    assert calls.names == ["PutObject", "HeadObject"]
+    assert versions(s3_bucket, name) == 1
     for _ in range(10):
         assert store.put(text, key=text_key(text)) == ref
-    assert calls.names == ["HeadObject"]
+    assert calls.names == ["PutObject", "HeadObject"]
 
 
 def test_an_object_that_does_not_verify_is_rewritten(s3_bucket: S3Bucket) -> None:
@@ -113,7 +138,8 @@ def test_an_object_that_does_not_verify_is_rewritten(s3_bucket: S3Bucket) -> Non
     s3_bucket.client.put_object(Bucket=s3_bucket.name, Key=key, Body=planted)  # type: ignore[attr-defined]
     store, calls = new_store(s3_bucket)
     store.put(text, key=text_key(text))
-    assert calls.names == ["HeadObject", "PutObject"]
+    # Refused (the name is taken), found false, replaced.
+    assert calls.names == ["PutObject", "HeadObject", "PutObject"]
     assert s3_bucket.get(key) == text.encode()
 
 
@@ -195,7 +221,7 @@ def test_reuse_refreshes_last_use_in_the_background(s3_bucket: S3Bucket) -> None
     )["LastModified"]
     store.put(text, key=text_key(text))
     drain()
-    assert "CopyObject" in calls.names
+    assert "CopyObject" in calls.background
     head = s3_bucket.client.head_object(  # type: ignore[attr-defined]
         Bucket=s3_bucket.name, Key=f"artifacts/{text_key(text)}.txt", ChecksumMode="ENABLED"
     )
@@ -306,7 +332,11 @@ def test_a_slow_endpoint_gives_a_bounded_preview_with_no_reference(
         artifact_store=s3_bucket.url("slow"),
         artifact_store_timeout=0.5,
     )
+    start = time.monotonic()
     out = json.loads(finalize_body(URL, body("s" * 100_000), config=config))
+    # Two attempts of 0.5 s and the backoff: within the call's deadline (2 s); the bound
+    # is generous (a loaded machine), not a measurement.
+    assert time.monotonic() - start < 10
     text = out["messages"][2]["content"]
     assert len(text) <= 5000
     assert "s3://" not in text
@@ -564,3 +594,295 @@ async def test_async_requests_with_an_s3_store_are_bounded_off_the_event_loop(
     assert threads
     assert threading.get_ident() not in threads
     assert f"s3://{s3_bucket.name}/async/" in sent[0].decode()
+
+
+class Trickle:
+    """An endpoint that reads each request and answers one byte every 0.2 s (each byte in
+    time for botocore's per-read timeout), closing the connection after ``hold`` seconds:
+    the status line never ends, so botocore sees a broken response, which it retries."""
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.requests: list[str] = []  # the request line of each request
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.server.settimeout(0.1)
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            thread = threading.Thread(target=self._answer, args=(conn,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                head = conn.recv(65536)
+            except OSError:
+                return
+            self.requests.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
+            end = time.monotonic() + self.hold
+            reply = b"HTTP/1.1 2" + b"0" * 10_000
+            for byte in reply:
+                if self.stop.is_set() or time.monotonic() > end:
+                    return
+                try:
+                    conn.send(bytes([byte]))
+                except OSError:
+                    return
+                self.stop.wait(0.2)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+        self.server.close()
+
+
+@pytest.fixture
+def trickle() -> Iterator[Callable[[float], Trickle]]:
+    made: list[Trickle] = []
+
+    def start(hold: float) -> Trickle:
+        made.append(Trickle(hold))
+        return made[-1]
+
+    yield start
+    for server in made:
+        server.close()
+
+
+def test_a_trickling_endpoint_costs_one_request_a_bounded_wait(
+    s3_bucket: S3Bucket, trickle: Callable[[float], Trickle], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = trickle(60.0)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint)
+    config = BudgetConfig(
+        batch_budget=5000, artifact_store=s3_bucket.url("trickle"), artifact_store_timeout=0.5
+    )
+    start = time.monotonic()
+    out = json.loads(finalize_body(URL, body("s" * 100_000), config=config))
+    elapsed = time.monotonic() - start
+    text = out["messages"][2]["content"]
+    assert len(text) <= 5000
+    assert "s3://" not in text
+    # botocore's timeouts are per socket read: before, the request waited for as long as
+    # the server trickled (here a minute). A call's deadline is 2 x 0.5 s + 1 s; the bound
+    # here is generous (a loaded machine), not a measurement.
+    assert elapsed < 10
+    # The store is skipped after the missed deadline: the next request costs nothing.
+    seen = len(server.requests)
+    start = time.monotonic()
+    out = json.loads(finalize_body(URL, body("t" * 100_000), config=config))
+    assert time.monotonic() - start < 2
+    assert "s3://" not in out["messages"][2]["content"]
+    assert len(server.requests) == seen
+
+
+def test_an_abandoned_call_sends_no_later_attempt(
+    s3_bucket: S3Bucket, trickle: Callable[[float], Trickle], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server drops the connection after 3 s, past the call's deadline (2 s): botocore
+    # would retry it then, long after the caller gave up on it.
+    server = trickle(3.0)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint)
+    store = S3ArtifactStore(s3_bucket.name, "late", timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(OSError, match="no answer within"):
+        store.put("late output " * 1000)
+    assert time.monotonic() - start < 10
+    time.sleep(5.5)  # the dropped connection, botocore's backoff, and a retry would follow
+    puts = [r for r in server.requests if r.startswith("PUT ") and "/late/" in r]
+    assert len(puts) == 1
+
+
+def test_the_deadline_grows_with_what_a_call_moves() -> None:
+    store = S3ArtifactStore("some-bucket", "p", timeout=2.0)
+    assert store.deadline() == 5.0  # two attempts of 2 s, and the backoff between them
+    assert store.deadline(50 * 1024 * 1024) == 55.0  # and a second per MiB
+
+
+@pytest.fixture
+def empty_answers() -> Iterator[str]:
+    """An endpoint that answers every request 200 with no headers and no body (a broken
+    proxy, an answer cut off after its status line)."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response_only(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_PUT = do_POST = do_HEAD = _answer
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_put_the_server_did_not_confirm_names_nothing(
+    s3_bucket: S3Bucket, empty_answers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", empty_answers)
+    config = BudgetConfig(batch_budget=5000, artifact_store=s3_bucket.url("empty"))
+    out = json.loads(finalize_body(URL, body("e" * 100_000), config=config))
+    # botocore takes a bare 200 for a PutObject that happened; no object exists, so the
+    # preview must not name one (a reference is never invented).
+    text = out["messages"][2]["content"]
+    assert len(text) <= 5000
+    assert "s3://" not in text
+
+
+class Proxy:
+    """A forwarding HTTP server in front of moto for an S3-compatible store without
+    conditional writes: it refuses ``If-None-Match`` (501 NotImplemented) or drops it."""
+
+    def __init__(self, upstream: str, mode: str) -> None:
+        import http.client
+        import http.server
+        import urllib.parse
+
+        target = urllib.parse.urlsplit(upstream)
+        self.conditional: list[str] = []
+
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                if "If-None-Match" in self.headers:
+                    proxy.conditional.append(self.command)
+                    if mode == "refuse":
+                        reply = (
+                            b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NotImplemented"
+                            b"</Code><Message>not here</Message></Error>"
+                        )
+                        self.send_response(501)
+                        self.send_header("Content-Type", "application/xml")
+                        self.send_header("Content-Length", str(len(reply)))
+                        self.end_headers()
+                        self.wfile.write(reply)
+                        return
+                    headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                try:
+                    conn.request(self.command, self.path, body=data, headers=headers)
+                    answer = conn.getresponse()
+                    payload = answer.read()
+                finally:
+                    conn.close()
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in {"content-length", "transfer-encoding", "connection"}:
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def old_server(s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch) -> Iterator[Proxy]:
+    proxy = Proxy(s3_bucket.endpoint, "refuse")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.endpoint)
+    yield proxy
+    proxy.close()
+
+
+def test_a_server_without_conditional_writes_is_written_head_then_put(
+    s3_bucket: S3Bucket, old_server: Proxy
+) -> None:
+    store, calls = new_store(s3_bucket)
+    first = "first output " * 1000
+    store.put(first)
+    # Refused once (501), then as before: HEAD + PUT, remembered for this store.
+    assert calls.names == ["PutObject", "HeadObject", "PutObject"]
+    second = "second output " * 1000
+    store.put(second)
+    assert calls.names[3:] == ["HeadObject", "PutObject"]
+    assert old_server.conditional == ["PUT"]
+    for text in (first, second):
+        assert s3_bucket.get(f"artifacts/{text_key(text)}.txt") == text.encode()
+    other, other_calls = new_store(s3_bucket)  # another process: reuse, no upload
+    other.put(first, key=text_key(first))
+    assert other_calls.names == ["PutObject", "HeadObject"]
+
+
+def test_a_server_that_ignores_conditional_writes_still_names_the_right_bytes(
+    s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = Proxy(s3_bucket.endpoint, "drop")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.endpoint)
+    try:
+        text = "the same output " * 1000
+        refs = [new_store(s3_bucket)[0].put(text) for _ in range(2)]
+    finally:
+        proxy.close()
+    # The second process wrote its (identical) bytes again: one upload too many, nothing
+    # wrong named.
+    assert refs[0] == refs[1]
+    assert s3_bucket.objects() == [f"artifacts/{text_key(text)}.txt"]
+    assert s3_bucket.get(f"artifacts/{text_key(text)}.txt") == text.encode()
+
+
+def test_an_mcp_preview_carried_whole_keeps_its_s3_artifact_young(s3_bucket: S3Bucket) -> None:
+    producer = S3ArtifactStore(s3_bucket.name, "young", min_age=0)
+    full = "m" * 200_000
+    bound = bound_tool_result(
+        {"content": [{"type": "text", "text": full}]}, budget=20_000, store=producer
+    )
+    (ref,) = bound.refs or ()
+    bounded = bound.result["content"][0]["text"]
+    store = S3ArtifactStore(s3_bucket.name, "young", min_age=0)  # another process
+    calls = Calls(store.client())
+    config = BudgetConfig(batch_budget=100_000)
+    (entry,) = finalize_batch([ToolResult("c", "t", (bounded,))], config=config, store=store)
+    assert entry.slots == (bounded,)
+    assert calls.names == []  # nothing on the request path
+    drain()
+    drain()  # the lookup, then the refresh it handed on
+    assert "CopyObject" in calls.background
+    assert ref == f"s3://{s3_bucket.name}/young/{text_key(full)}.txt"

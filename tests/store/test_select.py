@@ -4,12 +4,14 @@ named never sends a batch whole."""
 from __future__ import annotations
 
 import json
+import logging
 import pwd
 from pathlib import Path
 
 import pytest
 
 from budgetware import BudgetConfig, LocalArtifactStore, finalize_body
+from budgetware.store import select
 from budgetware.store.select import store_for_config
 
 
@@ -54,3 +56,21 @@ def test_no_home_directory_bounds_the_batch_with_no_reference(
     text = out["messages"][2]["content"]
     assert len(text) <= 20_000
     assert "Full output" not in text
+
+
+def test_no_artifact_directory_is_logged_once_per_process(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    for name in ("HOME", "XDG_CACHE_HOME", "BUDGETWARE_ARTIFACT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+    def unknown_uid(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.setattr(pwd, "getpwuid", unknown_uid)
+    monkeypatch.setattr(select, "_warned_no_store", False)
+    with caplog.at_level(logging.WARNING, logger="budgetware"):
+        for _ in range(5):
+            assert store_for_config(BudgetConfig(batch_budget=20_000)) is None
+    warned = [r for r in caplog.records if "no artifact directory" in r.getMessage()]
+    assert len(warned) == 1  # before: one per request

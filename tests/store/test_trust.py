@@ -21,6 +21,7 @@ from budgetware import (
     instrument,
 )
 from budgetware.core.artifacts import text_key
+from budgetware.store import base
 
 URL = "https://api.openai.com/v1/chat/completions"
 
@@ -119,9 +120,89 @@ def test_a_decision_names_only_an_existing_verified_artifact_of_the_store(
     assert fresh.lookup_decision(bad) is None
 
 
-def test_a_decision_of_nothing_reusable_stays_decided(store: LocalArtifactStore) -> None:
+def test_a_decision_of_nothing_reusable_is_kept(store: LocalArtifactStore) -> None:
+    # The tri-state of FINALIZER.md: () is "a producer decided, nothing reusable holds the
+    # full output": a reader must neither persist the producer's preview as the full
+    # output nor name a file.
     store.record_decision(text_key("bounded"), ())
     assert LocalArtifactStore(store.directory).lookup_decision(text_key("bounded")) == ()
+
+
+def test_a_decision_of_nothing_is_neither_persisted_nor_named(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    bounded = "a producer's preview, its own write failed " * 200
+    store.record_decision(text_key(bounded), ())
+    (result,) = finalize_batch(
+        [ToolResult("c", "t", (bounded,))],
+        config=BudgetConfig(batch_budget=500),
+        store=LocalArtifactStore(store.directory),
+    )
+    assert result.persisted_output_files == ()
+    assert len(result.slots[0]) <= 500
+    assert not list(store.directory.glob("*.txt"))
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b"not json",
+        b'{"refs": "x"}',
+        b"[1, 2]",
+        b'{"refs": [1, 2]}',
+        b'{"refs": ["a", 2]}',
+        b"\xff",
+    ],
+)
+def test_a_record_that_is_not_one_leaves_the_output_persisted(
+    tmp_path: Path, record: bytes
+) -> None:
+    directory = tmp_path / "a"
+    directory.mkdir(mode=0o700)
+    bounded = "bounded text " * 1000
+    (directory / f"{text_key(bounded)}.decision.json").write_bytes(record)
+    store = LocalArtifactStore(directory)
+    assert store.lookup_decision(text_key(bounded)) is None
+    (result,) = finalize_batch(
+        [ToolResult("c", "t", (bounded,))],
+        config=BudgetConfig(batch_budget=500),
+        store=LocalArtifactStore(directory),
+    )
+    # Before: () (decided, nothing reusable): the output was never persisted.
+    assert result.persisted_output_files == (str(store.path_for(text_key(bounded))),)
+    assert Path(result.persisted_output_files[0]).read_text() == bounded
+
+
+def test_a_producers_decision_replaces_a_planted_record(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    real = store.put("the full output " * 500)
+    bounded = text_key("a producer-bounded text")
+    store.directory.joinpath(f"{bounded}.decision.json").write_text('{"refs": []}')
+    store.record_decision(bounded, (real,))  # before: kept the planted record
+    assert LocalArtifactStore(store.directory).lookup_decision(bounded) == (real,)
+
+
+def test_an_unusable_record_is_read_again_after_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalArtifactStore(tmp_path / "a")
+    real = store.put("the full output " * 500)
+    bounded = text_key("a producer-bounded text")
+    record = store.directory / f"{bounded}.decision.json"
+    record.write_text("garbage")
+    assert store.lookup_decision(bounded) is None
+    record.write_text(json.dumps({"refs": [real]}))  # another process put it right
+    assert store.lookup_decision(bounded) is None  # remembered for a minute: no re-read
+    monkeypatch.setattr(base, "UNUSABLE_SECONDS", 0.0)
+    assert store.lookup_decision(bounded) == (real,)
+
+
+@pytest.mark.parametrize(("max_age", "min_age"), [(60.0, 3600.0), (1.0, 2.0)])
+def test_a_store_whose_max_age_is_under_its_min_age_is_refused(
+    tmp_path: Path, max_age: float, min_age: float
+) -> None:
+    with pytest.raises(ValueError, match="max_age"):
+        LocalArtifactStore(tmp_path / "a", max_age=max_age, min_age=min_age)
+    LocalArtifactStore(tmp_path / "a", max_age=0, min_age=min_age)  # 0: keep by age
 
 
 @pytest.fixture(params=["other-owner", "group-writable", "world-writable"])

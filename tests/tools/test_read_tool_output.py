@@ -4,6 +4,7 @@ with text whose first line says what it is, and every mistake with one line."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,39 @@ def test_many_matches_stop_at_the_limit_and_say_so(any_store: ContentStore) -> N
     assert len(body.split("\n")) == shown
 
 
+def matching_lines_written(answer: str) -> list[str]:
+    """The lines of an answer marked as matches (``N:offset: text``)."""
+    return [line for line in answer.split("\n")[1:] if re.match(r"\d+:\d+: ", line)]
+
+
+def test_the_head_counts_the_matching_lines_written(any_store: ContentStore) -> None:
+    # The first match's context holds the second match; the second's context line is too
+    # long for the limit. Both matching lines are written: the head says two, in grammar.
+    ref = any_store.put("hit one\nhit two\n" + "x" * 400 + "\nhit three\n")
+    answer = run_read_tool_output(
+        {"ref": ref, "pattern": "hit", "context": 1, "limit": 40}, store=any_store
+    )
+    head = answer.split("\n")[0]
+    assert head.startswith("2 matches shown (more follow: narrow the pattern)"), answer
+    assert len(matching_lines_written(answer)) == 2
+    # One match shown is one match.
+    answer = run_read_tool_output({"ref": ref, "pattern": "hit|x", "limit": 10}, store=any_store)
+    assert answer.startswith("1 match shown (more follow: narrow the pattern)"), answer
+
+
+def test_a_match_past_the_match_limit_is_not_shown_as_context(any_store: ContentStore) -> None:
+    from budgetware.tools.read_tool_output import MAX_MATCHES
+
+    ref = any_store.put("".join(f"hit {i}\n" for i in range(1, MAX_MATCHES + 6)) + "end\n")
+    answer = run_read_tool_output({"ref": ref, "pattern": "hit", "context": 2}, store=any_store)
+    head, _, body = answer.partition("\n")
+    assert head.startswith(f"{MAX_MATCHES} matches shown (more follow: narrow the pattern)")
+    assert len(matching_lines_written(answer)) == MAX_MATCHES
+    # every line written that matches is marked as a match, and counted
+    assert all(re.match(r"\d+:\d+: ", line) for line in body.split("\n") if "hit" in line)
+    assert f"hit {MAX_MATCHES + 1}" not in body
+
+
 def test_no_match(any_store: ContentStore) -> None:
     ref = any_store.put(LOG)
     assert run_read_tool_output({"ref": ref, "pattern": "ERROR"}, store=any_store) == "0 matches"
@@ -121,6 +155,10 @@ def bad_calls(ref: str, directory: str) -> list[tuple[Any, str]]:
         ({"ref": ref, "offset": -5}, "error: offset must be 0 or more"),
         ({"ref": ref, "offset": 10**12}, "error: offset 1,000,000,000,000 is past the end"),
         ({"ref": ref, "limit": "lots"}, "error: limit must be a whole number"),
+        # A window of nothing would say "more with offset=0" for ever.
+        ({"ref": ref, "limit": 0}, "error: limit must be 1 or more (got 0)"),
+        ({"ref": ref, "limit": -3}, "error: limit must be 1 or more (got -3)"),
+        ({"ref": ref, "limit": 0, "pattern": "x"}, "error: limit must be 1 or more (got 0)"),
         ({"ref": ref, "pattern": "foo("}, "error: not a valid regular expression"),
         ({"ref": ref, "pattern": ["x"]}, "error: pattern must be a string"),
         ({"ref": ref, "pattern": "x", "context": -1}, "error: context must be 0 or more"),
@@ -195,6 +233,16 @@ async def test_the_async_executor_gives_the_same_answer(any_store: ContentStore)
     )
 
 
+def test_a_ref_copied_with_the_notice_punctuation_works(any_store: ContentStore) -> None:
+    ref = any_store.put(LOG)
+    for near in (ref + "]", ref + ";", text_key(LOG).upper()):
+        answer = run_read_tool_output({"ref": near, "limit": 6}, store=any_store)
+        assert answer.endswith("\nPASSED"), answer
+    answer = run_read_tool_output({"ref": "/elsewhere/" + text_key(LOG) + ".txt"}, store=any_store)
+    assert answer.startswith("error: no such full output: ")
+    assert "64-hex SHA-256 name" in answer  # what to pass instead
+
+
 def test_the_bare_hash_works_as_a_ref(any_store: ContentStore) -> None:
     any_store.put(LOG)
     assert run_read_tool_output({"ref": text_key(LOG), "limit": 6}, store=any_store).endswith(
@@ -225,6 +273,14 @@ def test_each_api_gets_its_shape(api: str, name_at: tuple[str, ...]) -> None:
     for part in name_at:
         schema = schema[part]
     assert schema == TOOL_NAME
+
+
+def test_the_responses_declaration_is_not_strict() -> None:
+    # The Responses API reads a missing `strict` as strict mode, where every parameter is
+    # required: offset, limit, pattern and context are optional.
+    assert read_tool_output_schema("openai_responses")["strict"] is False
+    # Chat Completions is not strict unless asked: the chat shape leaves it out.
+    assert "strict" not in read_tool_output_schema("openai_chat")["function"]
 
 
 def test_an_unknown_api_is_refused() -> None:

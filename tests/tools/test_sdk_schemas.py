@@ -41,6 +41,10 @@ def test_openai_responses(ref: tuple[LocalArtifactStore, str]) -> None:
         sent = fake.last.json()["tools"][0]
     assert sent["name"] == TOOL_NAME
     assert sent["parameters"]["required"] == ["ref"]
+    assert sent["strict"] is False  # a missing strict is strict mode: all required
+    from openai.types.responses import FunctionToolParam  # the SDK type of a tool
+
+    assert FunctionToolParam.__required_keys__ <= set(read_tool_output_schema("openai_responses"))
     [call] = [item for item in response.output if item.type == "function_call"]
     assert run_read_tool_output(call.arguments, store=store).startswith("1 match")
 

@@ -226,3 +226,67 @@ def test_a_transport_bounds_a_declared_gateway_endpoint(
     declared, other = fake_provider.requests
     assert len(declared.json()["messages"][2]["content"]) <= 1_000
     assert other.body == TRANSCRIPT
+
+
+# -- patterns: IPv6 hosts, a trailing slash; settings that turn bad later ----------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "url"),
+    [
+        ("[::1]:8000/x", "http://[::1]:8000/x"),
+        ("[::1]", "http://[::1]:8000/v9/run"),
+        ("http://[::1]:8000", "http://[::1]:8000/v9/run"),
+        ("[fe80::*]/llm/*", "http://[fe80::1]/llm/run"),
+        ("llm.internal/", "https://llm.internal/v9/run"),
+        ("llm.internal/", "https://llm.internal/"),
+        ("llm.internal/*", "https://llm.internal/deep/er/run"),
+    ],
+)
+def test_ipv6_hosts_and_a_trailing_slash_match(pattern: str, url: str) -> None:
+    config = BudgetConfig(endpoints={pattern: "anthropic_messages"})
+    fmt = format_for_url(url, config)
+    assert fmt is not None
+    assert fmt.name == "anthropic_messages"
+
+
+def test_brackets_in_a_host_pattern_are_literal() -> None:
+    config = BudgetConfig(endpoints={"[ab]pi.internal": "anthropic_messages"})
+    assert format_for_url("http://api.internal/run", config) is None
+    assert format_for_url("http://bpi.internal/run", config) is None
+
+
+KNOWN = "https://notes.example.com/v1/chat/completions"
+
+
+def test_an_endpoints_value_that_turns_bad_later_leaves_every_request_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The user excluded their own service, at a known model path, with "none". If the
+    # value turns bad, budgetware cannot know what was excluded: it touches nothing.
+    monkeypatch.setenv("BUDGETWARE_ENDPOINTS", json.dumps({"notes.example.com": "none"}))
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "1000")
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", str(tmp_path))
+    assert finalize_body(KNOWN, TRANSCRIPT) is TRANSCRIPT  # excluded, as set up
+    monkeypatch.setenv("BUDGETWARE_ENDPOINTS", '{"notes.example.com": "nope"')
+    assert finalize_body(KNOWN, TRANSCRIPT) is TRANSCRIPT  # and still: fail closed
+    assert "BUDGETWARE_ENDPOINTS" in caplog.text
+    # A configuration that sets endpoints itself does not depend on the bad value.
+    config = _config(tmp_path, endpoints={"other.example.com": "none"})
+    bounded = finalize_body(KNOWN, TRANSCRIPT, config=config)
+    assert len(json.loads(bounded)["messages"][2]["content"]) <= 1_000
+
+
+def test_finalize_body_without_a_config_is_lenient_like_bound_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from budgetware.wire.payload import bound_payload
+
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "1000")
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", str(tmp_path))
+    monkeypatch.setenv("BUDGETWARE_MAX_ARTIFACT_BYTES", "lots")  # turned bad after setup
+    url = "https://api.example.com/v1/chat/completions"
+    out = finalize_body(url, TRANSCRIPT)
+    assert len(json.loads(out)["messages"][2]["content"]) <= 1_000
+    payload = bound_payload(url, json.loads(TRANSCRIPT))
+    assert len(payload["messages"][2]["content"]) <= 1_000

@@ -39,15 +39,23 @@ def test_bound_payload_keeps_every_value_outside_the_tool_results(tmp_path: Path
     assert out["metadata"]["small"] == 1e-300
 
 
-def test_bound_payload_keeps_big_integers_beside_nan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("beside", [math.nan, None, "text"])
+def test_bound_payload_keeps_big_integers_beside_nan(tmp_path: Path, beside: object) -> None:
+    # 2**70 + 1 is no float (2**70 is one, and compared equal after a round trip through
+    # orjson 3.13, which reads integers beyond 64 bits as floats).
     payload = {
-        "seed": 2**70,
-        "nan": math.nan,
+        "seed": 2**70 + 1,
+        "ids": [123456789012345678901234567891, -(2**64) - 3],
+        "beside": beside,
         "messages": [{"role": "tool", "tool_call_id": "a", "content": BIG}],
     }
     out = bound_payload(CHAT, payload, config=_config(tmp_path))
-    assert out["seed"] == 2**70
-    assert math.isnan(out["nan"])
+    assert out is not payload
+    assert len(out["messages"][0]["content"]) <= 1_000
+    assert type(out["seed"]) is int
+    assert out["seed"] == 2**70 + 1
+    assert out["ids"] == [123456789012345678901234567891, -(2**64) - 3]
+    assert all(type(i) is int for i in out["ids"])
 
 
 def test_a_key_with_raw_surrogate_bytes_still_gets_its_body_bounded(tmp_path: Path) -> None:
@@ -90,3 +98,36 @@ def test_patch_json_writes_a_value_whole_when_its_shape_changes() -> None:
 
 def test_patch_json_returns_none_when_the_bytes_do_not_match() -> None:
     assert patch_json(b'{"a": "x"', {"a": "x"}, {"a": "y"}) is None
+
+
+# The last resort of finalize_body: a changed string whose token the splicer cannot find.
+NUMBER_BODY = (
+    b'{"model":"m","temperature":1.50,"seed":123456789012345678901234567891,'
+    b'"metadata":{"e":1E+2,"inf":1e400,"tiny":1e-400,"nan":NaN,"z":-0},"messages":'
+    b'[{"role":"tool","tool_call_id":"a","content":"' + BIG.encode() + b'"},'
+    b'{"role":"user","content":"caf\\u00e9"}]}'
+)
+NUMBER_TOKENS = (
+    b'"temperature":1.50,"seed":123456789012345678901234567891,',
+    b'"metadata":{"e":1E+2,"inf":1e400,"tiny":1e-400,"nan":NaN,"z":-0}',
+)
+
+
+@pytest.mark.parametrize("patch_fails_too", [False, True])
+def test_a_body_that_cannot_be_spliced_is_rewritten_faithfully(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patch_fails_too: bool
+) -> None:
+    from budgetware.wire import body as body_module
+
+    monkeypatch.setattr(body_module, "replace_values", lambda body, root, changes: None)
+    if patch_fails_too:
+        monkeypatch.setattr(body_module, "patch_json", lambda body, old, new: None)
+    out = finalize_body(CHAT, NUMBER_BODY, config=_config(tmp_path))
+    assert len(out) < len(NUMBER_BODY)
+    for tokens in NUMBER_TOKENS:
+        assert tokens in out
+    assert out.isascii()  # the body escaped its non-ASCII text: so does the rewrite
+    assert b'"content":"caf\\u00e9"' in out
+    decoded = json.loads(out)
+    assert len(decoded["messages"][0]["content"]) <= 1_000
+    assert decoded["messages"][1]["content"] == "café"

@@ -24,7 +24,7 @@ pytestmark = [
     # One worker drives the SDKs once for the whole module (scripts/test).
     pytest.mark.xdist_group("sdk_bodies"),
     # litellm's gemini provider imports TypedDicts with `ReadOnly` items on its first call
-    # and pydantic warns about each once (see tests/sdk/test_fake_provider.py).
+    # and pydantic warns about each once (see tests/testing/test_fake_provider.py).
     pytest.mark.filterwarnings(
         "ignore:Items? .* on TypedDict class '_\\w*CachedContent\\w*' (is|are) using the "
         "`ReadOnly`:UserWarning"

@@ -7,13 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hung_s3 import hung_s3_endpoint
 from litellm_proxy_helpers import BUDGET
-from proxy_server_helpers import new_proxy, proxy_config, proxy_env, start_all
+from proxy_server_helpers import (
+    new_proxy,
+    pass_through_env,
+    proxy_config,
+    proxy_env,
+    start_all,
+)
 
 from budgetware.core.config import BudgetConfig
 from budgetware.testing import FakeProvider
 from budgetware.testing.apis import default_policy
 from budgetware.testing.litellm_proxy import LiteLLMProxy
+from budgetware.testing.s3 import aws_env
 
 
 @pytest.fixture
@@ -92,15 +100,49 @@ def proxy_pair(
     The gateway raises budgetware's internal errors (as the test suite does), so a request
     that gets through shows that none happened.
     """
+    routes = pass_through_env(proxy_upstream.url)
     gateway, baseline = start_proxies(
         (
             "gateway",
             proxy_config(proxy_upstream.url),
-            proxy_env(gateway_artifact_dir, batch_budget=str(BUDGET), raise_errors="1"),
+            {
+                **proxy_env(gateway_artifact_dir, batch_budget=str(BUDGET), raise_errors="1"),
+                **routes,
+            },
         ),
-        ("baseline", proxy_config(proxy_upstream.url, callback=False), proxy_env(None)),
+        (
+            "baseline",
+            proxy_config(proxy_upstream.url, callback=False),
+            {**proxy_env(None), **routes},
+        ),
     )
     return gateway, baseline
+
+
+@pytest.fixture(scope="session")
+def production(
+    start_proxies: Callable[..., list[LiteLLMProxy]], proxy_upstream: FakeProvider
+) -> Iterator[LiteLLMProxy]:
+    """A proxy with the production settings: internal errors send the request unchanged
+    (``BUDGETWARE_RAISE_ERRORS=0``), and its store is an S3 bucket on an endpoint that
+    accepts connections and never answers (1 s per call). Its callback is budgetware's
+    with a fault planted for requests that ask for one (``faulty_callbacks.py``)."""
+    with hung_s3_endpoint() as endpoint:
+        config = proxy_config(proxy_upstream.url)
+        config["litellm_settings"]["callbacks"] = "faulty_callbacks.handler"
+        env = proxy_env(
+            None,
+            batch_budget=str(BUDGET),
+            raise_errors="0",
+            artifact_store="s3://budgetware-hung/production",
+            artifact_store_timeout="1",
+            artifact_sweep_interval="0",
+        )
+        env.update(aws_env(endpoint))
+        env.update({"AWS_ENDPOINT_URL": None, "AWS_PROFILE": None})
+        env.update(pass_through_env(proxy_upstream.url))
+        (proxy,) = start_proxies(("production", config, env))
+        yield proxy
 
 
 @pytest.fixture

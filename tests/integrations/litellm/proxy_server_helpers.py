@@ -1,7 +1,8 @@
 """A real LiteLLM Proxy for the tests: its config, its keys, and starting it.
 
 The config routes two model names to the fake provider: ``gpt-fake`` (OpenAI Chat
-Completions and Responses) and ``claude-fake`` (Anthropic Messages). Keys come from
+Completions and Responses) and ``claude-fake`` (Anthropic Messages); ``pass_through_env``
+sends the proxy's pass-through routes there too. Keys come from
 ``proxy_keys.py`` (the proxy's ``custom_auth``), which gives each test key the metadata a
 proxy admin would set with ``/key/generate`` or ``/team/new`` (no database needed).
 ``forward_client_headers_to_llm_api`` is on, so the proxy forwards a client's ``x-*``
@@ -82,12 +83,24 @@ def proxy_env(artifact_dir: Path | None, **settings: str) -> dict[str, str | Non
     return env
 
 
+def pass_through_env(upstream_url: str) -> dict[str, str | None]:
+    """Where the proxy's pass-through routes (``/anthropic/...``, ``/openai/...``,
+    ``/gemini/...``, ``/cohere/...``) send requests: the fake provider, with fake keys."""
+    env: dict[str, str | None] = {}
+    for provider in ("ANTHROPIC", "OPENAI", "GEMINI", "COHERE"):
+        env[f"{provider}_API_BASE"] = upstream_url
+        env[f"{provider}_API_KEY"] = "sk-fake-upstream"
+    return env
+
+
 def new_proxy(
     workdir: Path, config: Mapping[str, Any], env: Mapping[str, str | None]
 ) -> LiteLLMProxy:
-    """A proxy (not started) in ``workdir``, with the test keys next to its config."""
+    """A proxy (not started) in ``workdir``, with the test keys (and the faulty callbacks
+    module) next to its config."""
     workdir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(HERE / "proxy_keys.py", workdir / "proxy_keys.py")
+    for module in ("proxy_keys.py", "faulty_callbacks.py"):
+        shutil.copy(HERE / module, workdir / module)
     return LiteLLMProxy(config, env=env, workdir=workdir, master_key=MASTER_KEY)
 
 
@@ -147,6 +160,18 @@ def messages_call(
             extra_headers=headers,
         )
     return "".join(block.text for block in reply.content if block.type == "text")
+
+
+def responses_call(
+    proxy: LiteLLMProxy,
+    items: list[dict[str, Any]],
+    headers: dict[str, str] | None = None,
+    *,
+    key: str | None = None,
+) -> str:
+    with openai_client(proxy, key) as client:
+        reply = client.responses.create(model=OPENAI_MODEL, input=items, extra_headers=headers)
+    return reply.output_text
 
 
 # --- what the provider received ---------------------------------------------------------------

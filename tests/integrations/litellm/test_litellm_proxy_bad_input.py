@@ -112,41 +112,79 @@ def tool_texts(request: RecordedRequest) -> list[Any]:
 
 # --- malformed bodies and unknown routes: the same outcome as without budgetware -------------
 
-MALFORMED: dict[str, tuple[str, bytes | dict[str, Any] | None]] = {
-    "not json": (CHAT, b'{"model": "gpt-fake", "messages": [{"role": '),
-    "a json array": (CHAT, b"[1, 2, 3]"),
-    "a json string": (CHAT, b'"messages"'),
-    "empty body": (CHAT, b""),
-    "invalid utf-8": (CHAT, b'{"model": "gpt-fake", "messages": "\xff\xfe"}'),
-    "NaN literal": (CHAT, b'{"model": "gpt-fake", "messages": [], "temperature": NaN}'),
-    "messages a string": (CHAT, chat_body("hello")),
-    "messages a dict": (CHAT, chat_body({"role": "tool", "content": "x"})),
-    "messages of scalars": (CHAT, chat_body([1, "two", None, 4.5])),
-    "tool content a dict": (CHAT, chat_body(tool_message({"output": "x" * 60_000}))),
-    "tool content a number": (CHAT, chat_body(tool_message(42))),
-    "tool content null": (CHAT, chat_body(tool_message(None))),
+# Each case: the route, the body, and the BudgetwareWarning the gateway logs (None: the
+# proxy refuses the body before budgetware sees it, or budgetware reads it as it is).
+MALFORMED: dict[str, tuple[str, bytes | dict[str, Any] | None, str | None]] = {
+    "not json": (CHAT, b'{"model": "gpt-fake", "messages": [{"role": ', None),
+    "a json array": (CHAT, b"[1, 2, 3]", None),
+    "a json string": (CHAT, b'"messages"', None),
+    "empty body": (CHAT, b"", None),
+    "invalid utf-8": (CHAT, b'{"model": "gpt-fake", "messages": "\xff\xfe"}', None),
+    "NaN literal": (CHAT, b'{"model": "gpt-fake", "messages": [], "temperature": NaN}', None),
+    "messages a string": (
+        CHAT,
+        chat_body("hello"),
+        "leaving a request alone (openai_chat): its 'messages' is str, not a list",
+    ),
+    "messages a dict": (
+        CHAT,
+        chat_body({"role": "tool", "content": "x"}),
+        "leaving a request alone (openai_chat): its 'messages' is dict, not a list",
+    ),
+    "messages of scalars": (
+        CHAT,
+        chat_body([1, "two", None, 4.5]),
+        "some items of a request's 'messages' are not objects (openai_chat)",
+    ),
+    "tool content a dict": (
+        CHAT,
+        chat_body(tool_message({"output": "x" * 60_000})),
+        "in a request (openai_chat), a tool message's content is of type dict: "
+        "it is left as it is, not bounded",
+    ),
+    "tool content a number": (
+        CHAT,
+        chat_body(tool_message(42)),
+        "in a request (openai_chat), a tool message's content is of type int",
+    ),
+    "tool content null": (
+        CHAT,
+        chat_body(tool_message(None)),
+        "in a request (openai_chat), a tool message's content is of type NoneType",
+    ),
+    # A list of parts: the parts that are not text are left as they are.
     "tool content odd parts": (
         CHAT,
         chat_body(tool_message([{"type": "text", "text": 123}, "plain", None, {"type": "x"}])),
+        None,
     ),
+    # Bounded like any other (an id is not needed to read a result).
     "tool message without id": (
         CHAT,
         chat_body([{"role": "user", "content": "hi"}, {"role": "tool", "content": "y" * 90_000}]),
+        None,
     ),
-    "anthropic messages a string": (MESSAGES, anthropic_body("hello")),
+    "anthropic messages a string": (
+        MESSAGES,
+        anthropic_body("hello"),
+        "leaving a request alone (anthropic_messages): its 'messages' is str, not a list",
+    ),
     "anthropic tool_result content a number": (
         MESSAGES,
         anthropic_body(
             tool_result_block({"type": "tool_result", "tool_use_id": "call_0", "content": 5})
         ),
+        "in a request (anthropic_messages), a tool_result's content is of type int",
     ),
     "anthropic tool_result without id": (
         MESSAGES,
         anthropic_body(tool_result_block({"type": "tool_result", "content": "z" * 90_000})),
+        None,
     ),
     "anthropic content of scalars": (
         MESSAGES,
         anthropic_body([{"role": "user", "content": [1, None]}]),
+        "in a request (anthropic_messages), a message's content holds a value of type int",
     ),
 }
 
@@ -159,7 +197,7 @@ def test_malformed_body_gets_the_same_answer_as_without_budgetware(
     upstream: FakeProvider,
     case: str,
 ) -> None:
-    path, body = MALFORMED[case]
+    path, body, warning = MALFORMED[case]
     mark = gateway.log_mark()
     got, sent, expected, expected_sent = both(http, gateway, baseline, upstream, path, body)
     assert got.status_code == expected.status_code, got.text
@@ -169,7 +207,14 @@ def test_malformed_body_gets_the_same_answer_as_without_budgetware(
             # Only a bounded request differs: its tool results fit the budget.
             texts = [t for t in tool_texts(through_gateway) if isinstance(t, str)]
             assert sum(map(len, texts)) <= BUDGET
-    assert "budgetware could not" not in gateway.log_since(mark)
+    log = gateway.log_since(mark)
+    assert "budgetware could not" not in log
+    if warning is None:
+        assert "BudgetwareWarning" not in log
+    else:
+        # In the proxy's log (types, never content): the request went on without budgetware.
+        assert f"BudgetwareWarning: budgetware: {warning}" in log
+        assert "xxxxx" not in log
 
 
 @pytest.mark.parametrize(
@@ -272,6 +317,28 @@ def test_invalid_header_is_ignored_with_a_warning(
     response = send(
         http, gateway, CHAT, chat_body(drivers.openai_chat_messages(BIG)), headers={header: value}
     )
+    _warned_and_bounded_by_default(gateway, upstream, response, mark, header)
+    assert header not in model_requests(upstream)[0].headers
+
+
+# Values no chat test sends: the proxy logs each distinct warning once.
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-budgetware-batch-budget", "plenty"),
+        ("x-budgetware-batch-budget", "7000.5"),
+        ("x-budgetware-unit", "cubits"),
+        ("x-budgetware-disable", "perhaps"),
+        ("x-budgetware-whatever", "1"),
+    ],
+)
+def test_invalid_header_on_the_anthropic_route_is_ignored_with_a_warning(
+    http: httpx.Client, gateway: LiteLLMProxy, upstream: FakeProvider, header: str, value: str
+) -> None:
+    upstream.clear()
+    mark = gateway.log_mark()
+    body = anthropic_body(drivers.anthropic_messages(BIG))
+    response = send(http, gateway, MESSAGES, body, headers={header: value})
     _warned_and_bounded_by_default(gateway, upstream, response, mark, header)
     assert header not in model_requests(upstream)[0].headers
 

@@ -283,15 +283,347 @@ async def test_a_large_request_is_bounded_off_the_event_loop(
     from budgetware.integrations.litellm import _callback
 
     threads: list[threading.Thread] = []
-    real = _callback._bound_field
+    real = _callback._bound_conversation
 
     def spy(*args: Any) -> Any:
         threads.append(threading.current_thread())
         return real(*args)
 
-    monkeypatch.setattr(_callback, "_bound_field", spy)
+    monkeypatch.setattr(_callback, "_bound_conversation", spy)
     data = _chat()
     data["proxy_server_request"]["headers"]["content-length"] = length
     result = await _hook(callback, data)
     assert_bounded(tool_texts("messages", result["messages"]), BIG, artifact_dir)
     assert (threads[0] is not threading.current_thread()) is off_loop
+
+
+# --- the Anthropic route: what the chat route's tests check, on /v1/messages ----------------
+
+
+def _messages(headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return proxy_data("messages", drivers.anthropic_messages(BIG), headers=headers)
+
+
+async def test_anthropic_request_header_budget_applies(callback: Any) -> None:
+    result = await _hook(
+        callback, _messages({"x-budgetware-batch-budget": "8000"}), "anthropic_messages"
+    )
+    assert _within_budget(result, 8000)
+
+
+async def test_anthropic_request_header_disable_leaves_the_request_unbounded(
+    callback: Any,
+) -> None:
+    data = _messages({"x-budgetware-disable": "1"})
+    assert await _hook(callback, data, "anthropic_messages") is data
+
+
+async def test_anthropic_key_metadata_budget_applies(callback: Any) -> None:
+    key = UserAPIKeyAuth(metadata={"budgetware_batch_budget": 8000})
+    result = await _hook(callback, _messages(), "anthropic_messages", key=key)
+    assert _within_budget(result, 8000)
+
+
+async def test_anthropic_under_budget_request_is_returned_as_the_same_object(
+    callback: Any,
+) -> None:
+    data = proxy_data("messages", drivers.anthropic_messages(small_results()))
+    assert await _hook(callback, data, "anthropic_messages") is data
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-budgetware-batch-budget", "lots"),
+        ("x-budgetware-unit", "furlongs"),
+        ("x-budgetware-disable", "maybe"),
+    ],
+)
+async def test_anthropic_invalid_request_header_is_logged_naming_it_and_ignored(
+    callback: Any, proxy_log: pytest.LogCaptureFixture, header: str, value: str
+) -> None:
+    result = await _hook(callback, _messages({header: value}), "anthropic_messages")
+    assert _within_budget(result, BUDGET)
+    assert sum(len(t) for t in tool_texts("messages", result["messages"])) > 8000
+    assert f"BudgetwareWarning: budgetware: ignoring request header {header!r}" in (proxy_log.text)
+
+
+async def test_anthropic_forwarded_budgetware_headers_are_removed(callback: Any) -> None:
+    headers = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-1"}
+    data = _forwarding(_messages(headers), headers)
+    result = await _hook(callback, data, "anthropic_messages")
+    assert result["headers"] == {"x-request-tag": "t-1"}
+    assert _within_budget(result, 8000)
+
+
+# --- conversations of an unexpected shape: left alone, and the log says so -------------------
+
+
+@pytest.mark.parametrize(
+    ("call_type", "field", "value", "kind"),
+    [
+        ("acompletion", "messages", "hello", "str"),
+        ("acompletion", "messages", {"role": "tool", "content": "x"}, "dict"),
+        ("acompletion", "messages", None, "NoneType"),
+        ("anthropic_messages", "messages", 42, "int"),
+        ("aresponses", "input", {"type": "function_call_output"}, "dict"),
+        ("agenerate_content", "contents", 7, "int"),
+    ],
+)
+async def test_a_conversation_that_is_not_a_list_is_left_alone_with_a_warning(
+    callback: Any,
+    proxy_log: pytest.LogCaptureFixture,
+    call_type: str,
+    field: str,
+    value: Any,
+    kind: str,
+) -> None:
+    data = proxy_data(field, value)
+    assert await _hook(callback, data, call_type) is data
+    assert f"its {field!r} is {kind}, not a list" in proxy_log.text
+    assert "BudgetwareWarning: budgetware: leaving a request alone (" in proxy_log.text
+
+
+@pytest.mark.parametrize(("call_type", "field"), [("aresponses", "input")])
+async def test_a_plain_text_prompt_is_no_unexpected_shape(
+    callback: Any, proxy_log: pytest.LogCaptureFixture, call_type: str, field: str
+) -> None:
+    data = proxy_data(field, "what is the weather?")
+    assert await _hook(callback, data, call_type) is data
+    assert "BudgetwareWarning" not in proxy_log.text
+
+
+async def test_items_that_are_not_messages_are_left_alone_with_a_warning(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
+    messages: list[Any] = [*drivers.openai_chat_messages(BIG), 1, "two", None]
+    result = await _hook(callback, proxy_data("messages", messages))
+    # The messages that are messages are bounded; the rest stay as they were.
+    assert _within_budget({"messages": [m for m in result["messages"] if isinstance(m, dict)]})
+    assert result["messages"][-3:] == [1, "two", None]
+    assert "some items of a request's 'messages' are not objects (openai_chat)" in proxy_log.text
+    assert "HEAD-0" not in proxy_log.text
+
+
+def _with_last(conversation: list[Any], last: Any) -> list[Any]:
+    return [*conversation[:-1], last]
+
+
+@pytest.mark.parametrize(
+    ("call_type", "field", "conversation", "expected"),
+    [
+        (
+            "acompletion",
+            "messages",
+            _with_last(
+                drivers.openai_chat_messages(["x"]),
+                {"role": "tool", "tool_call_id": "call_0", "content": {"out": "HEAD-0"}},
+            ),
+            "in a request (openai_chat), a tool message's content is of type dict",
+        ),
+        (
+            "anthropic_messages",
+            "messages",
+            _with_last(
+                drivers.anthropic_messages(["x"]),
+                {"role": "user", "content": [{"type": "tool_result", "content": 5}]},
+            ),
+            "in a request (anthropic_messages), a tool_result's content is of type int",
+        ),
+        (
+            "aresponses",
+            "input",
+            _with_last(
+                drivers.openai_responses_input(["x"]),
+                {"type": "function_call_output", "call_id": "c", "output": {"out": "HEAD-0"}},
+            ),
+            "in a request (openai_responses), a function_call_output's output is of type dict",
+        ),
+    ],
+)
+async def test_a_tool_result_budgetware_cannot_read_is_named_in_a_warning(
+    callback: Any,
+    proxy_log: pytest.LogCaptureFixture,
+    call_type: str,
+    field: str,
+    conversation: list[Any],
+    expected: str,
+) -> None:
+    data = proxy_data(field, conversation)
+    assert await _hook(callback, data, call_type) is data
+    assert f"BudgetwareWarning: budgetware: {expected}: it is left as it is" in proxy_log.text
+    assert "HEAD-0" not in proxy_log.text
+
+
+async def test_a_request_without_the_field_is_left_alone_silently(
+    callback: Any, proxy_log: pytest.LogCaptureFixture
+) -> None:
+    data = proxy_data("prompt", "complete this")  # a text completion: no messages at all
+    assert await _hook(callback, data, "atext_completion") is data
+    assert "BudgetwareWarning" not in proxy_log.text
+
+
+# --- pass-through routes: the route on the key picks the wire format -------------------------
+
+
+def _pass_through(route: str | None, key: UserAPIKeyAuth | None = None) -> UserAPIKeyAuth:
+    auth = key or UserAPIKeyAuth()
+    auth.request_route = route
+    return auth
+
+
+def _body(field: str, conversation: list[Any]) -> dict[str, Any]:
+    """A pass-through request's data: the client's body, and litellm's logging object."""
+    return {"model": "m", field: conversation, "litellm_logging_obj": object()}
+
+
+@pytest.mark.parametrize(
+    ("route", "field", "conversation"),
+    [
+        ("/anthropic/v1/messages", "messages", drivers.anthropic_messages(BIG)),
+        ("/openai/v1/chat/completions", "messages", drivers.openai_chat_messages(BIG)),
+        ("/openai_passthrough/v1/responses", "input", drivers.openai_responses_input(BIG)),
+        (
+            "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+            "contents",
+            gemini_contents(BIG),
+        ),
+        (
+            "/vertex_ai/v1/projects/p/locations/l/publishers/google/models/g:generateContent",
+            "contents",
+            gemini_contents(BIG),
+        ),
+        (
+            "/vertex_ai/v1/projects/p/locations/l/publishers/anthropic/models/c:rawPredict",
+            "messages",
+            drivers.anthropic_messages(BIG),
+        ),
+    ],
+)
+async def test_a_pass_through_model_route_is_bounded(
+    callback: Any, artifact_dir: Path, route: str, field: str, conversation: list[Any]
+) -> None:
+    data = _body(field, conversation)
+    result = await _hook(callback, data, "pass_through_endpoint", key=_pass_through(route))
+    assert_bounded(tool_texts(field, result[field]), BIG, artifact_dir)
+    assert result["litellm_logging_obj"] is data["litellm_logging_obj"]
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        # Signed by litellm from the bytes it received: what a hook returns is not sent.
+        "/bedrock/model/anthropic.claude-3-haiku/invoke",
+        "/bedrock/model/m/converse",
+        "/anthropic/v1/models",
+        "/assemblyai/v2/transcript",
+        None,
+    ],
+)
+async def test_a_pass_through_route_that_is_no_model_api_is_left_alone(
+    callback: Any, route: str | None
+) -> None:
+    data = _body("messages", drivers.anthropic_messages(BIG))
+    assert await _hook(callback, data, "pass_through_endpoint", key=_pass_through(route)) is data
+
+
+async def test_pass_through_key_metadata_applies(callback: Any) -> None:
+    key = _pass_through(
+        "/anthropic/v1/messages", UserAPIKeyAuth(metadata={"budgetware_disable": True})
+    )
+    data = _body("messages", drivers.anthropic_messages(BIG))
+    assert await _hook(callback, data, "pass_through_endpoint", key=key) is data
+
+
+def _forward(request_headers: dict[str, str], headers: dict[str, str], **kwargs: Any) -> Any:
+    """litellm's pass-through header forwarding, as the proxy calls it."""
+    from litellm.passthrough.utils import BasePassthroughUtils
+
+    return BasePassthroughUtils.forward_headers_from_request(
+        request_headers=request_headers, headers=headers, **kwargs
+    )
+
+
+@pytest.mark.parametrize("forward_headers", [True, False])
+async def test_pass_through_forwarding_drops_our_headers_and_hands_them_to_the_hook(
+    callback: Any, forward_headers: bool
+) -> None:
+    client = {
+        "x-budgetware-batch-budget": "8000",
+        "x-request-tag": "t-1",
+        "content-length": "1200300",
+        # litellm forwards x-pass-<name> as <name>: never ours either.
+        "x-pass-x-budgetware-unit": "chars",
+    }
+    # The Anthropic route passes the client's headers as the custom ones.
+    forwarded = _forward(dict(client), dict(client), forward_headers=forward_headers)
+    assert "x-request-tag" in forwarded
+    # (x-pass-x-budgetware-unit would reach the provider as x-budgetware-unit.)
+    assert not [name for name in forwarded if name.startswith("x-budgetware-")]
+    data = _body("messages", drivers.anthropic_messages(BIG))
+    result = await _hook(
+        callback, data, "pass_through_endpoint", key=_pass_through("/anthropic/v1/messages")
+    )
+    assert _within_budget(result, 8000)
+
+
+async def test_pass_through_headers_are_read_once(callback: Any) -> None:
+    _forward({"x-budgetware-disable": "1"}, {})
+    key = _pass_through("/anthropic/v1/messages")
+    first = _body("messages", drivers.anthropic_messages(BIG))
+    assert await _hook(callback, first, "pass_through_endpoint", key=key) is first
+    # The next request (without the header) gets the proxy's budget.
+    result = await _hook(
+        callback,
+        _body("messages", drivers.anthropic_messages(BIG)),
+        "pass_through_endpoint",
+        key=key,
+    )
+    assert _within_budget(result, BUDGET)
+
+
+async def test_a_large_pass_through_request_is_bounded_off_the_event_loop(
+    callback: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from budgetware.integrations.litellm import _callback
+
+    threads: list[threading.Thread] = []
+    real = _callback._bound_conversation
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(_callback, "_bound_conversation", spy)
+    _forward({"content-length": str(2 << 20)}, {})
+    data = _body("messages", drivers.anthropic_messages(BIG))
+    await _hook(
+        callback, data, "pass_through_endpoint", key=_pass_through("/anthropic/v1/messages")
+    )
+    assert threads[0] is not threading.current_thread()
+
+
+def test_the_forwarding_guard_is_installed_once(callback: Any) -> None:
+    from litellm.passthrough.utils import BasePassthroughUtils
+
+    from budgetware.integrations.litellm import _passthrough, budget_callback
+
+    guarded = BasePassthroughUtils.forward_headers_from_request
+    budget_callback()
+    assert _passthrough.guard_forwarded_headers()
+    assert BasePassthroughUtils.forward_headers_from_request is guarded
+    assert _forward({"x-budgetware-disable": "1", "a": "b"}, {}, forward_headers=True) == {
+        "a": "b"
+    }
+
+
+async def test_the_deployment_hook_warns_of_an_unexpected_shape(callback: Any) -> None:
+    from litellm.types.utils import CallTypes
+
+    kwargs = {"model": "gpt-4o-mini", "messages": "hello"}
+    with pytest.warns(BudgetwareWarning, match="its 'messages' is str, not a list"):
+        assert (
+            await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion) is kwargs
+        )

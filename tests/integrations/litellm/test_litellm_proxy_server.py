@@ -23,6 +23,7 @@ from proxy_server_helpers import (
     openai_client,
     proxy_config,
     proxy_env,
+    responses_call,
     upstream_tool_texts,
 )
 from testing import drivers
@@ -145,15 +146,34 @@ def test_under_budget_anthropic_request_reaches_the_provider_as_without_budgetwa
 # --- headers --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ["chat", "messages"])
+def send_route(
+    route: str, proxy: LiteLLMProxy, results: list[str], headers: dict[str, str] | None = None
+) -> str:
+    """``results`` as one batch through the real SDK of ``route``: chat, messages, responses."""
+    if route == "chat":
+        return chat(proxy, drivers.openai_chat_messages(results), headers=headers)
+    if route == "messages":
+        return messages_call(proxy, drivers.anthropic_messages(results), headers)
+    return responses_call(proxy, drivers.openai_responses_input(results), headers)
+
+
+def test_under_budget_responses_request_reaches_the_provider_as_without_budgetware(
+    gateway: LiteLLMProxy, baseline: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    assert send_route("responses", gateway, small_results()) == "ok"
+    through_gateway = only_request(upstream)
+    assert upstream_tool_texts(through_gateway) == small_results()
+    upstream.clear()
+    send_route("responses", baseline, small_results())
+    assert through_gateway.body == only_request(upstream).body
+
+
+@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
 def test_budget_header_is_honored_and_never_forwarded(
     gateway: LiteLLMProxy, upstream: FakeProvider, route: str
 ) -> None:
     headers = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-1"}
-    if route == "chat":
-        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
-    else:
-        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    send_route(route, gateway, BIG, headers)
     request = only_request(upstream)
     assert sum(map(len, upstream_tool_texts(request))) <= 8000
     # The proxy forwards the client's x-* headers (the config says so) but not ours.
@@ -161,15 +181,11 @@ def test_budget_header_is_honored_and_never_forwarded(
     assert not [name for name in request.headers if name.startswith("x-budgetware-")]
 
 
-@pytest.mark.parametrize("route", ["chat", "messages"])
+@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
 def test_disable_header_leaves_the_request_whole(
     gateway: LiteLLMProxy, upstream: FakeProvider, route: str
 ) -> None:
-    headers = {"x-budgetware-disable": "1"}
-    if route == "chat":
-        chat(gateway, drivers.openai_chat_messages(BIG), headers=headers)
-    else:
-        messages_call(gateway, drivers.anthropic_messages(BIG), headers=headers)
+    send_route(route, gateway, BIG, {"x-budgetware-disable": "1"})
     request = only_request(upstream)
     assert upstream_tool_texts(request) == BIG
     assert "x-budgetware-disable" not in request.headers
@@ -269,6 +285,15 @@ def test_streamed_anthropic_messages_pass_through_and_the_request_is_bounded(
 # --- failures -------------------------------------------------------------------------------
 
 
+def anthropic_call(base_url: str, key: str, messages: list[dict[str, Any]]) -> str:
+    """The real anthropic SDK at ``base_url`` (the proxy's unified or pass-through route)."""
+    import anthropic
+
+    with anthropic.Anthropic(base_url=base_url, api_key=key, max_retries=0) as client:
+        reply = client.messages.create(model=ANTHROPIC_MODEL, max_tokens=64, messages=messages)
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
 @pytest.fixture
 def unwritable_store(gateway_artifact_dir: Path) -> Iterator[Path]:
     """The gateway's artifact directory replaced by a file, restored after the test.
@@ -285,13 +310,19 @@ def unwritable_store(gateway_artifact_dir: Path) -> Iterator[Path]:
         aside.rename(gateway_artifact_dir)
 
 
+@pytest.mark.parametrize("route", ["chat", "messages", "anthropic pass-through"])
 def test_an_unwritable_store_never_fails_a_request(
-    gateway: LiteLLMProxy, upstream: FakeProvider, unwritable_store: Path
+    gateway: LiteLLMProxy, upstream: FakeProvider, unwritable_store: Path, route: str
 ) -> None:
     # New texts: the proxy has not persisted (and remembered) them before.
-    results = [f"unwritable-{i}: " + "z" * SIZE for i in range(3)]
+    results = [f"unwritable-{i}: {route}: " + "z" * SIZE for i in range(3)]
     mark = gateway.log_mark()
-    assert chat(gateway, drivers.openai_chat_messages(results)) == "ok"
+    if route == "chat":
+        reply = chat(gateway, drivers.openai_chat_messages(results))
+    else:
+        base = gateway.url + ("/anthropic" if route == "anthropic pass-through" else "")
+        reply = anthropic_call(base, gateway.master_key, drivers.anthropic_messages(results))
+    assert reply == "ok"
     sent = upstream_tool_texts(only_request(upstream))
     # Still bounded, naming no artifact that does not exist.
     assert sum(map(len, sent)) <= BUDGET

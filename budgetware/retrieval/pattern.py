@@ -1,0 +1,357 @@
+"""Search patterns: what a model's pattern may cost before it runs, and how it is compiled.
+
+A plain string (no character special to regular expressions) is searched as bytes. Any
+other pattern is compiled by the ``regex`` package, whose matching takes a time limit; but
+``regex`` expands counted repeats when it *compiles* (``(a{1000}){1000}`` is a million
+copies of ``a``: 263 MB; ``((a{1000}){1000}){1000}`` exhausts memory), before any time
+limit applies. So a pattern is measured first, by reading it (no compiler, no engine):
+
+- ``core.regexcost.regex_problem(pattern, nested=False)``: the length, and counted repeats
+  whose counts multiply out (the time limit takes care of nested ``+`` and ``*``);
+- ``expansion``: what the counts expand to, every item of the pattern times the counts of
+  the repeats around it, so a long body (``(<990 characters>){100000}``: 441 MB), a large
+  set, and the minimum of an open repeat (``((a{1000,}){1000,}){1000,}``) count too. It
+  reads the structure from the text itself: ``re``'s parser reads less syntax than
+  ``regex`` (a variable-length lookbehind, ``\\p{L}``) and merges ``a|b`` into a set;
+- in verbose mode ``regex`` reads ``a{1 0}``, even ``a{1#comment<newline>0}``, as
+  ``a{10}``: a verbose pattern is bounded by every digit in it.
+
+A pattern within ``MAX_EXPANSION`` compiles in tens of megabytes at most (26 MB for
+``a{100000}``; under 60 MB for every shape measured). ``$`` matches at the end of a line
+whether it ends in ``\\n`` or ``\\r\\n``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT, regex_problem
+from budgetware.retrieval.errors import InvalidPattern
+
+try:  # Python 3.11+
+    import re._parser as _parser  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _parser  # type: ignore[no-redef,unused-ignore]
+
+__all__ = [
+    "MAX_EXPANSION",
+    "Pattern",
+    "compile_pattern",
+    "is_literal",
+    "pattern_problem",
+    "required_literal",
+]
+
+# The most items a pattern's counted repeats may expand to when ``regex`` compiles it:
+# ``a{100000}`` (26 MB), ``(?:[a-z]|\d){25000}`` (28 MB). A search needs far less.
+MAX_EXPANSION = MAX_REPEAT_PRODUCT
+_SPECIAL = frozenset(".^$*+?{}[]\\|()")
+_INSTALL = (
+    'a regular-expression pattern needs the regex package: pip install "budgetware[retrieval]"'
+)
+# What `$` becomes: the end of a line, before its "\r\n" as before its "\n".
+_LINE_END = "(?=\\r?$)"
+_DOLLAR_WEIGHT = 4  # the items of _LINE_END, for the expansion bound
+# Escapes the regex package builds out of several items: a grapheme cluster.
+_HEAVY_ESCAPES = {"X": 4}
+# A counted repeat, as the regex package reads one outside verbose mode.
+_COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
+# A flag group turning on verbose mode (or one that might: a false alarm costs nothing but
+# the exact analysis).
+_VERBOSE = re.compile(r"\(\?[a-zA-Z0-9^-]*x")
+# Syntax re's parser reads differently from regex (nested sets, set operations) and warns
+# about when it parses it.
+_SET_OPERATORS = ("--", "&&", "~~", "||")
+# Syntax the regex package reads differently from re's parser (fuzzy matching, POSIX
+# classes, its own flags and groups): no required literal is taken from such a pattern.
+_OWN_SYNTAX = ("{", "[:", "(?")
+
+
+def is_literal(pattern: str) -> bool:
+    """Whether ``pattern`` has no character special to regular expressions."""
+    return not any(c in _SPECIAL for c in pattern)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled search pattern: bytes to find, or a regular expression."""
+
+    text: str
+    needle: bytes | None
+    compiled: Any = field(default=None, compare=False)
+    # A plain string every match of the regular expression contains: pieces without it
+    # are skipped without being decoded.
+    required: bytes | None = None
+
+
+def _regex() -> Any:
+    try:
+        import regex
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    return regex
+
+
+def compile_pattern(pattern: object) -> Pattern:
+    """``pattern`` ready to search: InvalidPattern if it is not a valid regular expression
+    or would cost too much to compile (``pattern_problem``); ImportError naming the extra
+    when a regular expression needs the regex package."""
+    if not isinstance(pattern, str):
+        raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
+    if is_literal(pattern):
+        return Pattern(pattern, pattern.encode("utf-8", "surrogatepass"))
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise InvalidPattern(
+            f"pattern refused: {problem} (it would take too much memory to compile); "
+            "use smaller counts, or + and *"
+        )
+    regex = _regex()
+    compiled = None
+    crlf = crlf_line_ends(pattern)
+    if crlf != pattern:
+        try:
+            compiled = regex.compile(crlf, regex.MULTILINE)
+        except Exception:  # the rewrite misread the pattern: search it as written
+            compiled = None
+    if compiled is None:
+        try:
+            compiled = regex.compile(pattern, regex.MULTILINE)
+        except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise InvalidPattern(f"not a valid regular expression: {exc}") from None
+    literal = required_literal(pattern)
+    required = literal.encode("utf-8", "surrogatepass") if literal else None
+    return Pattern(pattern, None, compiled, required)
+
+
+# -- what a pattern costs to compile -------------------------------------------------------
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why compiling ``pattern`` with the regex package could take too much memory (a
+    short phrase), or None when it cannot. Reads the pattern, never compiles it."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return f"longer than {MAX_PATTERN_LENGTH:,} characters"
+    if _VERBOSE.search(pattern):
+        if _verbose_bound(pattern) <= MAX_EXPANSION:
+            return None
+        return "in verbose mode (?x) its counted repeats cannot be checked; write it without"
+    if _parse(pattern) is not None:
+        problem = regex_problem(pattern, nested=False)
+        if problem is not None:
+            return problem
+    if expansion(pattern) > MAX_EXPANSION:
+        return f"its counted repeats expand to more than {MAX_EXPANSION:,} items"
+    return None
+
+
+def _verbose_bound(pattern: str) -> int:
+    """An upper bound, from the text alone, of the items a verbose pattern expands to. In
+    verbose mode the regex package reads a count written in pieces (``a{1 0}``, even with
+    a comment between its digits, is ``a{10}``): every digit of the pattern may multiply
+    by ten."""
+    digits = sum(c.isdigit() for c in pattern)
+    return _weight(pattern) * int(10 ** min(digits, 12))
+
+
+def _weight(text: str) -> int:
+    return len(text) + (_DOLLAR_WEIGHT - 1) * text.count("$")
+
+
+def expansion(pattern: str) -> int:
+    """How many items ``pattern`` expands to when the regex package compiles it, at most
+    (it stops counting past ``MAX_EXPANSION``): every item once per round each repeat
+    around it must (or, bounded, may) take. Read from the text, structure only: an escape,
+    a character, a ``$`` and an alternative are items, a set weighs by its members (the
+    regex package copies them per round), a group is its items. Neither ``re``'s parser
+    (which merges ``a|b`` into a set, and reads less syntax) nor any engine is used, so
+    the count never comes out smaller than what the regex package builds."""
+    # One frame per open group: (items before it, alternatives finished in it).
+    stack: list[tuple[int, int]] = []
+    total = alternatives = last = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        item = 1
+        if c == "\\":
+            end = _escape_end(pattern, i)
+            item = _HEAVY_ESCAPES.get(pattern[i + 1 : i + 2], 1) if end == i + 2 else 1
+            i = end
+        elif c == "[":
+            end = _set_end(pattern, i)
+            end = n if end < 0 else end
+            item = 1 + (end - i - 2) // 4
+            i = end
+        elif pattern.startswith("(?#", i):
+            end = pattern.find(")", i)
+            i = n if end < 0 else end + 1
+            continue
+        elif c == "(":
+            stack.append((total, alternatives))
+            total = alternatives = last = 0
+            i += 1
+            continue
+        elif c == ")" and stack:
+            group = total + alternatives
+            total, alternatives = stack.pop()
+            total += group
+            last = group
+            i += 1
+            continue
+        elif c == "|":
+            alternatives += total + 1
+            total = last = 0
+            i += 1
+            continue
+        elif c == "{":
+            counted = _COUNT.match(pattern, i)
+            if counted is not None and (counted[1] or counted[3]):
+                low, high = counted[1], counted[3]
+                rounds = int(high) if high else int(low or 0)
+                rounds = max(min(rounds, MAX_EXPANSION + 1), 1)
+                total += last * (rounds - 1)
+                last *= rounds
+                i = counted.end()
+                if total > MAX_EXPANSION:
+                    return total
+                continue
+            i += 1
+        elif c in "*+?":  # a repeat node around the item (rounds are not built)
+            total += 1
+            last += 1
+            i += 1
+            continue
+        else:
+            item = _DOLLAR_WEIGHT if c == "$" else 1
+            i += 1
+        total += item
+        last = item
+        if total > MAX_EXPANSION:
+            return total
+    while stack:  # an unclosed group (the compiler refuses it): count it all the same
+        group = total + alternatives
+        total, alternatives = stack.pop()
+        total += group
+    return total + alternatives
+
+
+def _escape_end(pattern: str, start: int) -> int:
+    """Just after the escape at ``start``: ``\\x`` or one with braces (``\\p{L}``,
+    ``\\N{DASH}``, ``\\x{263a}``) or angle brackets (``\\g<name>``)."""
+    end = start + 2
+    if end < len(pattern) and pattern[end] in "{<":
+        close = pattern.find("}" if pattern[end] == "{" else ">", end)
+        if close >= 0 and close - end <= 64:
+            return close + 1
+    return min(end, len(pattern))
+
+
+def _set_end(pattern: str, start: int) -> int:
+    """Just after the ``]`` closing the set that opens at ``start``, or -1."""
+    i, n = start + 1, len(pattern)
+    if i < n and pattern[i] == "^":
+        i += 1
+    if i < n and pattern[i] == "]":  # a leading ] is a member
+        i += 1
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if pattern.startswith("[:", i):  # a POSIX class, [:alpha:]
+            end = pattern.find(":]", i + 2)
+            if end >= 0:
+                i = end + 2
+                continue
+        if c == "]":
+            return i + 1
+        i += 1
+    return -1
+
+
+def _parse(pattern: str) -> Any:
+    """``pattern`` as re's parser reads it, when re reads it as the regex package does;
+    else None. Never warns (what re would warn about is what it reads differently)."""
+    if "[[" in pattern or ("[" in pattern and any(op in pattern for op in _SET_OPERATORS)):
+        return None
+    if _VERBOSE.search(pattern):
+        return None
+    try:
+        parsed = _parser.parse(pattern)
+    except Exception:  # re refuses (or warns about) syntax the regex package may accept
+        return None
+    if parsed.state.flags & _parser.SRE_FLAG_VERBOSE:
+        return None
+    return parsed
+
+
+# -- `$` at CRLF line ends -----------------------------------------------------------------
+
+
+def crlf_line_ends(pattern: str) -> str:
+    """``pattern`` with every ``$`` anchor made to match before ``\\r\\n`` too (as
+    ``(?=\\r?$)``): an escaped ``\\$``, a ``$`` in a set or in a comment stays as it is. A
+    pattern this cannot read (an unclosed set, the regex package's nested sets) comes back
+    unchanged."""
+    if "$" not in pattern or "V1" in pattern:
+        return pattern
+    verbose = _VERBOSE.search(pattern) is not None
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+        elif c == "[":
+            end = _set_end(pattern, i)
+            if end < 0:
+                return pattern
+            out.append(pattern[i:end])
+            i = end
+        elif pattern.startswith("(?#", i):
+            end = pattern.find(")", i)
+            if end < 0:
+                return pattern
+            out.append(pattern[i : end + 1])
+            i = end + 1
+        elif c == "#" and verbose:
+            end = pattern.find("\n", i)
+            end = n if end < 0 else end
+            out.append(pattern[i:end])
+            i = end
+        elif c == "$":
+            out.append(_LINE_END)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+# -- the plain string every match contains -------------------------------------------------
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run of plain characters (3 or more) at the top level of ``pattern``, which
+    every match must contain; None when there is none or the pattern is not plain enough
+    to tell (alternatives at the top, case-insensitive, the regex package's own syntax)."""
+    if any(token in pattern for token in _OWN_SYNTAX):
+        return None
+    parsed = _parse(pattern)
+    if parsed is None:  # re refuses what regex may accept: no shortcut then
+        return None
+    if parsed.state.flags & (_parser.SRE_FLAG_IGNORECASE | _parser.SRE_FLAG_VERBOSE):
+        return None
+    best: list[int] = []
+    run: list[int] = []
+    for op, value in parsed.data:
+        if str(op) == "LITERAL":
+            run.append(value)
+            if len(run) > len(best):
+                best = list(run)
+        else:
+            run = []
+    return "".join(map(chr, best)) if len(best) >= 3 else None

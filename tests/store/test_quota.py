@@ -1,0 +1,95 @@
+"""The quota is the store's real size even when others change it: a write refused for the
+quota has the store counted again (at most once a minute), so a prune by another process
+frees it; a store built directly (no sweeps) counts what is there at its first write."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from budgetware import ArtifactStoreError, LocalArtifactStore
+from budgetware.store import base, sweeper
+
+DAY = 86400.0
+HOUR = 3600.0
+
+
+def age(path: Path | str, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def drain() -> None:
+    """Wait until the background thread has run every job submitted so far."""
+    done = threading.Event()
+    sweeper.submit("test", done.set)
+    assert done.wait(30)
+
+
+def test_a_prune_by_another_process_frees_the_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalArtifactStore(tmp_path / "a", max_store_bytes=3000, sweep_interval=600, min_age=0)
+    refs = [store.put(f"{i}" * 1000) for i in range(3)]
+    drain()  # the first sweep measured 3000 bytes
+    with pytest.raises(ArtifactStoreError):
+        store.put("x" * 1000)
+    for ref in refs:
+        age(ref, 10 * DAY)
+    cli = [sys.executable, "-m", "budgetware", "artifacts", "--store", str(store.directory)]
+    done = subprocess.run(
+        [*cli, "prune", "--older-than", "1d"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # As if a minute had passed since this process counted the store.
+    monkeypatch.setattr(base, "RECOUNT_SECONDS", 0.0, raising=False)
+    # The first write after the prune is refused (the count is a minute old) and has the
+    # store counted again in the background; before, writes stayed refused until the next
+    # sweep (ten minutes).
+    with pytest.raises(ArtifactStoreError):
+        store.put("y" * 1000)
+    drain()
+    assert Path(store.put("y" * 1000)).exists()
+
+
+def test_a_refused_write_counts_the_store_at_most_once_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalArtifactStore(tmp_path / "a", max_store_bytes=1000)
+    store.put("a" * 1000)
+    drain()  # the first write had the store counted
+    scans: list[int] = []
+    real_scan = store._scan
+    monkeypatch.setattr(store, "_scan", lambda: scans.append(1) or real_scan())
+    for i in range(20):
+        with pytest.raises(ArtifactStoreError):
+            store.put(f"{i}" * 1000)
+    drain()
+    assert scans == []  # counted less than a minute ago
+    monkeypatch.setattr(base, "RECOUNT_SECONDS", 0.0, raising=False)  # a minute later
+    with pytest.raises(ArtifactStoreError):
+        store.put("z" * 1000)
+    drain()
+    assert scans == [1]
+
+
+def test_a_store_built_directly_counts_what_is_there(tmp_path: Path) -> None:
+    writer = LocalArtifactStore(tmp_path / "a")
+    for i in range(5):
+        writer.put(f"{i}" * 1000)
+    # Sweeps off (a store built directly): its quota counted from zero, so a store already
+    # holding 5000 bytes took writes under a 3000-byte quota for ever.
+    store = LocalArtifactStore(tmp_path / "a", max_store_bytes=3000)
+    store.put("first" * 100)  # has the store counted, in the background
+    drain()
+    with pytest.raises(ArtifactStoreError, match="max_store_bytes"):
+        store.put("second" * 100)
