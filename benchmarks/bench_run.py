@@ -8,7 +8,9 @@ median over rounds of (with - without) in the same round, so slow drift and burs
 other processes cancel out. Cases:
 
 - an empty program (``python -c pass``): the whole fixed cost (the ``budgetware`` process,
-  ``exec``, the start-up hook importing budgetware's HTTP layer and pydantic);
+  ``exec``, the start-up hook);
+- a program on httpx alone (import httpx, build a client): ``instrument()`` at the import,
+  in a program that loads neither pydantic nor asyncio itself;
 - an agent's start-up (import openai, build a client): what a user notices, where the
   program loads pydantic itself;
 - the same with a setting given as an option (``--batch-budget 50000``).
@@ -16,7 +18,15 @@ other processes cancel out. Cases:
 Both wall time and CPU time (user + system of every process the command ran, from
 ``getrusage``) are reported: on a shared machine CPU time is the steadier of the two.
 
-Run: ``.venv/bin/python benchmarks/bench_run.py [--rounds N] [--check]``.
+Bytecode is written and used as an installed package has it (``PYTHONDONTWRITEBYTECODE``
+is dropped for the commands; the warm-up rounds compile): otherwise every budgetware
+module would be compiled again in every process, which no user pays.
+
+``--source DIR`` runs budgetware from another checkout (put first on ``PYTHONPATH`` for
+both commands, so the bootstrap folder is that checkout's too): the same machine and
+method for a before/after comparison, e.g. ``git worktree add --detach /tmp/base main``.
+
+Run: ``.venv/bin/python benchmarks/bench_run.py [--rounds N] [--source DIR] [--check]``.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ PYTHON = str(BIN / "python")
 BUDGETWARE = str(BIN / "budgetware")
 TARGET_MS = 50.0
 AGENT = "import openai; openai.OpenAI(api_key='k', base_url='http://127.0.0.1:9/v1')"
+HTTPX = "import httpx; httpx.Client()"
 
 
 def _cpu() -> float:
@@ -54,11 +65,14 @@ def _time(command: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def compare(
-    program: list[str], options: list[str], rounds: int
+    program: list[str], options: list[str], rounds: int, source: str | None = None
 ) -> tuple[float, float, float, float]:
     """Medians: (wall without, wall with, paired wall difference, paired CPU difference)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH")) if p)
     wrapped = [BUDGETWARE, "run", *options, "--", *program]
     for _ in range(2):  # warm the file cache and the bytecode caches
         _time(program, env)
@@ -81,8 +95,10 @@ def compare(
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 21
+    source = argv[argv.index("--source") + 1] if "--source" in argv else None
     cases = [
         ("empty program (python -c pass)", [PYTHON, "-c", "pass"], [], False),
+        ("httpx program (import httpx, client)", [PYTHON, "-c", HTTPX], [], False),
         ("agent start-up (import openai, client)", [PYTHON, "-c", AGENT], [], True),
         (
             "agent start-up, --batch-budget 50000",
@@ -94,7 +110,7 @@ def main(argv: list[str]) -> int:
     rows: list[tuple[str, ...]] = []
     failed = False
     for name, program, options, targeted in cases:
-        plain, run, added, cpu = compare(program, options, rounds)
+        plain, run, added, cpu = compare(program, options, rounds, source)
         verdict = ""
         if targeted:
             ok = added * 1000 < TARGET_MS
@@ -112,7 +128,8 @@ def main(argv: list[str]) -> int:
             )
         )
     print_table(
-        f"budgetware run start-up, median of {rounds} interleaved rounds",
+        f"budgetware run start-up, median of {rounds} interleaved rounds"
+        + (f" (budgetware from {source})" if source else ""),
         rows,
         (
             "case",

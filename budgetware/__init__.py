@@ -3,15 +3,17 @@
 
 # The public API, one flat namespace; the layers below are private (docs/architecture.md).
 # The names are imported from budgetware/_api.py on first use, so that ``import budgetware``
-# (the CLI, ``budgetware run``'s start-up hook) costs almost nothing.
-import threading as _threading
-import typing as _typing
+# (the CLI, ``budgetware run``'s start-up hook) costs almost nothing: it imports neither
+# ``typing`` nor anything of the layers but two small registries.
+import _thread
 
+from budgetware.core import observe as _observe
 from budgetware.http import hooks as _hooks
-from budgetware.telemetry import otel as _otel
 
-if _typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
     from budgetware._api import *  # noqa: F403
+del TYPE_CHECKING
 
 # The one place the version is written: pyproject.toml reads it when the package is built.
 __version__ = "0.1.0"
@@ -62,7 +64,7 @@ __all__ = [
 ]
 
 
-_load_lock = _threading.Lock()
+_load_lock = _thread.allocate_lock()
 
 
 def __getattr__(name: str) -> object:
@@ -86,8 +88,15 @@ def _load_mcp_boundary() -> None:
     from budgetware.mcp import http  # noqa: F401  (registers its response rewriter)
 
 
-# With opentelemetry-api installed, every request is reported to it (docs/observability.md).
-_otel.enable_if_available()
+def _enable_telemetry() -> None:
+    from budgetware.telemetry import otel
+
+    otel.enable_if_available()
+
+
+# With opentelemetry-api installed, every request is reported to it (docs/observability.md),
+# from the moment the first entry point is set up (instrument(), a transport, bound_payload).
+_observe.on_entry_setup(_enable_telemetry)
 
 # Every response the HTTP layer delivers passes the MCP boundary, also for programs that
 # reach the transports without touching a public name (budgetware.integrations.*).

@@ -139,3 +139,20 @@ def test_the_metadata_is_true(metadata: email.message.Message) -> None:
     requires = metadata.get_all("Requires-Dist") or []
     (genai,) = [r for r in requires if r.startswith("google-genai")]
     assert 'python_version >= "3.11"' in genai
+
+
+def test_the_wheel_registers_the_command_and_the_pytest_plugin(
+    built: dict[str, Path], wheel_names: set[str]
+) -> None:
+    import configparser
+
+    with zipfile.ZipFile(built["wheel"]) as archive:
+        text = archive.read(f"budgetware-{_version()}.dist-info/entry_points.txt").decode()
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(text)
+    assert dict(entry_points["console_scripts"]) == {"budgetware": "budgetware.__main__:main"}
+    # Installing budgetware registers its pytest plugin (docs/pytest.md), from the wheel.
+    assert dict(entry_points["pytest11"]) == {
+        "budgetware": "budgetware.integrations.pytest_plugin"
+    }
+    assert "budgetware/integrations/pytest_plugin/__init__.py" in wheel_names

@@ -14,8 +14,10 @@ A command gets this for free when ``cli/main.py`` dispatches to it:
 
 from __future__ import annotations
 
-import argparse
-from typing import NoReturn
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    import argparse
+    from typing import NoReturn
 
 __all__ = ["ArgumentParser", "CliError", "UsageError", "describe_os_error"]
 
@@ -38,15 +40,37 @@ class UsageError(CliError):
     code = 2
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors raise :class:`UsageError` (one line) instead of printing usage.
+if TYPE_CHECKING:
 
-    Sub-parsers made with ``add_subparsers`` are of this class too (argparse uses the
-    parent's class).
-    """
+    class ArgumentParser(argparse.ArgumentParser):
+        """argparse whose errors raise :class:`UsageError` (one line) instead of printing
+        usage. Sub-parsers made with ``add_subparsers`` are of this class too."""
 
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        def error(self, message: str) -> NoReturn: ...
+
+
+def _argument_parser() -> type:
+    # Made on first use: argparse is not imported by the commands that need no parser
+    # (``budgetware run`` starts in milliseconds).
+    import argparse
+
+    class ArgumentParser(argparse.ArgumentParser):
+        """argparse whose errors raise :class:`UsageError` (one line) instead of printing
+        usage. Sub-parsers made with ``add_subparsers`` are of this class too (argparse uses
+        the parent's class)."""
+
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    ArgumentParser.__module__ = __name__
+    return ArgumentParser
+
+
+def __getattr__(name: str) -> object:
+    if name == "ArgumentParser":
+        parser = globals()["ArgumentParser"] = _argument_parser()
+        return parser
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def describe_os_error(exc: OSError) -> str:

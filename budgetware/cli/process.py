@@ -25,7 +25,10 @@ def forward_signals(child: subprocess.Popen[bytes]) -> dict[int, _Handler]:
     def forward(signum: int, frame: FrameType | None) -> None:
         try:
             child.send_signal(signum)
-        except OSError:
+        except (OSError, ValueError):
+            # Gone already (OSError), or a signal this platform cannot send to a process:
+            # on Windows Popen.send_signal raises ValueError for SIGINT (only SIGTERM,
+            # CTRL_C_EVENT and CTRL_BREAK_EVENT can be sent). Windows is not tested.
             pass
 
     previous: dict[int, _Handler] = {}

@@ -10,26 +10,27 @@ command replaces this process (``exec``), so its exit code, its signals and its 
 are its own; elsewhere it runs as a child whose signals are forwarded and whose exit code
 is returned.
 
-This module imports nothing heavy: the command starts in milliseconds.
+This module imports nothing heavy (no ``subprocess``, ``shutil``, ``zipfile`` or ``re``
+unless a case needs it): the command starts in milliseconds.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
-import zipfile
 
 from budgetware.cli.errors import CliError, UsageError
-from budgetware.cli.startup import OPTIONS_VARIABLE
+from budgetware.cli.variables import BOOLEAN_SETTINGS, MAIN_VARIABLE, OPTIONS_VARIABLE
 
-__all__ = ["BOOTSTRAP_DIR", "child_environment", "is_python_program", "main"]
+__all__ = [
+    "BOOTSTRAP_DIR",
+    "child_environment",
+    "is_python_program",
+    "main",
+    "python_flags_skipping_the_hook",
+]
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
-MAIN_VARIABLE = "BUDGETWARE_RUN_MAIN"
-"""The process id of the program ``budgetware run`` started (POSIX: this one, after exec)."""
 
 USAGE = """\
 usage: budgetware run [options] -- <command> [args...]
@@ -41,23 +42,36 @@ options (any setting of docs/configuration.md, as --<setting> VALUE or --<settin
   --batch-budget N        budget per batch of tool results (default 200000)
   --unit UNIT             chars, utf8_bytes or tokens
   --artifact-dir DIR      where full outputs are written
-  --persist / --no-persist
+  --persist / --no-persist  (booleans: --<setting>, --no-<setting>, --<setting>=false)
   -h, --help              show this help
 
 BUDGETWARE_* environment variables apply as well; options win over them.
 """
 
-_PYTHON_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[tw]?(\.exe)?$", re.IGNORECASE)
+# Words a boolean option takes as its value (``--persist false --``); any other word after
+# it is the command (``--persist python agent.py``).
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+OTEL_INSTRUMENT = "opentelemetry-instrument"
 
 
 def _setting_name(option: str) -> str:
     return option.replace("-", "_").lower()
 
 
-def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
-    """``({setting: value}, command)``, or 0 after printing the help; raises UsageError."""
+class Parsed:
+    """What ``parse`` found: the settings, the command, and the option words as typed."""
+
+    def __init__(self, settings: dict[str, str], command: list[str], options: list[str]):
+        self.settings = settings
+        self.command = command
+        self.options = options
+
+
+def parse_command_line(argv: list[str]) -> Parsed | int:
+    """The settings, the command and the option words, or 0 after printing the help."""
     settings: dict[str, str] = {}
     args = list(argv)
+    options: list[str] = []
     while args:
         arg = args.pop(0)
         if arg == "--":
@@ -65,29 +79,56 @@ def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
         if arg in ("-h", "--help"):
             print(USAGE, end="")
             return 0
-        if not arg.startswith("--") or arg == "--":
+        if not arg.startswith("--"):
             args.insert(0, arg)  # the command starts here (no "--" given)
             break
+        options.append(arg)
         name, equals, value = arg[2:].partition("=")
         if not name:
             raise UsageError(f"bad option {arg!r} (see 'budgetware run --help')")
+        setting = _setting_name(name)
         if equals:
-            settings[_setting_name(name)] = value
-        elif name.startswith("no-"):
-            settings[_setting_name(name[3:])] = "false"
+            settings[setting] = value
+        elif setting.startswith("no_") and setting[3:] in BOOLEAN_SETTINGS:
+            settings[setting[3:]] = "false"
+        elif setting in BOOLEAN_SETTINGS:
+            # A flag: on, unless a boolean word follows; never the command's first word.
+            if args and args[0].lower() in _BOOLEAN_WORDS:
+                options.append(args[0])
+                settings[setting] = args.pop(0)
+            else:
+                settings[setting] = "true"
+        elif setting.startswith("no_"):
+            settings[setting[3:]] = "false"  # not a known boolean: the check names it
         elif args and not args[0].startswith("--"):
-            settings[_setting_name(name)] = args.pop(0)
+            options.append(args[0])
+            settings[setting] = args.pop(0)
         else:  # a flag on its own: a boolean setting turned on
-            settings[_setting_name(name)] = "true"
+            settings[setting] = "true"
     if not args:
         raise UsageError("no command given (see 'budgetware run --help')")
-    return settings, args
+    return Parsed(settings, args, options)
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
+    """``({setting: value}, command)``, or 0 after printing the help; raises UsageError."""
+    parsed = parse_command_line(argv)
+    if isinstance(parsed, int):
+        return parsed
+    return parsed.settings, parsed.command
 
 
 def child_environment(
     settings: dict[str, str], environ: dict[str, str] | None = None
 ) -> dict[str, str]:
     """The child's environment: the settings as variables, the start-up hook on PYTHONPATH."""
+    env = _with_settings(settings, environ)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR, *paths])
+    return env
+
+
+def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     for name, value in settings.items():
         env["BUDGETWARE_" + name.upper()] = value
@@ -95,49 +136,198 @@ def child_environment(
         env[OPTIONS_VARIABLE] = ",".join(settings)
     else:
         env.pop(OPTIONS_VARIABLE, None)
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
-    env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR, *paths])
     return env
+
+
+def _is_python_name(path: str) -> bool:
+    """``python``, ``python3``, ``python3.12``, ``pypy3``, ``python3.13t``, ``python.exe``."""
+    name = os.path.basename(path).lower()
+    if name.endswith(".exe"):
+        name = name[:-4]
+    for stem in ("python", "pypy"):
+        if name.startswith(stem):
+            rest = name[len(stem) :]
+            if rest[-1:] in ("t", "w"):
+                rest = rest[:-1]
+            parts = rest.split(".") if rest else []
+            return all(part.isdigit() and part.isascii() for part in parts)
+    return False
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(1024)
+    except OSError:
+        return b""
 
 
 def is_python_program(path: str) -> bool:
     """Whether the executable at ``path`` runs Python: an interpreter, a script whose
     ``#!`` line names one (console scripts), or a Windows launcher carrying a zipped script.
     """
-    if _PYTHON_NAME.match(os.path.basename(path)):
+    if _is_python_name(path):
         return True
-    try:
-        with open(path, "rb") as file:
-            head = file.read(1024)
-    except OSError:
-        return False
+    head = _head(path)
     if head.startswith(b"#!"):
         # pip writes long interpreter paths as a /bin/sh line that execs python on line 2.
         return any(b"python" in line.lower() for line in head.split(b"\n")[:3])
     if head.startswith(b"MZ"):
+        import zipfile
+
         try:
-            return zipfile.is_zipfile(path) and "__main__.py" in zipfile.ZipFile(path).namelist()
+            with zipfile.ZipFile(path) as archive:
+                return "__main__.py" in archive.namelist()
         except (OSError, zipfile.BadZipFile):
             return False
     return False
 
 
+# Python options that take a value (in the same word or the next), and the ones after which
+# the rest of the command line is the program's.
+_VALUE_OPTIONS = frozenset("WX")
+_LAST_OPTIONS = frozenset("cm")
+_SKIPPING = {
+    "I": "-I (isolated mode) ignores PYTHONPATH",
+    "E": "-E ignores PYTHONPATH",
+    "S": "-S skips sitecustomize",
+}
+
+
+def python_flags_skipping_the_hook(args: list[str]) -> list[str]:
+    """Which of Python's ``-I``, ``-E``, ``-S`` the interpreter arguments ``args`` (what
+    follows ``python``, or a ``#!`` line's options) carry: each keeps budgetware's start-up
+    hook out of the program."""
+    found: list[str] = []
+    words = iter(args)
+    for word in words:
+        if word == "--" or word == "-" or not word.startswith("-"):
+            break  # the script: the program's own arguments follow
+        if word.startswith("--"):
+            if word == "--check-hash-based-pycs":
+                next(words, None)
+            continue
+        letters = word[1:]
+        for index, letter in enumerate(letters):
+            if letter in _SKIPPING and letter not in found:
+                found.append(letter)
+            if letter in _LAST_OPTIONS:
+                return found
+            if letter in _VALUE_OPTIONS:
+                if index == len(letters) - 1:
+                    next(words, None)
+                break
+    return found
+
+
+def _shebang_python_args(path: str) -> list[str] | None:
+    """The interpreter options of a ``#!`` line that runs Python, None if it runs none."""
+    head = _head(path)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = words[1:]
+        while words and words[0].startswith("-"):  # env -S, env -i, env -u NAME
+            if words[0] in ("-u", "--unset", "-C", "--chdir"):
+                words = words[1:]
+            words = words[1:]
+        while words and "=" in words[0]:  # env NAME=value python
+            words = words[1:]
+    if not words or not _is_python_name(words[0]):
+        return None
+    return words[1:]
+
+
+def _skipping_flags(executable: str, command: list[str]) -> list[str]:
+    if _is_python_name(executable):
+        return python_flags_skipping_the_hook(command[1:])
+    args = _shebang_python_args(executable)
+    return [] if args is None else python_flags_skipping_the_hook(args)
+
+
+def _which(name: str, path: str | None) -> tuple[str | None, str | None]:
+    """``(executable, None)``, or ``(None, why it cannot run)`` for a file that is there but
+    cannot be executed, or ``(None, None)``: a POSIX shell's lookup. A name with a ``/`` is
+    that file; else the first executable regular file of that name along ``PATH``."""
+    if os.name != "posix":  # pragma: no cover - Windows (PATHEXT and friends)
+        import shutil
+
+        return shutil.which(name, path=path), None
+    if not name:
+        return None, None
+    if "/" in name and os.path.isdir(name):
+        return None, "Is a directory"
+    candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in _path(path)]
+    denied = None
+    for candidate in candidates:
+        if not os.path.isfile(candidate):
+            continue
+        if os.access(candidate, os.X_OK):
+            return candidate, None
+        denied = denied or "Permission denied"
+    return None, denied
+
+
+def _path(path: str | None) -> list[str]:
+    text = os.environ.get("PATH", os.defpath) if path is None else path
+    return text.split(os.pathsep)
+
+
+def _reordered_for_otel(parsed: Parsed, executable: str) -> list[str] | None:
+    """``opentelemetry-instrument [its options] <command>`` puts its own ``sitecustomize``
+    first and does not chain to the next one, so budgetware's would never run: run it as
+    ``opentelemetry-instrument [its options] budgetware run [options] -- <command>``, the
+    order in which both start (ours chains to OpenTelemetry's)."""
+    if os.path.basename(parsed.command[0]) != OTEL_INSTRUMENT:
+        return None
+    rest = parsed.command[1:]
+    own: list[str] = []
+    while rest and rest[0].startswith("-"):
+        word = rest.pop(0)
+        own.append(word)
+        if word in ("-h", "--help", "--version"):
+            return None  # nothing to run: its own answer, unchanged
+        if "=" not in word and rest:
+            own.append(rest.pop(0))  # every other option of it takes a value
+    if not rest:
+        return None
+    budgetware = [sys.executable, "-m", "budgetware"]
+    return [executable, *own, *budgetware, "run", *parsed.options, "--", *rest]
+
+
 def main(argv: list[str]) -> int:
     """Run the command with budgetware started in it; returns its exit code."""
-    parsed = parse(argv)
+    parsed = parse_command_line(argv)
     if isinstance(parsed, int):
         return parsed
-    settings, command = parsed
+    settings, command = parsed.settings, parsed.command
     env = child_environment(settings)
-    executable = shutil.which(command[0], path=env.get("PATH"))
+    executable, problem = _which(command[0], env.get("PATH"))
     if executable is None:
+        if problem is not None:  # there, but not a program: exit code 126, as a shell says
+            raise CliError(f"cannot run {command[0]}: {problem}", code=126)
         raise CliError(f"command not found: {command[0]}", code=127)
-    if not is_python_program(executable):
+    reordered = _reordered_for_otel(parsed, executable)
+    if reordered is not None:
+        # OpenTelemetry's process gets no hook of ours; the inner budgetware run adds it.
+        command = reordered
+        env = _with_settings({}, None)
+    elif not is_python_program(executable):
         print(
             f"budgetware run: {command[0]} is not a Python program; it runs unchanged "
             "(budgetware bounds the Python programs it starts)",
             file=sys.stderr,
         )
+    else:
+        skipping = _skipping_flags(executable, command)
+        if skipping:
+            reasons = "; ".join(_SKIPPING[flag] for flag in skipping)
+            print(
+                f"budgetware run: {command[0]} runs Python with {reasons}, so budgetware's "
+                "start-up hook never runs: this program runs unbounded",
+                file=sys.stderr,
+            )
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":
@@ -150,6 +340,8 @@ def main(argv: list[str]) -> int:
 
 
 def _spawn(executable: str, command: list[str], env: dict[str, str]) -> int:
+    import subprocess
+
     from budgetware.cli.process import exit_code, forward_signals, restore_signals
 
     try:

@@ -2,35 +2,44 @@
 
 1. **Check the settings** (``BUDGETWARE_*``, which ``budgetware run`` sets from its
    options) when there are any: a user mistake ends the program before it starts, with one
-   line on stderr naming the option or variable and exit code 2. A process whose settings
-   were already checked by the process that started it (same values) skips this.
+   line on stderr naming the option or variable and exit code 2. Plain values of simple
+   settings (``--batch-budget 50000``, ``--unit tokens``, ``--no-persist``, an artifact
+   directory) are seen to be valid without loading pydantic; anything else is validated by
+   ``BudgetConfig`` itself, which writes every error message. A process whose settings were
+   already checked by the process that started it (same values) skips this.
 2. **Instrument when an HTTP library arrives**: ``instrument()`` runs the moment the
    program first imports ``httpx`` or ``httpx2``, before any client exists, exactly as it
    would have patched them from the first line. Until then nothing of budgetware's HTTP
    layer is loaded, so a Python process that sends no HTTP (a tool the agent runs, a build
    step) starts as fast as without budgetware.
 
-Imports nothing heavy at module level.
+Imports nothing heavy at module level (not even ``typing`` or ``importlib.abc``: the finder
+and the loader below are duck-typed, as ``sys.meta_path`` allows).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
-from importlib.abc import Loader, MetaPathFinder
-from importlib.machinery import ModuleSpec
-from types import ModuleType
-from typing import Any, NoReturn
 
-__all__ = ["OPTIONS_VARIABLE", "VALIDATED_VARIABLE", "start"]
+from budgetware.cli.variables import (
+    BOOLEAN_SETTINGS,
+    OPTIONS_VARIABLE,
+    OWN_VARIABLES,
+    VALIDATED_VARIABLE,
+)
 
-OPTIONS_VARIABLE = "BUDGETWARE_RUN_OPTIONS"
-"""The settings given as options to ``budgetware run`` (comma-separated field names)."""
-VALIDATED_VARIABLE = "BUDGETWARE_RUN_CHECKED"
-"""The settings (as one string) a process already checked, for the processes it starts."""
-_OWN = (OPTIONS_VARIABLE, VALIDATED_VARIABLE, "BUDGETWARE_RUN_MAIN")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any, NoReturn
+
+__all__ = ["HTTP_LIBRARIES", "check_settings", "plainly_valid", "start"]
+
 HTTP_LIBRARIES = ("httpx", "httpx2")
+_PREFIX = "BUDGETWARE_"
 
 
 def _fail(message: str) -> NoReturn:
@@ -39,28 +48,73 @@ def _fail(message: str) -> NoReturn:
     os._exit(2)  # before the program started: nothing of it to clean up
 
 
-def _settings_signature() -> str:
-    settings = [
-        f"{key}={value}"
-        for key, value in sorted(os.environ.items())
-        if key.startswith("BUDGETWARE_") and key not in _OWN
-    ]
-    if not settings:
-        return ""
+def _settings() -> list[tuple[str, str]]:
+    return sorted(
+        (key, value)
+        for key, value in os.environ.items()
+        if key.startswith(_PREFIX) and key not in OWN_VARIABLES
+    )
+
+
+def _signature(settings: list[tuple[str, str]]) -> str:
     import hashlib
 
-    return hashlib.sha256("\0".join(settings).encode("utf-8", "surrogateescape")).hexdigest()
+    text = "\0".join(f"{key}={value}" for key, value in settings)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+# --- values that are surely valid, seen without pydantic ----------------------------------
+
+
+def _digits(value: str, low: int, high: int | None = None) -> bool:
+    text = value[1:] if value.startswith("-") else value
+    if not (0 < len(text) <= 18 and text.isascii() and text.isdigit()):
+        return False
+    number = int(value)
+    return number >= low and (high is None or number <= high)
+
+
+_NO_LIMIT = -(10**18)
+_BOOLEAN = ("true", "false", "1", "0").__contains__
+_PLAIN: dict[str, Callable[[str], bool]] = {
+    "batch_budget": lambda v: _digits(v, _NO_LIMIT),
+    "unit": lambda v: v in ("chars", "utf8_bytes", "tokens"),
+    "max_artifact_bytes": lambda v: _digits(v, 1),
+    "max_store_bytes": lambda v: _digits(v, 1),
+    "preview_salient_percent": lambda v: _digits(v, 0, 90),
+    # Any path but one to expand (``~user`` may name no one): BudgetConfig decides those.
+    "artifact_dir": lambda v: bool(v.strip()) and not v.lstrip().startswith("~"),
+    **dict.fromkeys(BOOLEAN_SETTINGS, _BOOLEAN),
+}
+
+
+def plainly_valid(settings: list[tuple[str, str]], given: list[str]) -> bool:
+    """Whether every variable is a simple setting with a value ``BudgetConfig`` surely
+    accepts (and every option given names one). Never decides that something is wrong:
+    anything else goes to ``BudgetConfig``, so every error message is the model's own."""
+    if any(name not in _PLAIN for name in given):
+        return False
+    for key, value in settings:
+        check = _PLAIN.get(key[len(_PREFIX) :].lower())
+        if check is None or not key[len(_PREFIX) :].isupper() or not check(value):
+            return False
+    return True
 
 
 def check_settings() -> None:
     """Validate the settings in the environment, once per set of values (see module doc)."""
-    signature = _settings_signature()
-    if not signature or os.environ.get(VALIDATED_VARIABLE) == signature:
+    settings = _settings()
+    if not settings:
+        return
+    given = [name for name in os.environ.get(OPTIONS_VARIABLE, "").split(",") if name]
+    if plainly_valid(settings, given):
+        return
+    signature = _signature(settings)
+    if os.environ.get(VALIDATED_VARIABLE) == signature:
         return
     from budgetware.core.config import BudgetConfig, ConfigError
 
     fields = BudgetConfig.model_fields
-    given = [name for name in os.environ.get(OPTIONS_VARIABLE, "").split(",") if name]
     unknown = [name for name in given if name not in fields]
     if unknown:
         options = ", ".join("--" + name.replace("_", "-") for name in unknown)
@@ -85,20 +139,26 @@ def _instrument() -> None:
         instrument()
     except Exception as exc:  # never break the program's own import of httpx
         sys.stderr.write(
-            f"budgetware run: budgetware could not start ({type(exc).__name__}); "
-            "this program runs unbounded\n"
+            f"budgetware run: budgetware could not start ({type(exc).__name__}: "
+            f"{_first_line(exc)}); this program runs unbounded\n"
         )
 
 
-class _ChainedLoader(Loader):
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no detail"
+
+
+class _ChainedLoader:
     """The real loader of a watched module, then ``after()`` once the module is executed."""
 
-    def __init__(self, loader: Loader, after: Callable[[], None]) -> None:
+    def __init__(self, loader: Any, after: Callable[[], None]) -> None:
         self._loader = loader
         self._after = after
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
@@ -108,8 +168,9 @@ class _ChainedLoader(Loader):
         return getattr(self._loader, name)
 
 
-class _FirstImport(MetaPathFinder):
-    """Calls ``after()`` right after the first of ``names`` is imported, then steps aside."""
+class _FirstImport:
+    """A ``sys.meta_path`` finder: calls ``after()`` right after the first of ``names`` is
+    imported, then steps aside."""
 
     def __init__(self, names: Sequence[str], after: Callable[[], None]) -> None:
         self.names = frozenset(names)
@@ -131,7 +192,7 @@ class _FirstImport(MetaPathFinder):
             self._busy = False
         if spec is None or spec.loader is None:
             return None
-        spec.loader = _ChainedLoader(spec.loader, self._fire)
+        spec.loader = _ChainedLoader(spec.loader, self._fire)  # type: ignore[assignment]
         return spec
 
     def _fire(self) -> None:

@@ -8,7 +8,6 @@ import logging
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from budgetware.core.measure import Unit
+from budgetware.core.paths import default_artifact_path
 
 __all__ = [
     "ENV_PREFIX",
@@ -125,14 +125,7 @@ class ConfigError(ValueError):
 
 def default_artifact_dir() -> Path:
     """The user's cache directory for budgetware artifacts (XDG on Linux)."""
-    if sys.platform == "win32":  # pragma: no cover - platform specific
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "budgetware" / "Cache" / "artifacts"
-    if sys.platform == "darwin":  # pragma: no cover - platform specific
-        return Path.home() / "Library" / "Caches" / "budgetware" / "artifacts"
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base_dir / "budgetware" / "artifacts"
+    return Path(default_artifact_path())
 
 
 Priority = Literal["high", "normal", "low"]

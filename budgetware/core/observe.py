@@ -25,19 +25,24 @@ change a value; one that raises is handled like any internal error (``fail_open`
 
 from __future__ import annotations
 
-import logging
-import threading
+import _thread
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
-from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
 
-from budgetware.core.models import ToolResult
-
+# Cheap to import: ``import budgetware`` (the CLI, ``budgetware run``'s start-up hook) loads
+# this module, so it imports neither ``typing``, ``logging`` nor ``dataclasses`` (a program
+# that never configured logging cannot have the ``budgetware`` logger on; see ``_logger``).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, TypeVar
+
     from budgetware.core.config import BudgetConfig
     from budgetware.core.measure import Unit
+    from budgetware.core.models import ToolResult
+
+    _L = TypeVar("_L")
 
 __all__ = [
     "BatchObserver",
@@ -46,23 +51,52 @@ __all__ = [
     "Subscription",
     "batch_observer",
     "deliver_request",
+    "entry_setup",
+    "on_entry_setup",
     "subscribe",
     "watching",
 ]
 
-logger = logging.getLogger("budgetware")
+_INFO = 20  # logging.INFO
+_DEBUG = 10  # logging.DEBUG
 
-BatchObserver = Callable[
-    [str, Sequence[ToolResult], Sequence[ToolResult], "BudgetConfig", tuple[str, ...]], None
-]
+if TYPE_CHECKING:
+    BatchObserver = Callable[
+        [str, Sequence[ToolResult], Sequence[ToolResult], BudgetConfig, tuple[str, ...]], None
+    ]
+else:
+    BatchObserver = Callable
 """``(boundary, entries before, entries after, config, artifacts written)``.
 
 ``boundary`` is ``finalizer`` or ``guard``. Set while anything listens to batches."""
 
 
-@dataclass(frozen=True, eq=False)
-class BatchReport:
+class _Frozen:
+    """Reports are values: their fields cannot be assigned after they are made."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of a {type(self).__name__}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of a {type(self).__name__}")
+
+    def _set(self, **fields: object) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__name__}({shown})"
+
+
+class BatchReport(_Frozen):
     """One batch of tool results (one model turn) before and after bounding."""
+
+    __slots__ = ("__dict__", "after", "before", "boundary", "budget", "unit", "written")
+    _fields = ("boundary", "before", "after", "budget", "unit", "written")
 
     boundary: str
     """``finalizer`` or ``guard`` (core reports); ``request`` inside a RequestReport."""
@@ -70,8 +104,26 @@ class BatchReport:
     after: Sequence[ToolResult]
     budget: int
     unit: Unit
-    written: tuple[str, ...] = ()
+    written: tuple[str, ...]
     """References of the artifacts this batch wrote (not the ones it reused)."""
+
+    def __init__(
+        self,
+        boundary: str,
+        before: Sequence[ToolResult],
+        after: Sequence[ToolResult],
+        budget: int,
+        unit: Unit,
+        written: tuple[str, ...] = (),
+    ) -> None:
+        self._set(
+            boundary=boundary,
+            before=before,
+            after=after,
+            budget=budget,
+            unit=unit,
+            written=written,
+        )
 
     @property
     def results(self) -> int:
@@ -86,6 +138,16 @@ class BatchReport:
             for old, new in zip(self.before, self.after)
             if old is not new and old.slots != new.slots
         )
+
+    @cached_property
+    def referenced(self) -> tuple[str, ...]:
+        """References of every artifact the previews of this batch name, written now or
+        reused from an earlier request (``written`` holds only the new ones)."""
+        refs: dict[str, None] = {}
+        for old, new in zip(self.before, self.after):
+            if old is not new and old.slots != new.slots:
+                refs.update(dict.fromkeys(new.persisted_output_files or ()))
+        return tuple(refs)
 
     @cached_property
     def size_before(self) -> int:
@@ -103,9 +165,33 @@ class BatchReport:
         return self.budget <= 0 or self.size_after <= self.budget
 
 
-@dataclass(frozen=True, eq=False)
-class RequestReport:
+class RequestReport(_Frozen):
     """One request body an entry point handled: sizes, counts, the budget, the batches."""
+
+    __slots__ = (
+        "api",
+        "batch_budget",
+        "batches",
+        "bytes_after",
+        "bytes_before",
+        "entry",
+        "error",
+        "seconds",
+        "telemetry",
+        "unit",
+    )
+    _fields = (
+        "api",
+        "bytes_before",
+        "bytes_after",
+        "batch_budget",
+        "unit",
+        "seconds",
+        "batches",
+        "error",
+        "telemetry",
+        "entry",
+    )
 
     api: str | None
     """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known."""
@@ -115,14 +201,40 @@ class RequestReport:
     unit: Unit
     seconds: float
     """Time spent bounding the body (reading, finalizing, splicing)."""
-    batches: tuple[BatchReport, ...] = ()
+    batches: tuple[BatchReport, ...]
     """Every batch of tool results found, bounded or not (none for a body under budget)."""
-    error: str | None = None
+    error: str | None
     """The type of an internal error that left the body unchanged, if any."""
-    telemetry: bool = True
+    telemetry: bool
     """The ``telemetry`` setting in effect for this request."""
-    entry: str = "http"
+    entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
+
+    def __init__(
+        self,
+        api: str | None,
+        bytes_before: int,
+        bytes_after: int,
+        batch_budget: int,
+        unit: Unit,
+        seconds: float,
+        batches: tuple[BatchReport, ...] = (),
+        error: str | None = None,
+        telemetry: bool = True,
+        entry: str = "http",
+    ) -> None:
+        self._set(
+            api=api,
+            bytes_before=bytes_before,
+            bytes_after=bytes_after,
+            batch_budget=batch_budget,
+            unit=unit,
+            seconds=seconds,
+            batches=batches,
+            error=error,
+            telemetry=telemetry,
+            entry=entry,
+        )
 
     @property
     def bounded(self) -> bool:
@@ -157,7 +269,7 @@ def _size(entries: Sequence[ToolResult], unit: Unit) -> int:
 BatchListener = Callable[[BatchReport], None]
 RequestListener = Callable[[RequestReport], None]
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # threading.Lock, without importing threading
 _batch_listeners: tuple[BatchListener, ...] = ()
 _request_listeners: tuple[RequestListener, ...] = ()
 
@@ -196,9 +308,6 @@ class Subscription:
         self.close()
 
 
-_L = TypeVar("_L")
-
-
 def _without(listeners: tuple[_L, ...], fn: _L) -> tuple[_L, ...]:
     out = list(listeners)
     out.remove(fn)
@@ -225,9 +334,55 @@ def _publish() -> None:
     requests_watched = bool(_request_listeners)
 
 
+_logger: Any = None
+"""The ``budgetware`` logger, looked up once the program has imported ``logging``."""
+
+
+def _log() -> Any:
+    """The ``budgetware`` logger, or None while ``logging`` is not even imported (then
+    nobody can have turned it on, and this module need not import it either)."""
+    global _logger
+    if _logger is None:
+        logging = sys.modules.get("logging")
+        if logging is None:
+            return None
+        _logger = logging.getLogger("budgetware")
+    return _logger
+
+
 def watching() -> bool:
     """Whether a producer should build a RequestReport: a listener, or the INFO log line."""
-    return requests_watched or logger.isEnabledFor(logging.INFO)
+    if requests_watched:
+        return True
+    logger = _logger or _log()
+    return logger is not None and bool(logger.isEnabledFor(_INFO))
+
+
+# --- what entry points run where they are set up --------------------------------------------
+
+_setup_hooks: list[Callable[[], object]] = []
+
+
+def on_entry_setup(hook: Callable[[], object]) -> None:
+    """Run ``hook`` once, where the first entry point is set up (``instrument()``, a
+    transport, ``bound_payload``): the facade turns OpenTelemetry on this way, so that
+    ``import budgetware`` itself loads nothing of it."""
+    with _lock:
+        _setup_hooks.append(hook)
+
+
+def entry_setup() -> None:
+    """What every entry point calls where it is set up: the pending hooks run, once."""
+    if not _setup_hooks:
+        return
+    with _lock:
+        hooks = list(_setup_hooks)
+        _setup_hooks.clear()
+    for hook in hooks:
+        try:
+            hook()
+        except Exception:
+            _failed("set up an observer")
 
 
 def _dispatch_batch(
@@ -266,7 +421,8 @@ def _failed(what: str) -> None:
 
 
 def _log_request(report: RequestReport) -> None:
-    if not logger.isEnabledFor(logging.INFO):
+    logger = _logger or _log()
+    if logger is None or not logger.isEnabledFor(_INFO):
         return
     unit = report.unit
     if report.bounded:
@@ -285,7 +441,7 @@ def _log_request(report: RequestReport) -> None:
             report.seconds * 1000,
             extra={"budgetware": _summary(report)},
         )
-    if not logger.isEnabledFor(logging.DEBUG):
+    if not logger.isEnabledFor(_DEBUG):
         return
     if not report.bounded:
         logger.debug(

@@ -13,12 +13,14 @@ entry point installs uses its settings.
 
 from __future__ import annotations
 
+import _thread
 import contextvars
-import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (import budgetware)
 if TYPE_CHECKING:
+    from typing import Any
+
     from budgetware.core.config import BudgetConfig
 
 __all__ = [
@@ -26,12 +28,16 @@ __all__ = [
     "ResponseRewriter",
     "entry_config",
     "load_before_first_response",
+    "load_features",
     "register_response_rewriter",
     "rewrite_response",
 ]
 
 # (request, response) -> the response to deliver (the same object when nothing changes).
-ResponseRewriter = Callable[[Any, Any], Any]
+if TYPE_CHECKING:
+    ResponseRewriter = Callable[[Any, Any], Any]
+else:
+    ResponseRewriter = Callable
 
 RESPONSE_REWRITERS: list[ResponseRewriter] = []
 
@@ -43,7 +49,7 @@ def register_response_rewriter(rewriter: ResponseRewriter) -> None:
 
 
 _loaders: list[Callable[[], object]] = []
-_loaders_lock = threading.Lock()
+_loaders_lock = _thread.allocate_lock()  # threading.Lock, without importing threading
 
 
 def load_before_first_response(load: Callable[[], object]) -> None:
@@ -53,7 +59,8 @@ def load_before_first_response(load: Callable[[], object]) -> None:
         _loaders.append(load)
 
 
-def _run_loaders() -> None:
+def load_features() -> None:
+    """Run the pending loaders now (features register their rewriters and setting checks)."""
     with _loaders_lock:
         pending = list(_loaders)
         _loaders.clear()
@@ -71,14 +78,18 @@ def entry_config() -> BudgetConfig | None:
     return _ENTRY_CONFIG.get()
 
 
-def rewrite_response(request: Any, response: Any, config: BudgetConfig | None = None) -> Any:
+def rewrite_response(
+    request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
+) -> Any:
     """Apply every rewriter in order; the same response when none applies.
 
     ``config`` is the delivering entry point's configuration (None: the environment and
-    ``budget(...)`` blocks only); rewriters read it with ``entry_config()``.
+    ``budget(...)`` blocks only); rewriters read it with ``entry_config()``. ``load=False``
+    (the answer to a request without a body, which no feature rewrites: MCP answers POSTed
+    JSON-RPC) applies the rewriters registered so far without loading any feature.
     """
-    if _loaders:
-        _run_loaders()
+    if load and _loaders:
+        load_features()
     if not RESPONSE_REWRITERS:
         return response
     token = _ENTRY_CONFIG.set(config)

@@ -1,47 +1,64 @@
-"""Process-wide drop-in: patch ``Client.send`` / ``AsyncClient.send`` of httpx and httpx2."""
+"""Process-wide drop-in: patch ``Client.send`` / ``AsyncClient.send`` of httpx and httpx2.
+
+Cheap to set up (``budgetware run`` calls ``instrument()`` the moment a program first
+imports httpx): the settings are validated at once, so a mistake is a ``ConfigError``
+here, but only the thin patch on ``send`` is installed. The layer that bounds a body
+(``http/transport.py``: the wire formats, the finalizer, the store, diagnostics) is
+imported by the first request that has a body or ``x-budgetware-*`` headers to handle.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import wrapt
 
-from budgetware.core.config import BudgetConfig, check_settings
-from budgetware.core.errors import BudgetwareWarning
+from budgetware.core import observe
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
-from budgetware.http.hooks import rewrite_response
-from budgetware.http.transport import (
-    _TransportBase,
-    is_handled,
-    mark_handled,
-    off_loop,
-    prepare_request,
-    rewrite_response_off_loop,
-)
-from budgetware.store.select import check_store
+from budgetware.http.hooks import load_features, rewrite_response
+
+if TYPE_CHECKING:
+    from budgetware.core.config import BudgetConfig
 
 __all__ = ["PATCH_TARGETS", "Instrumentation", "instrument", "is_instrumented", "uninstrument"]
 
 
-@dataclass(frozen=True)
 class PatchTarget:
-    """One method ``instrument()`` wraps: ``module.cls.method``, sync or async."""
+    """One method ``instrument()`` wraps: ``module.cls.method``, sync or async.
 
-    module: str
-    cls: str
-    method: str
-    wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any]
+    The method is wrapped on the class of ``module`` that defines it: the one named
+    ``cls``, or the first of its bases from the same library when ``module.cls`` was
+    replaced by a subclass (aws-xray-sdk's patch does ``httpx.Client = _InstrumentedClient``).
+    """
+
+    __slots__ = ("cls", "method", "module", "wrapper")
+
+    def __init__(
+        self,
+        module: str,
+        cls: str,
+        method: str,
+        wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any],
+    ) -> None:
+        self.module = module
+        self.cls = cls
+        self.method = method
+        self.wrapper = wrapper
 
     @property
     def name(self) -> str:
         return f"{self.module}.{self.cls}.{self.method}"
+
+    def __repr__(self) -> str:
+        return f"PatchTarget({self.name!r})"
 
 
 class _State:
@@ -51,10 +68,16 @@ class _State:
         self.config: BudgetConfig | None = None
         # target -> the exact attribute found in the class __dict__ before patching
         self.originals: dict[PatchTarget, Any] = {}
+        # target -> the class that attribute was found on (and wrapped on)
+        self.owners: dict[PatchTarget, type] = {}
         self.hooked: set[str] = set()
 
 
 _STATE = _State()
+
+# Set on a request that one layer already bounded (http/transport.HANDLED_EXTENSION).
+_HANDLED = "budgetware.handled"
+_OWN_HEADERS = "x-budgetware-"
 
 
 def _client_transport(client: Any, request: Any) -> Any:
@@ -66,21 +89,45 @@ def _client_transport(client: Any, request: Any) -> Any:
         return None
 
 
+def _nothing_to_do(request: Any) -> bool:
+    """A request without a body and without ``x-budgetware-*`` headers (a GET): nothing to
+    bound, nothing to remove, so the bounding layer is not even imported for it."""
+    try:
+        if request.content:
+            return False
+    except Exception:  # a streaming body (RequestNotRead): the layer decides
+        return False
+    return not any(name.lower().startswith(_OWN_HEADERS) for name in request.headers)
+
+
 def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]:
     """The request to send and whether this layer handles it (False: a layer below will)."""
-    if is_handled(request) or isinstance(_client_transport(client, request), _TransportBase):
+    extensions = request.extensions
+    if extensions.get(_HANDLED):
+        return request, False
+    if _nothing_to_do(request):
+        loaded = sys.modules.get("budgetware.http.transport")
+        # No BudgetTransport exists before that module is imported.
+        if loaded is not None and isinstance(
+            _client_transport(client, request), loaded._TransportBase
+        ):
+            return request, False
+        extensions[_HANDLED] = True
+        return request, True
+    from budgetware.http import transport  # the bounding layer, at the first body
+
+    if isinstance(_client_transport(client, request), transport._TransportBase):
         return request, False
     if bounded_above():  # an SDK hook bounded it: deliver its response, leave the request
-        mark_handled(request)
+        transport.mark_handled(request)
         return request, True
     lib = sys.modules.get(type(request).__module__.partition(".")[0])
     if lib is None:
         return request, False
-    outgoing = prepare_request(request, lib, _STATE.config, client, asynchronous=asynchronous)
-    if outgoing is request:
-        mark_handled(request)
-    else:
-        mark_handled(outgoing)
+    outgoing = transport.prepare_request(
+        request, lib, _STATE.config, client, asynchronous=asynchronous
+    )
+    transport.mark_handled(outgoing)
     return outgoing, True
 
 
@@ -97,6 +144,13 @@ def _bind(
     return args, kwargs, None, False
 
 
+def _has_body(request: Any) -> bool:
+    try:
+        return bool(request.content)
+    except Exception:  # a streaming body
+        return True
+
+
 def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return wrapped(*args, **kwargs)
@@ -108,7 +162,7 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
         response = wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response, config)
+    return rewrite_response(request, response, config, load=_has_body(request))
 
 
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -116,14 +170,30 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
         return await wrapped(*args, **kwargs)
     config = _STATE.config
     first = args[0] if args else kwargs.get("request")
-    args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs, True)
+    if first is None or _nothing_to_do(first):  # no body to bound: nothing to take off the loop
+        args, kwargs, request, handled = _bind(instance, args, kwargs, True)
+    else:
+        from budgetware.http.transport import off_loop
+
+        args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs, True)
     if not handled:
         return await wrapped(*args, **kwargs)
     try:
         response = await wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return await rewrite_response_off_loop(request, response, config)
+    load = _has_body(request)
+    content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
+    if not load and not (isinstance(content, bytes) and len(content) >= _OFFLOAD_FLOOR):
+        return rewrite_response(request, response, config, load=False)
+    from budgetware.http.transport import rewrite_response_off_loop
+
+    return await rewrite_response_off_loop(request, response, config, load=load)
+
+
+# Below this size a response is rewritten on the event loop whatever the store
+# (http/transport.REMOTE_OFFLOAD_BYTES, the smallest size that goes to a worker thread).
+_OFFLOAD_FLOOR = 64 * 1024
 
 
 def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -144,6 +214,19 @@ PATCH_TARGETS: tuple[PatchTarget, ...] = (
 )
 
 
+def _defining_class(cls: type, target: PatchTarget) -> type | None:
+    """The class to wrap ``target.method`` on: ``cls`` if it defines it, else the first
+    class of its MRO from ``target``'s library that does (``cls`` may be another library's
+    subclass put in the original's place, as aws-xray-sdk's ``httpx.Client`` is)."""
+    if target.method in cls.__dict__:
+        return cls
+    library = target.module.partition(".")[0]
+    for klass in cls.__mro__[1:]:
+        if klass.__module__.partition(".")[0] == library and target.method in klass.__dict__:
+            return klass
+    return None
+
+
 def _patch_module(module: ModuleType) -> None:
     with _STATE.lock:
         if not _STATE.active:
@@ -151,9 +234,11 @@ def _patch_module(module: ModuleType) -> None:
         for target in PATCH_TARGETS:
             if target.module != module.__name__ or target in _STATE.originals:
                 continue
-            cls = getattr(module, target.cls, None)
-            current = None if cls is None else cls.__dict__.get(target.method)
-            if current is None:
+            named = getattr(module, target.cls, None)
+            cls = _defining_class(named, target) if isinstance(named, type) else None
+            if cls is None:
+                from budgetware.core.errors import BudgetwareWarning
+
                 warnings.warn(
                     f"budgetware: cannot instrument {target.name}: it no longer exists in this "
                     f"version of {target.module}; requests sent through it are not bounded",
@@ -161,6 +246,8 @@ def _patch_module(module: ModuleType) -> None:
                     stacklevel=3,
                 )
                 continue
+            current = cls.__dict__[target.method]
+            _STATE.owners[target] = cls
             ours = _own_layer(current, target)
             if ours is not None:
                 # Our layer is still in the chain, under a wrapper that could not be
@@ -253,6 +340,71 @@ class Instrumentation:
             return tuple(t.name for t in _STATE.originals)
 
 
+_PREFIX = "BUDGETWARE_"
+_RUN_PREFIX = _PREFIX + "RUN_"  # budgetware run's own variables, not settings
+_MCP_PREFIX = _PREFIX + "MCP_"  # the MCP boundary's settings
+
+
+def _settings_in_environment() -> bool:
+    """Whether any ``BUDGETWARE_*`` variable is set (those of ``budgetware run`` itself aside)."""
+    return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
+
+
+def _check_setup(config: BudgetConfig | None) -> None:
+    """Where ``instrument()`` is set up: a bad setting (or an unusable store) is a
+    ``ConfigError`` naming it now, not on a request. Without any setting (no ``config``, no
+    ``BUDGETWARE_*`` variable) nothing can be wrong but the default artifact directory, and
+    checking that needs neither pydantic nor the store: this stays cheap at start-up."""
+    if config is None and not _settings_in_environment():
+        from budgetware.core.paths import default_artifact_path
+
+        try:
+            path = default_artifact_path()
+        except (RuntimeError, KeyError, OSError):
+            return  # no home directory: bounded without a reference, as at request time
+        if _plainly_usable(path):
+            return
+        from budgetware.core.config import resolve_config
+        from budgetware.store.select import check_store
+
+        check_store(resolve_config())  # says exactly what is wrong with it
+        return
+    if any(key.startswith(_MCP_PREFIX) for key in os.environ):
+        load_features()  # the MCP boundary registers the check of its own settings
+    from budgetware.core.config import check_settings
+
+    resolved = check_settings(config)
+    if resolved.persist:
+        try:
+            location = resolved.store_location()
+        except (RuntimeError, KeyError, OSError):
+            return  # no home directory: bounded without a reference, as at request time
+        except ValueError:
+            location = None
+        if location is not None and location.scheme == "file" and _plainly_usable(location.path):
+            return
+    from budgetware.store.select import check_store
+
+    check_store(resolved)
+
+
+def _plainly_usable(path: str) -> bool:
+    """Whether ``store/select.check_store`` would surely accept this artifact directory:
+    it does not exist yet (it is made 0700), or it is a real directory of this user that
+    no other user can write. Anything else goes to the full check, which names the problem."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return False
+    return not (os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022)
+
+
 def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     """Bound the tool results of every request sent by httpx and httpx2 clients in this process.
 
@@ -265,7 +417,8 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     ``instrument(config=...)``, the outer one is in effect again, with its config.
     """
     # A configuration mistake (or an unusable store) fails here, not on a request.
-    check_store(check_settings(config))
+    _check_setup(config)
+    observe.entry_setup()
     with _STATE.lock:
         handle = Instrumentation(_STATE.active, _STATE.config)
         _STATE.config = config
@@ -290,9 +443,11 @@ def uninstrument() -> None:
     with _STATE.lock:
         _STATE.active = False
         _STATE.config = None
-        for target in _STATE.originals:
-            _unwrap_own(getattr(sys.modules[target.module], target.cls), target)
+        for target, cls in _STATE.owners.items():
+            if target in _STATE.originals:
+                _unwrap_own(cls, target)
         _STATE.originals.clear()
+        _STATE.owners.clear()
 
 
 def is_instrumented() -> bool:

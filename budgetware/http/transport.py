@@ -8,6 +8,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
+from functools import partial
 from types import ModuleType, TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
@@ -255,6 +256,7 @@ class _TransportBase:
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
         # A configuration mistake (or an unusable store) fails here, not on a request.
         check_store(check_settings(config))
+        observe.entry_setup()
         self.inner = inner
         self.config = config
 
@@ -351,17 +353,21 @@ async def off_loop_for_size(size: int, fn: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(fn, *args)
 
 
-async def rewrite_response_off_loop(request: Any, response: Any, config: Any) -> Any:
+async def rewrite_response_off_loop(
+    request: Any, response: Any, config: Any, *, load: bool = True
+) -> Any:
     """``rewrite_response`` for the async paths: in a worker thread when the response body
     is already read and large (a non-streaming ``send``), since a rewriter may parse it,
     bound it and write an artifact; a streamed body is rewritten chunk by chunk, off the
     loop already. Small bodies stay on the loop, where a thread hop would cost more."""
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
     if not isinstance(content, bytes) or not _offload(len(content)):
-        return rewrite_response(request, response, config)
+        return rewrite_response(request, response, config, load=load)
     import anyio.to_thread
 
-    return await anyio.to_thread.run_sync(rewrite_response, request, response, config)
+    return await anyio.to_thread.run_sync(
+        partial(rewrite_response, request, response, config, load=load)
+    )
 
 
 class AsyncBudgetTransport(_TransportBase):

@@ -2,9 +2,10 @@
 
 Needs only ``opentelemetry-api`` (``pip install "budgetware[opentelemetry]"``): the
 application configures the SDK and its exporters as usual. Without the API nothing is
-subscribed and nothing is imported. Turned on by ``import budgetware`` when the API is
-installed (``BUDGETWARE_TELEMETRY=0`` keeps it off; the ``telemetry`` setting turns it off
-per request).
+subscribed and nothing is imported. Turned on, when the API is installed, by the first
+entry point a process sets up (``instrument()``, a transport, ``bound_payload``; ``import
+budgetware`` alone loads nothing of it); ``BUDGETWARE_TELEMETRY=0`` keeps it off, the
+``telemetry`` setting turns it off per request.
 
 Metrics (instrumentation scope ``budgetware``), with the attributes ``budgetware.api`` (the
 wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``payload``):
@@ -14,6 +15,13 @@ wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``paylo
 - ``budgetware.bytes.saved`` (counter, ``By``): request bytes not sent;
 - ``budgetware.bounding.duration`` (histogram, ``s``): time spent bounding a request body
   that budgetware had to read (one longer than the budget; a shorter one costs nothing).
+
+The three counters are observable (asynchronous) counters: a request adds to totals kept
+here (per attribute set, per meter provider), and the SDK reads them when it collects. Each
+synchronous measurement costs the SDK tens of microseconds on the request path (more after
+a multi-megabyte body has left the CPU caches cold); this way a request pays for the span
+attributes and the histogram only. Exported, they are counters (monotonic sums) like any
+other.
 
 Span attributes, on the span current when the request reaches the network (the client span
 of the httpx instrumentations, else the caller's own span; see ``http/delivery.py``):
@@ -57,8 +65,36 @@ _OFF = frozenset({"0", "false", "off", "no"})
 _lock = threading.Lock()
 _subscription: observe.Subscription | None = None
 _meter_provider: Any = None
-_instruments: tuple[Any, Any, Any, Any] | None = None
+_instruments: tuple[_Totals, Any] | None = None
 _failed_types: set[str] = set()
+
+
+class _Totals:
+    """What the observable counters report: per ``(api, entry)``, the requests bounded, the
+    tool results cut and the bytes saved so far (for one meter provider)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, str], list[int]] = {}
+
+    def add(self, key: tuple[str, str], cut: int, saved: int) -> None:
+        with self._lock:
+            values = self._values.get(key)
+            if values is None:
+                values = self._values[key] = [0, 0, 0]
+            values[0] += 1
+            values[1] += cut
+            values[2] += saved
+
+    def observations(self, index: int) -> list[Any]:
+        from opentelemetry.metrics import Observation
+
+        with self._lock:
+            items = [(key, values[index]) for key, values in self._values.items()]
+        return [
+            Observation(value, {"budgetware.api": api, "budgetware.entry": entry})
+            for (api, entry), value in items
+        ]
 
 
 def enabled() -> bool:
@@ -68,9 +104,13 @@ def enabled() -> bool:
 
 def enable_if_available() -> bool:
     """``enable()`` when opentelemetry-api is installed and ``BUDGETWARE_TELEMETRY`` is not
-    off; what ``import budgetware`` does. Imports nothing of OpenTelemetry yet."""
+    off; what the first entry point set up in a process does (``instrument()``, a transport,
+    ``bound_payload``). Imports nothing of OpenTelemetry yet, and keeps an ``enable()`` the
+    application already made (with its ``meter_provider``)."""
     if os.environ.get("BUDGETWARE_TELEMETRY", "").strip().lower() in _OFF:
         return False
+    if _subscription is not None:
+        return True
     return enable()
 
 
@@ -110,23 +150,35 @@ def disable() -> None:
             _subscription = None
 
 
-def _create_instruments() -> tuple[Any, Any, Any, Any]:
+def _create_instruments() -> tuple[_Totals, Any]:
     from opentelemetry import metrics
 
     provider = _meter_provider or metrics.get_meter_provider()
     meter = provider.get_meter(SCOPE)
-    return (
-        meter.create_counter(
-            METRICS[0], unit="{request}", description="Requests whose tool results were bounded"
-        ),
-        meter.create_counter(
-            METRICS[1], unit="{tool_result}", description="Tool results shortened"
-        ),
-        meter.create_counter(METRICS[2], unit="By", description="Request bytes not sent"),
-        meter.create_histogram(
-            METRICS[3], unit="s", description="Time spent bounding a request body"
-        ),
+    totals = _Totals()
+    counters = (
+        (METRICS[0], "{request}", "Requests whose tool results were bounded"),
+        (METRICS[1], "{tool_result}", "Tool results shortened"),
+        (METRICS[2], "By", "Request bytes not sent"),
     )
+    for index, (name, unit, description) in enumerate(counters):
+        meter.create_observable_counter(
+            name,
+            callbacks=[_reader(totals, index)],
+            unit=unit,
+            description=description,
+        )
+    histogram = meter.create_histogram(
+        METRICS[3], unit="s", description="Time spent bounding a request body"
+    )
+    return totals, histogram
+
+
+def _reader(totals: _Totals, index: int) -> Any:
+    def observe_totals(options: Any) -> list[Any]:
+        return totals.observations(index)
+
+    return observe_totals
 
 
 def _current_span() -> Any:
@@ -166,11 +218,11 @@ def _on_request(report: observe.RequestReport) -> None:
         instruments = _instruments
         if instruments is None:
             instruments = _instruments = _create_instruments()
-        requests, cut, saved, duration = instruments
+        totals, duration = instruments
         if bounded:
-            requests.add(1, labels)
-            cut.add(report.results_cut, labels)
-            saved.add(report.bytes_saved, labels)
+            totals.add(
+                (labels["budgetware.api"], report.entry), report.results_cut, report.bytes_saved
+            )
         if report.bytes_before > report.batch_budget > 0:  # a body it had to read
             duration.record(report.seconds, labels)
     except Exception as exc:  # the application's SDK or exporter: never the request's problem

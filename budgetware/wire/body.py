@@ -212,9 +212,10 @@ def _bound(
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):
         for found, entry in zip(batch, entries):
-            for path, kept, old, new in zip(found.paths, found.kept, found.slots, entry.slots):
+            slots = zip(found.paths, found.kept, found.slots, entry.slots, found.tail)
+            for path, kept, old, new, tail in slots:
                 if new is not old and new != old:
-                    changes[path] = (kept + old, kept + new)
+                    changes[path] = (kept + old + tail, kept + new + tail)
     return changes
 
 

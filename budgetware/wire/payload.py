@@ -37,6 +37,7 @@ def bound_payload(
     exactly as given. While something watches requests, its report is delivered at once
     (the caller's span is current: no HTTP request exists yet).
     """
+    observe.entry_setup()  # the first entry point turns the observers on (OpenTelemetry)
     if not isinstance(payload, dict):
         return payload
     # A setting that turned bad since setup is left out (logged once): never a broken call.

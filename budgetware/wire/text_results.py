@@ -2,8 +2,11 @@
 
 For each user message whose text starts with a preset's marker, one batch of one result:
 the text after the marker is its slot (the marker is kept, so the model still reads
-``Observation:``). Chat formats whose user messages carry a string or text parts are
-read: OpenAI Chat and Responses, Anthropic Messages, Gemini, Ollama, Cohere v2.
+``Observation:``), up to the first of the preset's end markers (kept too: the text an
+agent joined after the result, such as smolagents' next task). A preset that needs it
+takes only a user message right after an assistant message (the tool call). Chat formats
+whose user messages carry a string or text parts are read: OpenAI Chat and Responses,
+Anthropic Messages, Gemini, Ollama, Cohere v2.
 """
 
 from __future__ import annotations
@@ -38,44 +41,65 @@ def _texts(content: object, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
                     yield (*path, index, "text"), text
 
 
-def _user_texts(fmt: str, body: Mapping[str, Any]) -> Iterator[Iterator[tuple[JsonPath, str]]]:
-    """For each user message, its text values with their paths."""
+_ASSISTANT = frozenset({"assistant", "model"})  # "model": Gemini's role for the assistant
+
+
+def _user_texts(
+    fmt: str, body: Mapping[str, Any]
+) -> Iterator[tuple[bool, Iterator[tuple[JsonPath, str]]]]:
+    """For each user message: whether the message before it is the assistant's, and its text
+    values with their paths."""
     if fmt == "gemini":
         contents = body.get("contents")
+        previous: object = None
         for index, content in enumerate(contents if isinstance(contents, list) else []):
-            if isinstance(content, dict) and content.get("role", "user") == "user":
+            if not isinstance(content, dict):
+                previous = None
+                continue
+            role = content.get("role", "user")
+            if role == "user":
                 parts = content.get("parts")
                 yield (
-                    (("contents", index, "parts", p, "text"), part["text"])
-                    for p, part in enumerate(parts if isinstance(parts, list) else [])
-                    if isinstance(part, dict) and isinstance(part.get("text"), str)
+                    previous in _ASSISTANT,
+                    (
+                        (("contents", index, "parts", p, "text"), part["text"])
+                        for p, part in enumerate(parts if isinstance(parts, list) else [])
+                        if isinstance(part, dict) and isinstance(part.get("text"), str)
+                    ),
                 )
+            previous = role
         return
     spec = _MESSAGES.get(fmt)
     if spec is None:
         return
     key, content_key = spec
     messages = body.get(key)
+    previous = None
     for index, message in enumerate(messages if isinstance(messages, list) else []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            yield _texts(message.get(content_key), (key, index, content_key))
+        role = message.get("role") if isinstance(message, dict) else None
+        if isinstance(message, dict) and role == "user":
+            texts = _texts(message.get(content_key), (key, index, content_key))
+            yield previous in _ASSISTANT, texts
+        previous = role
 
 
 def text_result_batches(fmt: str, body: Mapping[str, Any], presets: Sequence[str]) -> list[Batch]:
     """One batch per user message that a preset recognizes as a tool result."""
     chosen: list[TextResultPreset] = [TEXT_RESULT_PRESETS[name] for name in presets]
     batches: list[Batch] = []
-    for texts in _user_texts(fmt, body):
+    for after_assistant, texts in _user_texts(fmt, body):
         found: Found | None = None
         for path, text in texts:
             for preset in chosen:
+                if preset.after_assistant and not after_assistant:
+                    continue
                 split = preset.split(text)
                 if split is None:
                     continue
-                kept, result = split
+                kept, result, tail = split
                 if found is None:
                     found = Found(call_id=None, tool_name=preset.tool_name)
-                found.slot(path, result, kept=kept)
+                found.slot(path, result, kept=kept, tail=tail)
                 break
         if found is not None and found.slots:
             batches.append([found])

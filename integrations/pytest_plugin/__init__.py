@@ -6,7 +6,10 @@ HTTP layer nor any SDK: that happens when a test asks for it.
 
 - ``budgetware_capture``: a fixture that runs the test with ``budgetware.instrument()`` on
   and records every request budgetware saw (sizes before and after, per batch: results,
-  sizes, the budget, the artifacts written). ``assert_within_budget()`` checks them.
+  sizes, the budget, the artifacts written and referenced). ``assert_within_budget()``
+  checks them. Artifacts go to a directory of the test's own (under ``tmp_path``) unless
+  the marker or the environment names a store: a user's cache is never written, and every
+  run of a test starts from an empty store.
 - ``@pytest.mark.budgetware(batch_budget=..., unit=..., ...)``: the settings for that test
   (any field of ``budgetware.BudgetConfig``); a marked test gets ``budgetware_capture``
   without asking for it.
@@ -22,7 +25,9 @@ HTTP layer nor any SDK: that happens when a test asks for it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,9 +44,12 @@ FIXTURE = "budgetware_capture"
 class BudgetwareCapture:
     """What budgetware did to the requests of one test (read it after the agent ran)."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: dict[str, Any], artifact_dir: Path | None = None) -> None:
         self.settings = settings
         """The settings the test ran with (from its ``budgetware`` marker)."""
+        self.artifact_dir = artifact_dir
+        """The test's own artifact directory (None when the marker or the environment
+        names the store)."""
         self.requests: list[RequestReport] = []
         """One report per request, in the order they reached the network."""
 
@@ -65,16 +73,34 @@ class BudgetwareCapture:
 
     @property
     def artifacts(self) -> list[str]:
-        """The references of every artifact written (full outputs), in order."""
+        """The references of every artifact written during the test (full outputs), in
+        order; one an earlier request already wrote is not written again (see
+        ``referenced``)."""
         return [ref for batch in self.batches for ref in batch.written]
+
+    @property
+    def referenced(self) -> list[str]:
+        """The references of every artifact the previews sent name, written now or reused
+        from an earlier request, in order and each once."""
+        return list(dict.fromkeys(ref for batch in self.batches for ref in batch.referenced))
 
     def clear(self) -> None:
         """Forget what was recorded so far."""
         self.requests.clear()
 
-    def assert_within_budget(self, budget: int | None = None) -> None:
+    def assert_within_budget(self, budget: int | None = None, *, min_requests: int = 1) -> None:
         """Fail unless every batch that was sent fits its budget (or ``budget``, in the same
-        unit), and no request went out unchanged because budgetware failed on it."""
+        unit), no request went out unchanged because budgetware failed on it, and at least
+        ``min_requests`` requests were recorded (nothing recorded is no proof: the agent
+        may send through a client budgetware does not see, such as aiohttp)."""
+        if len(self.requests) < min_requests:
+            raise AssertionError(
+                f"budgetware saw {len(self.requests)} request(s), expected at least "
+                f"{min_requests}: nothing proves the budget held. The agent sent nothing "
+                "through httpx or httpx2 while the test ran (a client on aiohttp or "
+                "requests is out of reach of instrument()), or it ran before the fixture; "
+                "pass min_requests=0 if no request is expected"
+            )
         problems: list[str] = []
         for number, request in enumerate(self.requests, 1):
             if request.error is not None:
@@ -133,8 +159,15 @@ def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCap
                 f"e.g. @pytest.mark.{MARKER}(batch_budget=20_000)"
             )
         settings = dict(marker.kwargs)
+    # Artifacts in a directory of the test's own, unless a store is named: the user's cache
+    # is never written, and a second run finds no artifact of the first to reuse.
+    artifact_dir: Path | None = None
+    named = ("artifact_dir", "artifact_store")
+    if not any(name in settings or f"BUDGETWARE_{name.upper()}" in os.environ for name in named):
+        artifact_dir = request.getfixturevalue("tmp_path") / "budgetware-artifacts"
+    overrides = settings if artifact_dir is None else {**settings, "artifact_dir": artifact_dir}
     # A bad setting is a ConfigError naming it, at setup: the test errors, it does not fail.
-    config = BudgetConfig.from_env({}, **settings) if settings else None
-    capture = BudgetwareCapture(settings)
+    config = BudgetConfig.from_env({}, **overrides)
+    capture = BudgetwareCapture(settings, artifact_dir)
     with observe.subscribe(request=capture._record), instrument(config=config):
         yield capture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,8 +16,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from budgetware.cli.run import BOOTSTRAP_DIR, child_environment, is_python_program, parse
+from budgetware.cli.run import (
+    BOOTSTRAP_DIR,
+    child_environment,
+    is_python_program,
+    parse,
+    python_flags_skipping_the_hook,
+)
 from budgetware.testing import FakeProvider
 
 BIN = os.path.dirname(sys.executable)
@@ -334,8 +343,302 @@ def test_nothing_of_the_http_layer_loads_until_the_program_imports_an_http_libra
     done = run(["--", "python", "-c", code], env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["False False", "True"]
-    # With settings, the first process checks them once for the processes it starts.
+    # Plain values of simple settings are seen to be valid without pydantic...
     env = _env(None, tmp_path)
-    done = run(["--unit", "tokens", "--", "python", "-c", code], env)
+    done = run(["--unit", "tokens", "--batch-budget", "5000", "--", "python", "-c", code], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["False False", "True"]
+    # ...any other setting is checked by BudgetConfig, once, for the processes it starts.
+    done = run(["--endpoints", "gw.example/*=openai_chat", "--", "python", "-c", code], env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["False True", "True"]
+
+
+def test_a_boolean_option_never_takes_the_command(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    # --persist used to swallow "python" as its value: "command not found: agent.py".
+    done = run(
+        ["--batch-budget", "40000", "--persist", "python", str(script)],
+        _env(fake_provider, tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    _assert_bounded(fake_provider, 40_000)
+    assert len(list((tmp_path / "artifacts").glob("*.txt"))) == 10
+    for argv, settings in [
+        (["--persist", "python", "x.py"], {"persist": "true"}),
+        (["--persist=false", "python", "x.py"], {"persist": "false"}),
+        (["--no-persist", "python", "x.py"], {"persist": "false"}),
+        (["--persist", "false", "--", "python", "x.py"], {"persist": "false"}),
+        (["--telemetry", "--", "python", "x.py"], {"telemetry": "true"}),
+    ]:
+        assert parse(argv) == (settings, ["python", "x.py"]), argv
+    # A setting that takes a value still takes the next word.
+    assert parse(["--unit", "tokens", "python"]) == ({"unit": "tokens"}, ["python"])
+
+
+def test_the_boolean_options_are_the_boolean_settings() -> None:
+    from budgetware.cli.variables import BOOLEAN_SETTINGS
+    from budgetware.core.config import BudgetConfig
+
+    booleans = {n for n, f in BudgetConfig.model_fields.items() if f.annotation is bool}
+    assert booleans == BOOLEAN_SETTINGS
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_file_that_cannot_be_executed_is_126_as_in_a_shell(tmp_path: Path) -> None:
+    script = tmp_path / "noexec.py"
+    script.write_text("print(1)\n")
+    script.chmod(0o644)
+    env = _env(None, tmp_path)
+    done = run(["--", str(script)], env)
+    assert (done.returncode, done.stderr) == (
+        126,
+        f"budgetware run: cannot run {script}: Permission denied\n",
+    )
+    done = run(["--", str(tmp_path)], env)
+    assert (done.returncode, done.stderr) == (
+        126,
+        f"budgetware run: cannot run {tmp_path}: Is a directory\n",
+    )
+    env["PATH"] = f"{tmp_path}{os.pathsep}{env['PATH']}"  # found on PATH, not executable
+    done = run(["--", "noexec.py"], env)
+    assert (done.returncode, done.stderr) == (
+        126,
+        "budgetware run: cannot run noexec.py: Permission denied\n",
+    )
+
+
+def test_python_options_that_skip_the_hook_are_named(tmp_path: Path) -> None:
+    env = _env(None, tmp_path)
+    for flags, named in [(["-I"], "-I"), (["-S"], "-S"), (["-E"], "-E"), (["-bIS"], "-I")]:
+        done = run(["--", "python", *flags, "-c", "print('ran')"], env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "ran\n"
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"budgetware run: python runs Python with {named}"), line
+        assert line.endswith("this program runs unbounded")
+    # The same options on a #! line; and never the program's own arguments.
+    script = tmp_path / "tool"
+    script.write_text(f"#!{sys.executable} -E\nprint('ran')\n")
+    script.chmod(0o755)
+    done = run(["--", str(script)], env)
+    assert "-E ignores PYTHONPATH" in done.stderr
+    done = run(["--", "python", "-c", "print('ran')", "-I"], env)
+    assert (done.stdout, done.stderr) == ("ran\n", "")
+
+
+def test_which_python_options_skip_the_hook() -> None:
+    assert python_flags_skipping_the_hook(["-I", "x.py"]) == ["I"]
+    assert python_flags_skipping_the_hook(["-X", "dev", "-W", "error", "-S", "x.py"]) == ["S"]
+    assert python_flags_skipping_the_hook(["-Xdev", "-E"]) == ["E"]
+    assert python_flags_skipping_the_hook(["-u", "-IS", "-m", "pkg", "-E"]) == ["I", "S"]
+    assert python_flags_skipping_the_hook(["-c", "pass", "-I"]) == []
+    assert python_flags_skipping_the_hook(["x.py", "-I"]) == []
+    assert python_flags_skipping_the_hook(["-WI", "x.py"]) == []  # -W's value, not -I
+
+
+def _copy_bootstrap(tmp_path: Path) -> tuple[Path, Path]:
+    copy = tmp_path / "other-install" / "bootstrap"
+    shutil.copytree(BOOTSTRAP_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    link = tmp_path / "link"
+    link.symlink_to(BOOTSTRAP_DIR, target_is_directory=True)
+    return copy, link
+
+
+def _own_sitecustomize(tmp_path: Path, code: str = "") -> Path:
+    own = tmp_path / "own"
+    own.mkdir(exist_ok=True)
+    # (budgetware run itself is a Python process with this PYTHONPATH: only the program,
+    # which has BUDGETWARE_RUN_MAIN, says it ran.)
+    (own / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if 'BUDGETWARE_RUN_MAIN' in os.environ:\n"
+        "    os.environ['OWN_RUNS'] = os.environ.get('OWN_RUNS', '') + 'x'\n"
+        "    print('own sitecustomize', file=sys.stderr)\n" + code
+    )
+    return own
+
+
+def test_two_bootstrap_folders_on_the_path_start_once_and_chain_to_the_users_own(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    # A nested budgetware run of another install, or a symbolic link to this one: their
+    # sitecustomize files used to chain into each other until RecursionError.
+    copy, link = _copy_bootstrap(tmp_path)
+    own = _own_sitecustomize(tmp_path)
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT + "print(os.environ['OWN_RUNS'], file=sys.stderr)\n")
+    env = _env(fake_provider, tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), str(link), str(own)])
+    done = run(["--batch-budget", "40000", "--", "python", str(script)], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["own sitecustomize", "x"]
+    _assert_bounded(fake_provider, 40_000)
+
+
+def test_a_start_up_that_fails_still_runs_the_users_sitecustomize(tmp_path: Path) -> None:
+    # pydantic that cannot be imported: the settings check raises ImportError in start().
+    broken = tmp_path / "broken"
+    (broken / "pydantic").mkdir(parents=True)
+    (broken / "pydantic" / "__init__.py").write_text("raise ImportError('broken install')\n")
+    own = _own_sitecustomize(tmp_path)
+    env = _env(None, tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join([str(broken), str(own)])
+    done = run(
+        ["--endpoints", "gw.example/*=openai_chat", "--", "python", "-c", "print('ran')"], env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ran\n"
+    assert done.stderr.splitlines() == [
+        "budgetware run: budgetware could not start (ImportError); this program runs unbounded",
+        "own sitecustomize",
+    ]
+
+
+def test_opentelemetry_instrument_after_budgetware_run_starts_both(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    # opentelemetry-instrument puts its sitecustomize first and does not chain: budgetware
+    # run starts it as `opentelemetry-instrument ... budgetware run ... -- <command>`.
+    script = tmp_path / "agent.py"
+    script.write_text(
+        AGENT
+        + "otel = 'opentelemetry.instrumentation.auto_instrumentation' in sys.modules\n"
+        + "print('otel started', otel, file=sys.stderr)\n"
+    )
+    env = _env(fake_provider, tmp_path)
+    env.update(
+        OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none"
+    )
+    done = run(
+        [
+            "--batch-budget",
+            "40000",
+            "--",
+            "opentelemetry-instrument",
+            "--service_name",
+            "agent",
+            "python",
+            str(script),
+            "a",
+        ],
+        env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"reply": "ok", "args": ["a"]}
+    assert done.stderr.splitlines() == ["otel started True"]
+    _assert_bounded(fake_provider, 40_000)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                ("BATCH_BUDGET", st.integers(-(10**17), 10**17).map(str)),
+                ("UNIT", st.sampled_from(["chars", "utf8_bytes", "tokens"])),
+                ("PERSIST", st.sampled_from(["true", "false", "1", "0"])),
+                ("TELEMETRY", st.sampled_from(["true", "false"])),
+                ("MAX_STORE_BYTES", st.integers(1, 10**17).map(str)),
+                ("PREVIEW_SALIENT_PERCENT", st.integers(0, 90).map(str)),
+                ("ARTIFACT_DIR", st.text(min_size=1).filter(lambda t: "\x00" not in t)),
+            ]
+        ),
+        max_size=4,
+    ).flatmap(lambda picks: st.tuples(*[st.tuples(st.just(n), v) for n, v in picks])),
+    st.text(alphabet="0123456789-~ abcx.", max_size=8),
+)
+def test_a_value_seen_as_plainly_valid_is_valid(
+    picks: tuple[tuple[str, str], ...], odd: str
+) -> None:
+    # The start-up hook skips pydantic for these: BudgetConfig must accept every one.
+    from budgetware.cli.startup import plainly_valid
+    from budgetware.core.config import BudgetConfig
+
+    for name in ("BATCH_BUDGET", "MAX_STORE_BYTES", "PREVIEW_SALIENT_PERCENT", "UNIT"):
+        picks = (*picks, (name, odd))  # and odd values: plainly valid only if truly valid
+        settings = sorted({f"BUDGETWARE_{n}": v for n, v in picks}.items())
+        if plainly_valid(settings, []):
+            BudgetConfig.from_env(dict(settings))
+
+
+def test_a_signal_windows_cannot_send_is_not_an_error() -> None:
+    # On Windows Popen.send_signal(SIGINT) raises ValueError (Windows itself is not tested).
+    from budgetware.cli.process import forward_signals, restore_signals
+
+    class Child:
+        def __init__(self) -> None:
+            self.sent: list[int] = []
+
+        def send_signal(self, signum: int) -> None:
+            self.sent.append(signum)
+            raise ValueError(f"Unsupported signal: {signum}")
+
+    child = Child()
+    previous = forward_signals(child)  # type: ignore[arg-type]
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+        assert callable(handler)
+        handler(signal.SIGINT, None)
+    finally:
+        restore_signals(previous)
+    assert child.sent == [signal.SIGINT]
+
+
+MCP_SERVER = """
+import os, sys
+from mcp.server.mcpserver import MCPServer
+print("server hook", "budgetware.cli.startup" in sys.modules, file=sys.stderr)
+server = MCPServer("logs")
+
+@server.tool()
+def read_log() -> str:
+    return "log " + "y" * 300_000
+
+server.run("stdio")
+"""
+
+MCP_AGENT = """
+import json, os, sys
+import anyio, openai
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def tool_result():
+    params = StdioServerParameters(command=sys.executable, args=[sys.argv[1]])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("read_log", {})
+        return result.content[0].text
+
+text = anyio.run(tool_result)
+print("received", len(text), file=sys.stderr)
+client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max_retries=0)
+call = {"id": "c0", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}
+client.chat.completions.create(model="m", messages=[
+    {"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
+    {"role": "tool", "tool_call_id": "c0", "content": text}])
+"""
+
+
+def test_an_mcp_stdio_server_gets_no_hook_and_its_results_are_bounded_at_the_model(
+    fake_provider: FakeProvider, tmp_path: Path
+) -> None:
+    # mcp's stdio_client passes the server only HOME, LOGNAME, PATH, SHELL, TERM, USER:
+    # no PYTHONPATH, so no hook there; what reaches the model is bounded in the agent.
+    server = tmp_path / "server.py"
+    server.write_text(MCP_SERVER)
+    agent = tmp_path / "agent.py"
+    agent.write_text(MCP_AGENT)
+    done = run(
+        ["--batch-budget", "20000", "--", "python", str(agent), str(server)],
+        _env(fake_provider, tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "server hook False" in done.stderr
+    assert "received 300004" in done.stderr  # the agent's own code sees the whole result
+    (sent,) = _tool_texts(fake_provider)
+    assert sent.startswith("[Tool output truncated: 300,004 chars")
+    assert len(sent) <= 20_000

@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import textwrap
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,6 +18,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+import wrapt
 from http_helpers import big_results, tool_result_texts
 from test_transport import URL, chat_body, mock
 
@@ -211,3 +215,184 @@ async def test_instrumented_send_delivers_each_response_through_the_rewriters_on
         async with lib.AsyncClient(transport=async_transport) as aclient:
             await aclient.post(URL, content=b"{}")
     assert calls == [200, 200]
+
+
+def _fresh(code: str, **env: str) -> list[str]:
+    """Run ``code`` in a new interpreter without any BUDGETWARE_* variable; its stdout lines."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
+    environ.update(env)
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+LAYER = (
+    "'budgetware.http.transport' in sys.modules",
+    "'budgetware.wire.body' in sys.modules",
+    "'budgetware.store.select' in sys.modules",
+    "'budgetware.core.config' in sys.modules",
+)
+SHOW_LAYER = "print([" + ", ".join(LAYER) + "])"
+
+
+def test_instrument_loads_the_bounding_layer_at_the_first_body(tmp_path: Path) -> None:
+    # budgetware run calls instrument() when the program imports httpx: it must be cheap.
+    out = _fresh(
+        f"""
+        import json, sys
+        import httpx
+        from budgetware.http.instrument import instrument
+        instrument()
+        {SHOW_LAYER}
+        seen = []
+        def handler(request):
+            seen.append(request.read())
+            return httpx.Response(200, json={{}})
+        with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+            client.get("http://127.0.0.1:9/health")  # no body: nothing to bound
+            {SHOW_LAYER}
+            body = {{"model": "m", "messages": [
+                {{"role": "assistant", "tool_calls": [{{"id": "c", "type": "function"}}]}},
+                {{"role": "tool", "tool_call_id": "c", "content": "x" * 300_000}}]}}
+            client.post("{URL}", json=body)
+            {SHOW_LAYER}
+        print(len(json.loads(seen[-1])["messages"][1]["content"]) <= 200_000)
+        """,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    assert out == [
+        "[False, False, False, False]",
+        "[False, False, False, False]",
+        "[True, True, True, True]",
+        "True",
+    ]
+
+
+def test_a_request_without_a_body_through_an_async_client_loads_nothing(tmp_path: Path) -> None:
+    out = _fresh(
+        f"""
+        import asyncio, sys
+        import httpx
+        from budgetware.http.instrument import instrument
+        instrument()
+        async def main():
+            transport = httpx.MockTransport(lambda request: httpx.Response(200, text="ok"))
+            async with httpx.AsyncClient(transport=transport) as client:
+                return (await client.get("http://127.0.0.1:9/health")).text
+        print(asyncio.run(main()))
+        {SHOW_LAYER}
+        """,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    assert out == ["ok", "[False, False, False, False]"]
+
+
+def test_the_cheap_set_up_still_refuses_an_unusable_default_directory(tmp_path: Path) -> None:
+    # No setting at all: the default artifact directory is checked without pydantic, and a
+    # directory other users can write is refused as the full check refuses it.
+    shared = tmp_path / "cache" / "budgetware" / "artifacts"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    out = _fresh(
+        """
+        import sys
+        from budgetware.http.instrument import instrument
+        try:
+            instrument()
+        except ValueError as exc:
+            print(type(exc).__name__, exc)
+        """,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    (line,) = out
+    assert line.startswith("ConfigError invalid budgetware setting: artifact_dir")
+    assert "other users can write into it" in line
+    shared.chmod(0o700)
+    assert _fresh(
+        "import sys\nfrom budgetware.http.instrument import instrument\n"
+        f"instrument()\n{SHOW_LAYER}\n",
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    ) == ["[False, False, False, False]"]
+
+
+def test_a_bad_setting_is_still_an_error_at_set_up(tmp_path: Path) -> None:
+    for name, value in [
+        ("BUDGETWARE_BATCH_BUDGET", "lots"),
+        ("BUDGETWARE_MCP_RESULT_BUDGET", "100k"),
+    ]:
+        out = _fresh(
+            """
+            from budgetware.http.instrument import instrument
+            try:
+                instrument()
+            except ValueError as exc:
+                print(type(exc).__name__, exc)
+            """,
+            **{name: value, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        )
+        # The MCP boundary's settings too, though nothing imported it yet.
+        assert out, name
+        assert out[0].startswith("ConfigError"), out
+        assert name in out[0], out
+
+
+def test_the_default_artifact_path_is_the_configured_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from budgetware.core.config import default_artifact_dir
+    from budgetware.core.paths import default_artifact_path
+
+    for xdg in ("/xdg/cache", "relative/ignored", ""):
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert default_artifact_path() == str(default_artifact_dir())
+    assert Path(default_artifact_path()).is_absolute()
+
+
+@pytest.fixture
+def xray_patched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """aws-xray-sdk's httpx patch applied (``httpx.Client = _InstrumentedClient``, a subclass
+    that defines no ``send``), and undone after the test."""
+    from aws_xray_sdk.core import xray_recorder
+
+    xray_httpx = importlib.import_module("aws_xray_sdk.ext.httpx.patch")
+    monkeypatch.setattr(httpx, "Client", httpx.Client)
+    monkeypatch.setattr(httpx, "AsyncClient", httpx.AsyncClient)
+    monkeypatch.setattr(httpx._api, "Client", httpx._api.Client)
+    xray_recorder.configure(context_missing="IGNORE_ERROR", sampling=False)
+    xray_httpx.patch()
+    assert "send" not in vars(httpx.Client)
+    yield xray_httpx
+    # The recorder opens a UDP socket for its daemon at import; nothing was sent on it.
+    xray_recorder.emitter._socket.close()
+
+
+async def test_a_client_class_replaced_by_a_subclass_is_still_bounded(
+    xray_patched: Any, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+    body = {
+        "model": "m",
+        "messages": [{"role": "tool", "tool_call_id": "a", "content": "x" * 50_000}],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "send ... no longer exists"
+        handle = instrument(config=BudgetConfig(batch_budget=1_000, artifact_dir=tmp_path))
+    assert {"httpx.Client.send", "httpx.AsyncClient.send"} <= set(handle.patched)
+    with httpx.Client(transport=mock(httpx, seen)) as client:
+        assert isinstance(client, xray_patched._InstrumentedClient)
+        client.post("https://api.openai.com/v1/chat/completions", json=body)
+    async with httpx.AsyncClient(transport=mock(httpx, seen)) as aclient:
+        assert isinstance(aclient, xray_patched._InstrumentedAsyncClient)
+        await aclient.post("https://api.openai.com/v1/chat/completions", json=body)
+    for request in seen:
+        assert len(json.loads(request.content)["messages"][0]["content"]) <= 1_000
+    uninstrument()
+    assert vars(httpx._client.Client)["send"] is httpx._client.Client.__dict__["send"]
+    assert not isinstance(vars(httpx._client.Client)["send"], wrapt.FunctionWrapper)
+    assert not isinstance(vars(httpx._client.AsyncClient)["send"], wrapt.FunctionWrapper)

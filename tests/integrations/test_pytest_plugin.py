@@ -177,3 +177,88 @@ def test_importing_the_plugin_imports_no_sdk_and_no_http_layer() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+DOC_EXAMPLE = (
+    HEADER
+    + """
+def run_my_agent(base_url, task):
+    agent_turn(base_url[: -len("/v1")])
+
+
+@pytest.mark.budgetware(batch_budget=20_000)
+def test_the_agent_survives_a_huge_grep(budgetware_capture):
+    with FakeProvider() as provider:  # or your own recorded/mocked provider
+        run_my_agent(base_url=provider.url + "/v1", task="find the failing test")
+
+    budgetware_capture.assert_within_budget()  # every batch sent fits 20,000 chars
+    assert budgetware_capture.results_cut >= 1  # the big grep was cut
+    assert len(budgetware_capture.artifacts) >= 1  # and its full output was kept
+"""
+)
+
+
+def test_the_documented_example_passes_every_run_and_writes_no_users_cache(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user's suite: no artifact setting, the default store would be the user's cache.
+    cache = pytester.path / "user-cache"
+    monkeypatch.delenv("BUDGETWARE_ARTIFACT_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    pytester.makepyfile(DOC_EXAMPLE)
+    for _ in range(2):  # the second run used to find every artifact there already
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # as a user runs it
+        result.assert_outcomes(passed=1)
+    assert not cache.exists()
+
+
+def test_the_capture_names_every_artifact_referenced_new_or_reused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BUDGETWARE_ARTIFACT_DIR", raising=False)
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=20_000)
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url)
+    agent_turn(fake.url)  # the same outputs again: their artifacts are reused
+    first, second = budgetware_capture.requests
+    assert len(first.batches[0].written) == 10 and second.batches[0].written == ()
+    assert first.batches[0].referenced == second.batches[0].referenced
+    assert len(budgetware_capture.artifacts) == 10
+    assert budgetware_capture.referenced == budgetware_capture.artifacts
+    directory = budgetware_capture.artifact_dir
+    assert directory is not None
+    assert all(ref.startswith(str(directory)) for ref in budgetware_capture.referenced)
+
+
+@pytest.mark.budgetware(batch_budget=20_000, artifact_dir="/nonexistent-so-unused", persist=False)
+def test_a_named_store_is_the_one_used(budgetware_capture):
+    assert budgetware_capture.artifact_dir is None
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_nothing_recorded_is_not_a_pass(pytester: pytest.Pytester) -> None:
+    # An agent on aiohttp (or one that never ran) sends nothing budgetware sees.
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.budgetware(batch_budget=20_000)
+def test_silent(budgetware_capture):
+    budgetware_capture.assert_within_budget()
+
+@pytest.mark.budgetware(batch_budget=20_000)
+def test_expected_silence(budgetware_capture):
+    budgetware_capture.assert_within_budget(min_requests=0)
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*budgetware saw 0 request(s), expected at least 1: nothing proves the budget held*"]
+    )

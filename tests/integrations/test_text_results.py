@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -62,12 +63,36 @@ def _model(kind: str, url: str) -> Any:
 def _run(kind: str, provider: FakeProvider) -> str:
     model = _model(kind, provider.url)
     agent = ToolCallingAgent(tools=[read_build_log], model=model, max_steps=4, verbosity_level=0)
+    before = set(_litellm_clients()) if kind == "litellm" else set()
     try:
         return str(agent.run(TASK))
     finally:
         client = getattr(model, "client", None)
         if client is not None and hasattr(client, "close"):
             client.close()
+        if kind == "litellm":
+            _close_litellm_clients(before)
+
+
+def _litellm_clients() -> dict[str, Any]:
+    import litellm
+
+    return dict(litellm.in_memory_llm_clients_cache.cache_dict)
+
+
+def _close_litellm_clients(before: set[str]) -> None:
+    """litellm keeps the SDK clients it made (here an ``openai.OpenAI`` with a connection to
+    the fake provider) in a process-wide cache: close the sync ones this test made, or their
+    sockets are reported unclosed at exit (the others are not this test's to close)."""
+    import litellm
+
+    cache = litellm.in_memory_llm_clients_cache
+    for key, client in _litellm_clients().items():
+        close = getattr(client, "close", None)
+        if key in before or not callable(close) or inspect.iscoroutinefunction(close):
+            continue
+        close()
+        cache.delete_cache(key)
 
 
 def _user_texts(body: dict[str, Any]) -> list[str]:
@@ -142,3 +167,89 @@ def test_the_presets_never_touch_other_user_messages(tmp_path: Path) -> None:
     assert sent[4]["content"].startswith(
         "I ran this command:\n\npytest -q\n\nAnd got this output:\n\n[Tool output truncated"
     )
+
+
+SECOND_TASK = "Now also explain the flaky test. " + "important detail " * 2_000 + "END-OF-TASK"
+
+
+def continuing_policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
+    """Read the log whenever asked for a step; answer the final-answer prompt with text."""
+    if not (body or {}).get("tools"):
+        return Reply("final text answer")  # provide_final_answer: no tools offered
+    return Reply.tools([("call_0", "read_build_log", {"name": "ci"})])
+
+
+def test_what_smolagents_joins_after_an_observation_is_never_cut(tmp_path: Path) -> None:
+    # smolagents joins consecutive user messages: run(task2, reset=False) sends
+    # "Observation:\n<480 KB>\nNew task:\n<task2>" as one message, and reaching max_steps
+    # adds "Based on the above, please provide an answer to the following user task:".
+    config = BudgetConfig(batch_budget=20_000, text_results=["smolagents"], artifact_dir=tmp_path)
+    with FakeProvider(continuing_policy) as provider, instrument(config=config):
+        model = _model("openai", provider.url)
+        agent = ToolCallingAgent(
+            tools=[read_build_log], model=model, max_steps=1, verbosity_level=0
+        )
+        try:
+            assert agent.run("first task") == "final text answer"
+            assert agent.run(SECOND_TASK, reset=False, max_steps=1) == "final text answer"
+        finally:
+            model.client.close()
+    joined = [
+        text
+        for request in provider.requests
+        for text in _user_texts(json.loads(request.body))
+        if text.startswith("Observation:") and "\nNew task:\n" in text
+    ]
+    assert joined, "smolagents did not join the next task to the observation"
+    for text in joined:
+        observation, task = text.split("\nNew task:\n", 1)
+        assert observation.startswith("Observation:\n[Tool output truncated: ")
+        assert len(observation) <= len("Observation:\n") + 20_000
+        assert task.startswith(SECOND_TASK)  # the user's task, whole
+    final = [
+        text
+        for request in provider.requests
+        for text in _user_texts(json.loads(request.body))
+        if "\nBased on the above, please provide an answer" in text
+    ]
+    assert final
+    for text in final:
+        observation, prompt = text.split("\nBased on the above, please provide an answer", 1)
+        assert len(observation) <= len("Observation:\n") + 20_000
+        assert prompt.startswith(" to the following user task:\n")
+        assert "END-OF-TASK" in prompt or "first task" in prompt
+
+
+def test_a_users_own_message_that_starts_like_an_observation_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    config = BudgetConfig(
+        batch_budget=1_000, text_results=["smolagents", "react"], artifact_dir=tmp_path
+    )
+    own = "Observation: my notes from yesterday " + "n" * 5_000
+    messages = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": own},  # the user's own first message
+        {"role": "assistant", "content": "Calling tools: [read]"},
+        {"role": "user", "content": "Observation:\n" + "r" * 5_000},  # a result
+        {"role": "user", "content": "Observation: again " + "m" * 5_000},  # user after user
+    ]
+    body = json.dumps({"model": "m", "messages": messages}).encode()
+    out = json.loads(finalize_body("https://x/v1/chat/completions", body, config=config))
+    sent = [m["content"] for m in out["messages"]]
+    assert sent[1] == own
+    assert sent[3].startswith("Observation:\n[Tool output truncated: 5,000 chars")
+    assert sent[4] == messages[4]["content"]
+    # Gemini's assistant is "model".
+    gemini = {
+        "contents": [
+            {"role": "user", "parts": [{"text": own}]},
+            {"role": "model", "parts": [{"text": "Calling tools: [read]"}]},
+            {"role": "user", "parts": [{"text": "Observation:\n" + "r" * 5_000}]},
+        ]
+    }
+    url = "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent"
+    out = json.loads(finalize_body(url, json.dumps(gemini).encode(), config=config))
+    texts = [c["parts"][0]["text"] for c in out["contents"]]
+    assert texts[0] == own
+    assert texts[2].startswith("Observation:\n[Tool output truncated: 5,000 chars")

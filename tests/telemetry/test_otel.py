@@ -222,9 +222,11 @@ def test_an_sdk_that_raises_in_budgetwares_own_calls_never_breaks_the_request(
     def broken(self: Any, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("exporter queue full")
 
-    from opentelemetry.sdk.metrics._internal.instrument import _Counter
+    # The histogram is the one metric budgetware records on the request path (the
+    # counters are observable: the SDK reads budgetware's totals when it collects).
+    from opentelemetry.sdk.metrics._internal.instrument import _Histogram
 
-    monkeypatch.setattr(_Counter, "add", broken)
+    monkeypatch.setattr(_Histogram, "record", broken)
     monkeypatch.setattr(otel, "_failed_types", set())
     caplog.set_level(logging.WARNING, logger="budgetware")
     transport = BudgetTransport(httpx.HTTPTransport(), config=BudgetConfig(batch_budget=BUDGET))
@@ -238,16 +240,29 @@ def test_an_sdk_that_raises_in_budgetwares_own_calls_never_breaks_the_request(
     ]
 
 
-def test_import_budgetware_turns_it_on_when_the_api_is_installed() -> None:
+ENTRY_POINTS = {
+    "instrument": "budgetware.instrument()",
+    "transport": "budgetware.BudgetTransport(httpx.MockTransport(lambda r: None))",
+    "bound_payload": (
+        "budgetware.bound_payload('https://api.openai.com/v1/chat/completions', {})"
+    ),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_the_first_entry_point_turns_it_on_when_the_api_is_installed(entry: str) -> None:
+    # import budgetware alone loads nothing of it (the CLI and `budgetware run` stay cheap).
     code = (
-        "import os; os.environ.pop('BUDGETWARE_TELEMETRY', None)\n"
-        "import budgetware\n"
-        "from budgetware.telemetry import otel\n"
+        "import os, sys; os.environ.pop('BUDGETWARE_TELEMETRY', None)\n"
+        "import httpx, budgetware\n"
         "from budgetware.core import observe\n"
+        "print('budgetware.telemetry.otel' in sys.modules, observe.requests_watched)\n"
+        f"{ENTRY_POINTS[entry]}\n"
+        "from budgetware.telemetry import otel\n"
         "print(otel.enabled(), observe.requests_watched)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "True True"
+    assert out.stdout.split("\n")[:2] == ["False False", "True True"]
 
 
 def test_nothing_when_opentelemetry_is_absent() -> None:
@@ -263,6 +278,7 @@ class NotInstalled(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NotInstalled())
 import budgetware
+budgetware.instrument()
 from budgetware.telemetry import otel
 from budgetware.core import observe
 print(otel.enabled(), otel.enable(), observe.requests_watched)
@@ -276,6 +292,7 @@ def test_no_subscriber_when_telemetry_is_off_by_environment() -> None:
     code = (
         "import os; os.environ['BUDGETWARE_TELEMETRY'] = 'off'\n"
         "import budgetware\n"
+        "budgetware.instrument()\n"
         "from budgetware.core import observe\n"
         "print(observe.requests_watched)\n"
     )

@@ -5,15 +5,32 @@ Python imports ``sitecustomize`` at start-up; ``budgetware run`` puts this folde
 instruments, then runs the ``sitecustomize`` it shadows (a virtualenv's, a distribution's,
 opentelemetry-instrument's), under the same name, as Python would have. A Python without
 budgetware runs unbounded (the program ``budgetware run`` started says so once); a bad
-setting stops the program before it starts, with one line and exit code 2.
+setting stops the program before it starts, with one line and exit code 2; any other
+failure to start is one line, and the program runs unbounded. Whatever happens here, the
+shadowed ``sitecustomize`` runs.
+
+Another copy of this folder on ``PYTHONPATH`` (a nested ``budgetware run`` of another
+install, a symbolic link to this one) is never chained to: budgetware starts once per
+process, then the first ``sitecustomize`` that is not budgetware's runs.
 """
 
 import os
 import sys
 
+# Marks a budgetware start-up hook (this file, or a copy of it): ``_chain`` skips them.
+_MARK = b"_budgetware_run_start"
+_STARTED = "_budgetware_run_started"  # set on ``sys``: one start per process
+
 
 def _budgetware_run_start() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
+    if not getattr(sys, _STARTED, False):
+        setattr(sys, _STARTED, True)
+        _start()
+    _chain(here)
+
+
+def _start() -> None:
     try:
         from budgetware.cli.startup import start
     except ImportError:
@@ -22,23 +39,50 @@ def _budgetware_run_start() -> None:
                 f"budgetware run: budgetware is not installed for {sys.executable}; "
                 "this program runs unbounded\n"
             )
-    else:
+        return
+    try:
         start()
-    _chain(here)
+    except Exception as exc:  # the program runs, unbounded; its own sitecustomize still does
+        sys.stderr.write(
+            f"budgetware run: budgetware could not start ({type(exc).__name__}); "
+            "this program runs unbounded\n"
+        )
+
+
+def _same(path: str, folder: str) -> bool:
+    try:
+        return os.path.realpath(path or os.curdir) == folder
+    except (OSError, ValueError):
+        return False
+
+
+def _is_bootstrap(origin: str) -> bool:
+    try:
+        with open(origin, "rb") as file:
+            return _MARK in file.read(65536)
+    except OSError:
+        return False
 
 
 def _chain(here: str) -> None:
-    """Run the next ``sitecustomize`` on ``sys.path`` (after this folder), if there is one."""
+    """Run the next ``sitecustomize`` on ``sys.path`` (after this folder), if there is one,
+    skipping every budgetware start-up hook (copies of this folder, symbolic links to it)."""
     import importlib.machinery
     import importlib.util
 
-    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
-    if spec is None or spec.loader is None:
+    skip = {os.path.realpath(here)}
+    for _ in range(len(sys.path) + 1):
+        path = [p for p in sys.path if not any(_same(p, folder) for folder in skip)]
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+        if spec is None or spec.loader is None:
+            return
+        if spec.origin is not None and _is_bootstrap(spec.origin):
+            skip.add(os.path.realpath(os.path.dirname(spec.origin)))
+            continue
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module  # the program sees the one it would have had
+        spec.loader.exec_module(module)
         return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sitecustomize"] = module  # the program sees the one it would have had
-    spec.loader.exec_module(module)
 
 
 _budgetware_run_start()

@@ -32,17 +32,22 @@ class Found:
     parts: list[object] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     """Per slot, text before it in the same string that is never cut (a text-result
-    preset's marker, ``Observation:``): the value at the path is ``kept + slot``."""
+    preset's marker, ``Observation:``): the value at the path is ``kept + slot + tail``."""
+    tail: list[str] = field(default_factory=list)
+    """Per slot, text after it in the same string that is never cut (what an agent joined
+    after a text result: smolagents' next task)."""
 
     def entry(self) -> ToolResult:
         """This result as the core's neutral entry (undecided: a body carries no decision)."""
         return ToolResult(self.call_id, self.tool_name, tuple(self.slots), tuple(self.parts))
 
-    def slot(self, path: JsonPath, value: str, *, kept: str = "") -> None:
-        """Record one piece of model-facing text that may be shortened (after ``kept``)."""
+    def slot(self, path: JsonPath, value: str, *, kept: str = "", tail: str = "") -> None:
+        """Record one piece of model-facing text that may be shortened (between ``kept`` and
+        ``tail``)."""
         self.paths.append(path)
         self.slots.append(value)
         self.kept.append(kept)
+        self.tail.append(tail)
 
 
 # The tool results of one model turn, in body order.

@@ -1,0 +1,32 @@
+"""Where budgetware keeps things by default, from ``os`` alone (no pathlib, no pydantic):
+``instrument()`` checks the default artifact directory at start-up, cheaply."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["default_artifact_path"]
+
+
+def _home() -> str:
+    # As pathlib.Path.home(): RuntimeError when no home directory can be determined.
+    home = os.path.expanduser("~")
+    if home[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return home
+
+
+def default_artifact_path() -> str:
+    """The user's cache directory for budgetware artifacts (XDG on Linux), as a string.
+
+    Raises RuntimeError (or KeyError, OSError) when it cannot be named: no home directory.
+    """
+    if sys.platform == "win32":  # pragma: no cover - platform specific
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(_home(), "AppData", "Local")
+        return os.path.join(base, "budgetware", "Cache", "artifacts")
+    if sys.platform == "darwin":  # pragma: no cover - platform specific
+        return os.path.join(_home(), "Library", "Caches", "budgetware", "artifacts")
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base_dir = xdg if xdg and os.path.isabs(xdg) else os.path.join(_home(), ".cache")
+    return os.path.join(base_dir, "budgetware", "artifacts")
