@@ -26,6 +26,11 @@ module would be compiled again in every process, which no user pays.
 both commands, so the bootstrap folder is that checkout's too): the same machine and
 method for a before/after comparison, e.g. ``git worktree add --detach /tmp/base main``.
 
+For the figure users see, run it with the python of a venv where the built wheel is
+installed (an editable install adds its import finder to every process):
+``python -m build --wheel -o /tmp/w && python -m venv /tmp/v && /tmp/v/bin/pip install
+/tmp/w/*.whl openai httpx && /tmp/v/bin/python benchmarks/bench_run.py``.
+
 Run: ``.venv/bin/python benchmarks/bench_run.py [--rounds N] [--source DIR] [--check]``.
 """
 
