@@ -175,7 +175,9 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
     else:
         from budgetware.http.transport import off_loop
 
-        args, kwargs, request, handled = await off_loop(first, _bind, instance, args, kwargs, True)
+        args, kwargs, request, handled = await off_loop(
+            first, _bind, instance, args, kwargs, True, config=config
+        )
     if not handled:
         return await wrapped(*args, **kwargs)
     try:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from types import ModuleType, TracebackType
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Final, Protocol, TypeVar, cast
 
 from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, ConfigError, check_settings, resolve_config
@@ -313,40 +314,118 @@ class BudgetTransport(_TransportBase):
 # other requests. Above this size the async paths do it in a worker thread (a thread hop
 # costs tens of microseconds, far below a parse of this size).
 OFFLOAD_BYTES = 1 << 20
-# With a store over the network (S3) a body that may hold a cut result may wait for the
-# network (a HEAD and a PUT, seconds if the endpoint hangs): above this size it goes to a
-# worker thread too.
+# With a store over the network (S3) a response that may hold a cut MCP result may wait
+# for the network (a PUT, seconds if the endpoint hangs): above this size it goes to a
+# worker thread too. Requests have a sharper rule, their budget (``_offload``).
 REMOTE_OFFLOAD_BYTES = 64 * 1024
 
 
-def _offload(size: int) -> bool:
-    return size >= OFFLOAD_BYTES or (size >= REMOTE_OFFLOAD_BYTES and remote_store_in_use())
+class _Unset(enum.Enum):
+    UNSET = "unset"
+
+
+_UNSET: Final = _Unset.UNSET
+"""``config`` not given: the caller did not say which configuration bounds the body."""
+
+
+def _offload(
+    size: int,
+    config: BudgetConfig | _Unset | None = _UNSET,
+    overrides: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether bounding a request body of ``size`` bytes goes to a worker thread.
+
+    Always from ``OFFLOAD_BYTES`` (the CPU). Below, only when bounding it may wait for a
+    store over the network: a store on S3 in this process, persistence on, and a body
+    longer than its batch budget (``config`` with ``overrides``, as the request is
+    bounded: every string of a JSON text takes at least as many bytes there as it
+    measures, so a body no longer than its budget is sent as it is and writes nothing).
+    A caller that gives no ``config`` cannot be told which budget applies: with an S3
+    store in the process, every body goes to a worker thread. Small requests under their
+    budget, and every small request of a process without an S3 store, stay on the loop,
+    where bounding costs microseconds and a thread hop more.
+    """
+    if size >= OFFLOAD_BYTES:
+        return True
+    if size <= 0 or not remote_store_in_use():
+        return False  # no store over the network in this process: nothing to wait for
+    if config is _UNSET:
+        return True
+    try:
+        effective = resolve_config(config, request_overrides=overrides, lenient=True)
+        if not effective.enabled or not effective.persist or size <= effective.batch_budget:
+            return False
+        return _names_remote_store(effective)
+    except Exception:  # undecidable: a thread hop costs far less than a blocked loop
+        return True
+
+
+def _names_remote_store(config: BudgetConfig) -> bool:
+    return config.persist and config.store_location().scheme == "s3"
+
+
+def _offload_response(size: int, config: BudgetConfig | None) -> bool:
+    """Whether rewriting a read response body of ``size`` bytes goes to a worker thread:
+    from ``OFFLOAD_BYTES``, or from ``REMOTE_OFFLOAD_BYTES`` when the store of the entry
+    point delivering it (``config``, as the MCP boundary picks it) is on S3."""
+    if size >= OFFLOAD_BYTES:
+        return True
+    if size < REMOTE_OFFLOAD_BYTES or not remote_store_in_use():
+        return False
+    try:
+        return _names_remote_store(resolve_config(config, lenient=True))
+    except Exception:  # undecidable: a thread hop costs far less than a blocked loop
+        return True
+
+
+def _no_warning(message: str) -> None:
+    """Header mistakes are reported once, when the request is bounded, not here too."""
 
 
 T = TypeVar("T")
 
 
-async def off_loop(request: Any, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, in a worker thread when ``request`` carries a large body.
+async def off_loop(
+    request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | _Unset | None = _UNSET
+) -> T:
+    """``fn(*args)``, in a worker thread when bounding ``request`` may take long: a large
+    body, or one over its budget with a store over the network (``_offload``).
 
-    The thread sees the caller's context variables (``budget(...)`` blocks), as anyio
-    copies the context into it.
+    ``config`` is the entry point's configuration (the request's ``x-budgetware-*``
+    headers apply on top); without it, any body goes to a worker thread while an S3 store
+    is in use. The thread sees the caller's context variables (``budget(...)`` blocks), as
+    anyio copies the context into it.
     """
     try:
-        size = int(request.headers.get("content-length") or 0)
+        headers = request.headers
+        size = int(headers.get("content-length") or 0)
     except (AttributeError, ValueError):
-        size = 0
-    return await off_loop_for_size(size, fn, *args)
+        return await off_loop_for_size(0, fn, *args, config=config)
+    overrides = None
+    if config is not _UNSET and size < OFFLOAD_BYTES and remote_store_in_use():
+        try:
+            if any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
+                overrides = header_overrides(headers, warn=_no_warning)
+        except Exception:
+            config = _UNSET  # undecidable: decided as for an unknown configuration
+    return await off_loop_for_size(size, fn, *args, config=config, overrides=overrides)
 
 
-async def off_loop_for_size(size: int, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` for a body of ``size`` bytes: in a worker thread when it is large (or
-    may wait for a store over the network), else at once on the loop.
+async def off_loop_for_size(
+    size: int,
+    fn: Callable[..., T],
+    *args: Any,
+    config: BudgetConfig | _Unset | None = _UNSET,
+    overrides: Mapping[str, Any] | None = None,
+) -> T:
+    """``fn(*args)`` for a body of ``size`` bytes: in a worker thread when it is large, or
+    may wait for a store over the network (``_offload``: ``config`` and ``overrides`` are
+    the settings the body is bounded with), else at once on the loop.
 
     For entry points that bound a decoded body, with no request to read a size from (SDK
     hooks, the LiteLLM Proxy's); the thread sees the caller's context variables.
     """
-    if not _offload(size):
+    if not _offload(size, config, overrides):
         return fn(*args)
     import anyio.to_thread  # httpx and httpx2 both depend on anyio
 
@@ -361,7 +440,7 @@ async def rewrite_response_off_loop(
     bound it and write an artifact; a streamed body is rewritten chunk by chunk, off the
     loop already. Small bodies stay on the loop, where a thread hop would cost more."""
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
-    if not isinstance(content, bytes) or not _offload(len(content)):
+    if not isinstance(content, bytes) or not _offload_response(len(content), config):
         return rewrite_response(request, response, config, load=load)
     import anyio.to_thread
 
@@ -380,7 +459,7 @@ class AsyncBudgetTransport(_TransportBase):
         """Bound the request body, send it through the inner transport."""
         if is_handled(request):
             return await self.inner.handle_async_request(request)
-        outgoing = await off_loop(request, self._prepare, request)
+        outgoing = await off_loop(request, self._prepare, request, config=self.config)
         try:
             response = await self.inner.handle_async_request(outgoing)
         finally:

@@ -83,7 +83,10 @@ def _middleware_class() -> type[Any]:
             # worker thread: the SDK's event loop serves other requests meanwhile. Its JSON
             # size decides (orjson, 0.15 ms a megabyte): the request has no content-length.
             size = _json_size(request.json) if request.method.lower() == "post" else 0
-            bounded = await off_loop_for_size(size, self._bounded, request)
+            overrides = split_headers(request.headers)[0] if size else None
+            bounded = await off_loop_for_size(
+                size, self._bounded, request, config=self.config, overrides=overrides
+            )
             with upper_layer_bounded():
                 return await call_next(bounded)
 

@@ -373,7 +373,14 @@ class BudgetCallback(CustomLogger):
             # content-length) is bounded in a worker thread, never on the event loop that
             # serves every other request.
             bounded = await off_loop_for_size(
-                size, _bound_conversation, path, payload, self.config, overrides
+                size,
+                _bound_conversation,
+                path,
+                payload,
+                self.config,
+                overrides,
+                config=self.config,
+                overrides=overrides,
             )
             if bounded is None:
                 return data
@@ -400,7 +407,9 @@ class BudgetCallback(CustomLogger):
             # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides
             # whether the bounding (and a store's I/O) leaves the event loop.
             bound = functools.partial(_bound_conversation, config=self.config, overrides={})
-            bounded = await off_loop_for_size(_json_size(payload), bound, path, payload)
+            bounded = await off_loop_for_size(
+                _json_size(payload), bound, path, payload, config=self.config
+            )
             if bounded is None:
                 return kwargs
             return {**kwargs, field: bounded}

@@ -16,6 +16,7 @@ from budgetware.core.config import BudgetConfig
 from budgetware.http.instrument import instrument
 from budgetware.http.transport import OFFLOAD_BYTES
 from budgetware.mcp import http as mcp_http
+from budgetware.store import select
 
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -81,9 +82,15 @@ async def test_a_large_read_mcp_response_is_bounded_off_the_loop(
     assert threading.get_ident() not in bound_threads
 
 
+@pytest.mark.parametrize("s3_elsewhere", [False, True], ids=["alone", "beside-an-s3-store"])
 async def test_a_small_read_response_stays_on_the_loop(
-    bound_threads: list[int], tmp_path: Path
+    bound_threads: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_elsewhere: bool
 ) -> None:
+    # Whether an S3 store was named earlier in this process (by another entry point, or
+    # an earlier test on the same xdist worker) used to decide: it sent every response
+    # from 64 KiB to a worker thread, this one's store local or not. This entry point's
+    # store is local: its writes never wait for a network.
+    monkeypatch.setattr(select, "_remote_in_use", s3_elsewhere)
     body = result_body(200_000)  # over the result budget, under the offload size
 
     def reply(request: httpx2.Request) -> httpx2.Response:

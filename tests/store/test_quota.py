@@ -35,9 +35,17 @@ def drain() -> None:
 def test_a_prune_by_another_process_frees_the_quota(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LocalArtifactStore(tmp_path / "a", max_store_bytes=3000, sweep_interval=600, min_age=0)
+    # The first write starts a sweep in the background, which may list the store before,
+    # between or after the other two writes. At 3000 of 3000 bytes a sweep trims to 80%,
+    # least recently used first, but never an artifact used within min_age: an hour here,
+    # so the sweep only measures, however late it runs (with min_age=0 it deleted one
+    # when it ran after the third write, and the next write fitted).
+    store = LocalArtifactStore(
+        tmp_path / "a", max_store_bytes=3000, sweep_interval=600, min_age=HOUR
+    )
     refs = [store.put(f"{i}" * 1000) for i in range(3)]
     drain()  # the first sweep measured 3000 bytes
+    assert all(Path(ref).exists() for ref in refs)
     with pytest.raises(ArtifactStoreError):
         store.put("x" * 1000)
     for ref in refs:
