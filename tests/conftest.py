@@ -6,9 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
+
+# Temporary files (tmp_path, the artifact directory below, those of the programs the tests
+# start) on the RAM file system where there is one and TMPDIR names no other place: the
+# stores fsync every artifact they write, and on a disk each fsync waits for the disk
+# (seconds in a test that writes thousands). What the tests check of files is the same.
+if (
+    sys.platform.startswith("linux")
+    and "TMPDIR" not in os.environ
+    and os.path.isdir("/dev/shm")
+    and os.access("/dev/shm", os.W_OK | os.X_OK)
+):
+    os.environ["TMPDIR"] = "/dev/shm"
+    tempfile.tempdir = None  # computed again from TMPDIR
 
 # Set before any test imports an SDK: litellm would otherwise fetch a price map online.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
