@@ -5,7 +5,9 @@ library makes an event loop of its own in the main thread."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -41,6 +43,10 @@ import pytest
 from budgetware.http.instrument import uninstrument
 from budgetware.telemetry import otel
 from budgetware.testing import FakeProvider
+
+# The artifact directory goes when the process ends (it may be in memory, above): every
+# run left one behind.
+atexit.register(shutil.rmtree, os.environ["BUDGETWARE_ARTIFACT_DIR"], ignore_errors=True)
 
 # budgetware's pytest plugin imported budgetware before this file set the variable above.
 otel.disable()
