@@ -5,10 +5,26 @@ library makes an event loop of its own in the main thread."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
+
+# Temporary files (tmp_path, the artifact directory below, those of the programs the tests
+# start) on the RAM file system where there is one and TMPDIR names no other place: the
+# stores fsync every artifact they write, and on a disk each fsync waits for the disk
+# (seconds in a test that writes thousands). What the tests check of files is the same.
+if (
+    sys.platform.startswith("linux")
+    and "TMPDIR" not in os.environ
+    and os.path.isdir("/dev/shm")
+    and os.access("/dev/shm", os.W_OK | os.X_OK)
+):
+    os.environ["TMPDIR"] = "/dev/shm"
+    tempfile.tempdir = None  # computed again from TMPDIR
 
 # Set before any test imports an SDK: litellm would otherwise fetch a price map online.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -27,6 +43,10 @@ import pytest
 from budgetware.http.instrument import uninstrument
 from budgetware.telemetry import otel
 from budgetware.testing import FakeProvider
+
+# The artifact directory goes when the process ends (it may be in memory, above): every
+# run left one behind.
+atexit.register(shutil.rmtree, os.environ["BUDGETWARE_ARTIFACT_DIR"], ignore_errors=True)
 
 # budgetware's pytest plugin imported budgetware before this file set the variable above.
 otel.disable()

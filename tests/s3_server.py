@@ -5,14 +5,57 @@ points boto3 at it (and nowhere else: no config files, no instance metadata)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from budgetware.testing.s3 import LocalS3Server, aws_env
 
 __all__ = ["S3Bucket", "aws_env", "new_bucket", "s3_bucket", "s3_endpoint"]
+
+
+def _share_botocore_models() -> None:
+    """Every boto3 session of the test process reads botocore's data files once.
+
+    Each ``boto3.session.Session()`` has its own loader, which parses the S3 service
+    model (megabytes of JSON) again: a third of a second of CPU per client, and the tests
+    make hundreds of clients (each store makes its own, as in a user's process, where it
+    makes one). The loader already hands one parsed model to every client of its session
+    (``instance_cache``); this hands it to every session, keyed by the search path as
+    well. The clients, their config and every call stay botocore's own.
+    """
+    try:
+        from botocore import loaders
+    except ImportError:
+        return
+    if getattr(loaders.Loader, "_budgetware_tests_shared", False):
+        return
+
+    def shared(method: Callable[..., Any]) -> Callable[..., Any]:
+        cache: dict[Any, Any] = {}
+
+        def load(self: Any, *args: Any, **kwargs: Any) -> Any:
+            key = (tuple(self.search_paths), args, tuple(sorted(kwargs.items())))
+            if key not in cache:
+                cache[key] = method(self, *args, **kwargs)
+            return cache[key]
+
+        return load
+
+    for name in (
+        "list_available_services",
+        "determine_latest_version",
+        "list_api_versions",
+        "load_service_model",
+        "load_data_with_path",
+    ):
+        setattr(loaders.Loader, name, shared(getattr(loaders.Loader, name)))
+    loaders.Loader._budgetware_tests_shared = True  # type: ignore[attr-defined]
+
+
+_share_botocore_models()
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,8 @@ def test_every_example_is_covered() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs_and_shows_its_point(name: str, tmp_path: Path) -> None:
-    env = {**os.environ, "BUDGETWARE_ARTIFACT_DIR": str(tmp_path)}
+    # The examples' own temporary directories go with the test's (they never remove them).
+    env = {**os.environ, "BUDGETWARE_ARTIFACT_DIR": str(tmp_path), "TMPDIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
         capture_output=True,

@@ -7,8 +7,10 @@ instrument(); an integration raises an ImportError that names the extra to insta
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 _BLOCKED = (
     "httpx httpx2 openai anthropic google litellm mcp acp mistralai ollama cohere aiohttp "
@@ -60,9 +62,14 @@ print("ok")
 """
 
 
-def test_core_wire_and_instrument_work_with_no_extra_installed() -> None:
+def test_core_wire_and_instrument_work_with_no_extra_installed(tmp_path: Path) -> None:
+    # Its artifact directory (a mkdtemp) goes with the test's.
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

@@ -29,11 +29,16 @@ def test_alone(i):
 """
 
 
-def test_the_tests_of_one_group_run_on_one_worker(pytester: pytest.Pytester) -> None:
+def test_the_tests_of_one_group_run_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makeconftest((Path(__file__).parent / "xdist_groups.py").read_text())
     pytester.makepyfile(test_a=GROUPED, test_b=GROUPED, test_c=UNGROUPED)
+    # xdist alone: the other installed plugins (hypothesis, langsmith, budgetware's, ...)
+    # have nothing to do with grouping, and three interpreters would each import them.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"
+        "-p", "xdist", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=12)
     ran = re.findall(r"\[(gw\d)\] .*PASSED (\S+)", result.stdout.str())
