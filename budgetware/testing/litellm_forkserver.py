@@ -119,6 +119,13 @@ class ProxyForkServer:
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
+    @property
+    def ended(self) -> bool:
+        """The fork server process has exited (its proxies with it)."""
+        with self._lock:
+            self.pump(0)
+            return self._ended is not None
+
     def start(self) -> None:
         """Start the fork server process (it imports the proxy while ``spawn`` waits)."""
         with self._lock:
@@ -212,12 +219,14 @@ class ProxyForkServer:
                 self._buffer += data
                 *lines, self._buffer = self._buffer.split(b"\n")
                 for line in lines:
-                    self._receive(json.loads(line))
-                if self._ended is not None:
-                    return
+                    if not self._receive(json.loads(line)):
+                        return  # the fork server is ending
                 wait = 0
 
-    def _receive(self, message: dict[str, Any]) -> None:
+    def _has_ended(self) -> bool:
+        return self._ended is not None
+
+    def _receive(self, message: dict[str, Any]) -> bool:
         op = message.get("op")
         if op == "exited":
             self._exit_codes[int(message["pid"])] = int(message["code"])
@@ -225,6 +234,8 @@ class ProxyForkServer:
             self._replies[int(message["id"])] = message
         elif op == "unsafe":
             self._end(f"the LiteLLM fork server cannot fork safely: {message['error']}")
+            return False
+        return True
 
     def _end(self, reason: str) -> None:
         # The fork server is gone: it stopped every proxy it started on its way out.
@@ -268,18 +279,18 @@ class ProxyForkServer:
             process = self._process
             if process is None:
                 return
-            if self._ended is None:
-                assert process.stdin is not None
+            if process.stdin is not None and not process.stdin.closed:
                 try:
-                    process.stdin.close()
+                    process.stdin.close()  # the fork server stops at the end of its input
                 except OSError:
                     pass
-                try:
-                    process.wait(timeout=_STOP_GRACE * 2)
-                except subprocess.TimeoutExpired:  # pragma: no cover - defensive
-                    process.kill()
-                    process.wait()
-                self._ended = "the LiteLLM fork server was closed"
+            # It stops its proxies, reports their exit codes, then exits: read up to the end.
+            deadline = time.monotonic() + _STOP_GRACE * 3
+            while not self._has_ended() and time.monotonic() < deadline:
+                self.pump(0.5)
+            if not self._has_ended():  # pragma: no cover - defensive
+                process.kill()
+                self._end("the LiteLLM fork server did not stop: killed")
             if process.stdout is not None:
                 process.stdout.close()
             if self._log_path is not None:
@@ -293,10 +304,11 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_fork_server() -> ProxyForkServer:
-    """This process's fork server (started by the first warm proxy, closed at exit)."""
+    """This process's fork server (started by the first warm proxy, closed at exit; a new
+    one if it ended, killed for instance)."""
     global _SHARED
     with _SHARED_LOCK:
-        if _SHARED is None:
+        if _SHARED is None or _SHARED.ended:
             _SHARED = ProxyForkServer()
             atexit.register(_SHARED.close)
         return _SHARED
@@ -444,12 +456,14 @@ def _child(  # pragma: no cover - runs in a forked proxy
     message: dict[str, Any], close: tuple[int, ...], cwd_entries: list[int]
 ) -> None:
     code = 1
+    server = os.getppid()
     try:
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
+        _die_with_parent(server)
         log = os.open(message["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -474,6 +488,18 @@ def _child(  # pragma: no cover - runs in a forked proxy
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in a forked proxy
+    # A fork server that is killed (SIGKILL: no clean-up) takes its proxies with it.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
 
 
 def _run_litellm(args: list[str]) -> int:  # pragma: no cover - runs in a forked proxy

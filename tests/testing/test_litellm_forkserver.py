@@ -24,7 +24,7 @@ import pytest
 
 from budgetware.testing import FakeProvider
 from budgetware.testing import litellm_proxy as litellm_proxy_module
-from budgetware.testing.litellm_forkserver import shared_fork_server
+from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
 from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 pytest.importorskip("litellm.proxy.proxy_server", reason="budgetware[proxy] is in the dev extra")
@@ -279,7 +279,7 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
         f"""
         import json, os, signal, sys
         from budgetware.testing.litellm_proxy import LiteLLMProxy
-        from budgetware.testing.litellm_forkserver import shared_fork_server
+        from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
 
         config = {json.dumps(_config(upstream, callback=False))!r}
         proxy = LiteLLMProxy(json.loads(config), workdir={str(tmp_path)!r}, warm=True)
@@ -296,6 +296,26 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
     assert _gone(pids["server"]), "the fork server outlived its parent"
     assert _gone(pids["proxy"]), "a warm proxy outlived the fork server"
     assert _group_members(pids["proxy"]) == []
+
+
+def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
+    server = ProxyForkServer()  # its own: the shared one serves the session's proxies
+    try:
+        proxy = LiteLLMProxy(
+            _config(upstream, callback=False), workdir=tmp_path, fork_server=server
+        )
+        proxy.start()
+        pid = proxy.pid
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)  # no clean-up at all
+        assert _gone(pid), "a warm proxy outlived its killed fork server"
+        assert not proxy.running
+        assert server.ended
+        proxy.stop()
+        with pytest.raises(LiteLLMProxyError, match="fork server exited"):
+            LiteLLMProxy(_config(upstream), workdir=tmp_path / "b", fork_server=server).start()
+    finally:
+        server.close()
 
 
 def test_warm_proxies_share_one_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
