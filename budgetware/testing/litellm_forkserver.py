@@ -113,6 +113,7 @@ class ProxyForkServer:
         self._replies: dict[int, dict[str, Any]] = {}
         self._exit_codes: dict[int, int] = {}
         self._pids: set[int] = set()
+        self._abandoned: set[int] = set()
         self._ended: str | None = None
 
     @property
@@ -160,6 +161,8 @@ class ProxyForkServer:
         output appended to ``log_path``; wait at most ``timeout`` s for the fork server."""
         with self._lock:
             self.start()
+            if self._ended is not None:
+                raise ForkServerError(f"{self._ended}:\n{self.log_tail()}")
             self._next_id += 1
             request_id = self._next_id
             self._send(
@@ -176,12 +179,13 @@ class ProxyForkServer:
             while request_id not in self._replies:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    self._abandoned.add(request_id)  # stopped as soon as it is forked
                     raise ForkServerError(
                         f"the LiteLLM fork server did not fork within {timeout:.0f} s:\n"
                         f"{self.log_tail()}"
                     )
                 self.pump(min(remaining, 0.5))
-                if self._ended is not None and request_id not in self._replies:
+                if self._has_ended() and request_id not in self._replies:
                     raise ForkServerError(f"{self._ended}:\n{self.log_tail()}")
             reply = self._replies.pop(request_id)
             if "error" in reply:
@@ -189,6 +193,12 @@ class ProxyForkServer:
             pid = int(reply["pid"])
             self._pids.add(pid)
             return WarmProcess(self, pid)
+
+    def children(self) -> dict[int, int | None]:
+        """Every proxy this fork server forked: its pid and exit code (None: running)."""
+        with self._lock:
+            self.pump(0)
+            return {pid: self._exit_codes.get(pid) for pid in sorted(self._pids)}
 
     def exit_code(self, pid: int) -> int | None:
         with self._lock:
@@ -231,7 +241,12 @@ class ProxyForkServer:
         if op == "exited":
             self._exit_codes[int(message["pid"])] = int(message["code"])
         elif op in {"spawned", "failed"}:
-            self._replies[int(message["id"])] = message
+            request_id = int(message["id"])
+            if request_id not in self._abandoned:
+                self._replies[request_id] = message
+            elif "pid" in message:  # its spawn() gave up waiting: nobody would stop it
+                self._pids.add(int(message["pid"]))
+                self._send({"op": "signal", "pid": message["pid"], "sig": int(signal.SIGKILL)})
         elif op == "unsafe":
             self._end(f"the LiteLLM fork server cannot fork safely: {message['error']}")
             return False
@@ -260,7 +275,7 @@ class ProxyForkServer:
         try:
             process.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
             process.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except (OSError, ValueError):  # a broken pipe, or closed by close()
             self._end("the LiteLLM fork server exited")
 
     def log_tail(self, lines: int = 40) -> str:

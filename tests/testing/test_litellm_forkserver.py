@@ -301,11 +301,27 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
 def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
     server = ProxyForkServer()  # its own: the shared one serves the session's proxies
     try:
+        # A start that gives up before the fork server has imported the proxy: the proxy
+        # it forks later is stopped at once, never left running.
+        gave_up = LiteLLMProxy(
+            _config(upstream, callback=False),
+            workdir=tmp_path / "impatient",
+            fork_server=server,
+            startup_timeout=0.01,
+        )
+        with pytest.raises(LiteLLMProxyError, match="did not fork within"):
+            gave_up.start()
         proxy = LiteLLMProxy(
             _config(upstream, callback=False), workdir=tmp_path, fork_server=server
         )
         proxy.start()
         pid = proxy.pid
+        (abandoned,) = set(server.children()) - {pid}
+        deadline = time.monotonic() + 15
+        while server.children()[abandoned] is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.children()[abandoned] == -signal.SIGKILL
+        assert _gone(abandoned)
         assert server.pid is not None
         os.kill(server.pid, signal.SIGKILL)  # no clean-up at all
         assert _gone(pid), "a warm proxy outlived its killed fork server"
