@@ -97,11 +97,13 @@ def new_proxy(
     workdir: Path, config: Mapping[str, Any], env: Mapping[str, str | None]
 ) -> LiteLLMProxy:
     """A proxy (not started) in ``workdir``, with the test keys (and the faulty callbacks
-    module) next to its config."""
+    module) next to its config. It starts warm: forked from this process's fork server,
+    which imported litellm once (``tests/testing/test_litellm_forkserver.py`` compares a
+    warm proxy with the ``litellm`` command)."""
     workdir.mkdir(parents=True, exist_ok=True)
     for module in ("proxy_keys.py", "faulty_callbacks.py"):
         shutil.copy(HERE / module, workdir / module)
-    return LiteLLMProxy(config, env=env, workdir=workdir, master_key=MASTER_KEY)
+    return LiteLLMProxy(config, env=env, workdir=workdir, master_key=MASTER_KEY, warm=True)
 
 
 def start_all(proxies: Iterable[LiteLLMProxy]) -> None:

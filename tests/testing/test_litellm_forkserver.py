@@ -1,0 +1,343 @@
+"""Warm ``LiteLLMProxy`` starts (``warm=True``): forked from a fork server that imported the
+proxy once, they answer like the ``litellm`` command, fail like it, and leave nothing behind.
+
+The comparison test is the suite's one cold start of a proxy with budgetware's callback
+(the real ``litellm --config`` command): every other test proxy starts warm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from budgetware.testing import FakeProvider
+from budgetware.testing import litellm_proxy as litellm_proxy_module
+from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
+from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
+
+pytest.importorskip("litellm.proxy.proxy_server", reason="budgetware[proxy] is in the dev extra")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.name != "posix", reason="warm starts fork"),
+    # The proxy tests' worker: its fork server has imported the proxy already.
+    pytest.mark.xdist_group("litellm_proxy"),
+]
+
+HANDLER = "budgetware.integrations.litellm.proxy.handler"
+BIG = "x" * 6000
+
+
+def _config(upstream: FakeProvider, *, callback: bool = True) -> dict[str, Any]:
+    params = {
+        "model": "openai/gpt-4o-mini",
+        "api_base": upstream.url + "/v1",
+        "api_key": "sk-fake-upstream",
+        "max_retries": 0,
+    }
+    return {
+        "model_list": [{"model_name": "gpt-fake", "litellm_params": params}],
+        "litellm_settings": {"callbacks": HANDLER} if callback else {},
+        "router_settings": {"num_retries": 0},
+    }
+
+
+def _env(artifact_dir: Path, **settings: str) -> dict[str, str | None]:
+    env: dict[str, str | None] = {
+        name: None for name in os.environ if name.startswith("BUDGETWARE_")
+    }
+    env["BUDGETWARE_ARTIFACT_DIR"] = str(artifact_dir)
+    env["BUDGETWARE_RAISE_ERRORS"] = "1"
+    for name, value in settings.items():
+        env["BUDGETWARE_" + name.upper()] = value
+    return env
+
+
+def _chat(proxy: LiteLLMProxy, tool_output: str) -> dict[str, Any]:
+    import httpx
+
+    messages = [
+        {"role": "user", "content": "read the file"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"path": "a.txt"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": tool_output},
+    ]
+    with httpx.Client(trust_env=False, timeout=60) as http:
+        response = http.post(
+            proxy.url + "/v1/chat/completions",
+            headers={"Authorization": f"Bearer {proxy.master_key}"},
+            json={"model": "gpt-fake", "messages": messages},
+        )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _upstream_body(upstream: FakeProvider) -> dict[str, Any]:
+    requests = [r for r in upstream.requests if r.api is not None]
+    assert len(requests) == 1, [r.path for r in requests]
+    body: dict[str, Any] = requests[0].json()
+    return body
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Processes whose process group is ``pgid`` (Linux /proc; empty elsewhere)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[2]) == pgid:  # state, ppid, pgrp
+            members.append(int(entry.name))
+    return members
+
+
+def _gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").exists():
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state == "Z":  # a zombie of some other reaper: it no longer runs
+                return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
+
+
+def test_a_warm_proxy_sends_the_provider_what_a_cold_one_sends(
+    upstream: FakeProvider, tmp_path: Path
+) -> None:
+    config = _config(upstream)
+    bodies = {}
+    replies = {}
+    stored = {}
+    # One artifact directory: the bounded text names the full output's path.
+    artifacts = tmp_path / "artifacts"
+    for name, warm in (("cold", False), ("warm", True)):
+        env = _env(artifacts, batch_budget="2000")
+        with LiteLLMProxy(config, env=env, workdir=tmp_path / name, warm=warm) as proxy:
+            upstream.clear()
+            replies[name] = _chat(proxy, BIG)
+            bodies[name] = _upstream_body(upstream)
+        stored[name] = {path.name: path.read_bytes() for path in artifacts.glob("*.txt")}
+        shutil.rmtree(artifacts)
+    assert bodies["warm"] == bodies["cold"]
+    # budgetware's callback ran in both: the tool output reached the provider bounded.
+    assert BIG not in json.dumps(bodies["warm"])
+    assert "Tool output truncated" in bodies["warm"]["messages"][-1]["content"]
+    assert replies["warm"]["choices"] == replies["cold"]["choices"]
+    assert stored["warm"] == stored["cold"]
+    assert BIG.encode() in stored["warm"].values()  # nothing lost
+
+
+def test_a_misconfigured_warm_proxy_fails_start_with_its_log(
+    upstream: FakeProvider, tmp_path: Path
+) -> None:
+    proxy = LiteLLMProxy(
+        _config(upstream),
+        env=_env(tmp_path / "artifacts", batch_budget="lots"),
+        workdir=tmp_path / "bad",
+        warm=True,
+    )
+    with pytest.raises(LiteLLMProxyError) as failed:
+        proxy.start()
+    message = str(failed.value)
+    assert "exited with code" in message
+    assert "before it answered" in message
+    assert "ConfigError" in message
+    assert "BUDGETWARE_BATCH_BUDGET" in message
+    assert not proxy.running
+
+
+def test_a_bad_command_line_fails_a_warm_start_like_the_litellm_command(
+    upstream: FakeProvider, tmp_path: Path
+) -> None:
+    # click's usage error: exit code 2 and its message in the log, as from the command.
+    proxy = LiteLLMProxy(
+        _config(upstream, callback=False),
+        workdir=tmp_path / "args",
+        warm=True,
+        extra_args=("--no-such-option",),
+    )
+    with pytest.raises(LiteLLMProxyError) as failed:
+        proxy.start()
+    assert "exited with code 2 " in str(failed.value)
+    assert "No such option" in str(failed.value)
+
+
+def test_stop_leaves_no_process_of_a_warm_proxy(upstream: FakeProvider, tmp_path: Path) -> None:
+    proxy = LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path, warm=True)
+    proxy.start()
+    pid = proxy.pid
+    assert os.getpgid(pid) == pid  # its own session and process group
+    assert os.getsid(pid) == pid
+    assert Path(os.readlink(f"/proc/{pid}/cwd")) == tmp_path.resolve()
+    proxy.stop()
+    assert not proxy.running
+    assert _gone(pid)
+    assert _group_members(pid) == []
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", proxy_port(proxy))):
+        pass
+
+
+def proxy_port(proxy: LiteLLMProxy) -> int:
+    # stop() forgets the port; the log names it.
+    for line in proxy.log_since(0).splitlines():
+        if "Uvicorn running on" in line:
+            return int(line.rsplit(":", 1)[1].split()[0])
+    raise AssertionError(proxy.log_since(0))
+
+
+def test_two_warm_proxies_run_at_once_each_with_its_own_environment(
+    upstream: FakeProvider, tmp_path: Path
+) -> None:
+    proxies = [
+        LiteLLMProxy(
+            _config(upstream),
+            env=_env(tmp_path / name / "artifacts", batch_budget=budget),
+            workdir=tmp_path / name,
+            warm=True,
+        )
+        for name, budget in (("small", "2000"), ("large", "500000"))
+    ]
+    try:
+        for proxy in proxies:
+            proxy.launch()
+        for proxy in proxies:
+            proxy.wait_ready()
+        assert proxies[0].pid != proxies[1].pid
+        sent = {}
+        for proxy, name in zip(proxies, ("small", "large"), strict=True):
+            upstream.clear()
+            _chat(proxy, BIG)
+            sent[name] = json.dumps(_upstream_body(upstream))
+        assert BIG not in sent["small"]  # bounded by its own budget
+        assert BIG in sent["large"]  # under its budget: unchanged
+    finally:
+        for proxy in proxies:
+            proxy.stop()
+
+
+def test_a_taken_port_makes_a_warm_proxy_try_another(
+    upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = [taken.getsockname()[1]]
+        real_free_port = litellm_proxy_module._free_port
+        monkeypatch.setattr(
+            litellm_proxy_module,
+            "_free_port",
+            lambda: ports.pop() if ports else real_free_port(),
+        )
+        proxy = LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path, warm=True)
+        with proxy:
+            assert proxy.port != taken.getsockname()[1]
+            assert "address already in use" in proxy.log_since(0).lower()
+
+
+def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
+    upstream: FakeProvider, tmp_path: Path
+) -> None:
+    # A process that starts a warm proxy and is then killed (no clean-up at all).
+    script = textwrap.dedent(
+        f"""
+        import json, os, signal, sys
+        from budgetware.testing.litellm_proxy import LiteLLMProxy
+        from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
+
+        config = {json.dumps(_config(upstream, callback=False))!r}
+        proxy = LiteLLMProxy(json.loads(config), workdir={str(tmp_path)!r}, warm=True)
+        proxy.start()
+        print(json.dumps({{"server": shared_fork_server().pid, "proxy": proxy.pid}}), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180, check=False
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    pids = json.loads(run.stdout)
+    assert _gone(pids["server"]), "the fork server outlived its parent"
+    assert _gone(pids["proxy"]), "a warm proxy outlived the fork server"
+    assert _group_members(pids["proxy"]) == []
+
+
+def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
+    server = ProxyForkServer()  # its own: the shared one serves the session's proxies
+    try:
+        # A start that gives up before the fork server has imported the proxy: the proxy
+        # it forks later is stopped at once, never left running.
+        gave_up = LiteLLMProxy(
+            _config(upstream, callback=False),
+            workdir=tmp_path / "impatient",
+            fork_server=server,
+            startup_timeout=0.01,
+        )
+        with pytest.raises(LiteLLMProxyError, match="did not fork within"):
+            gave_up.start()
+        proxy = LiteLLMProxy(
+            _config(upstream, callback=False), workdir=tmp_path, fork_server=server
+        )
+        proxy.start()
+        pid = proxy.pid
+        (abandoned,) = set(server.children()) - {pid}
+        deadline = time.monotonic() + 15
+        while server.children()[abandoned] is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.children()[abandoned] == -signal.SIGKILL
+        assert _gone(abandoned)
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)  # no clean-up at all
+        assert _gone(pid), "a warm proxy outlived its killed fork server"
+        assert not proxy.running
+        assert server.ended
+        proxy.stop()
+        with pytest.raises(LiteLLMProxyError, match="fork server exited"):
+            LiteLLMProxy(_config(upstream), workdir=tmp_path / "b", fork_server=server).start()
+    finally:
+        server.close()
+
+
+def test_warm_proxies_share_one_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
+    server = shared_fork_server()
+    with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "a", warm=True):
+        first = server.pid
+    with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "b", warm=True):
+        assert server.pid == first
+    assert first is not None
