@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +14,8 @@ from http_helpers import big_results, tool_result_texts
 from test_transport import URL, chat_body, mock
 
 from budgetware.core.config import BudgetConfig, budget
-from budgetware.http import transport as _transport
 from budgetware.http.instrument import instrument
 from budgetware.http.transport import OFFLOAD_BYTES, AsyncBudgetTransport
-
-
-@pytest.fixture
-def finalize_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The thread each finalize_body call of the HTTP layer ran in."""
-    threads: list[int] = []
-    original: Callable[..., bytes] = _transport.finalize_body
-
-    def recording(*args: Any, **kwargs: Any) -> bytes:
-        threads.append(threading.get_ident())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_transport, "finalize_body", recording)
-    return threads
 
 
 def _sent_total(seen: list[Any]) -> int:

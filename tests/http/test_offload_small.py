@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from s3_server import s3_endpoint
 from testing import drivers
 
 from budgetware.core.config import BudgetConfig
-from budgetware.http import transport as _transport
 from budgetware.http.instrument import instrument
 from budgetware.http.transport import (
     OFFLOAD_BYTES,
@@ -51,20 +50,6 @@ __all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 RESULT = "r" * 30_000
 """One tool result: far below OFFLOAD_BYTES, over a 2,000-character budget."""
 SMALL = {"x-budgetware-batch-budget": "2000"}
-
-
-@pytest.fixture
-def finalize_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The thread each finalize_body call of the HTTP layer ran in."""
-    threads: list[int] = []
-    original: Callable[..., bytes] = _transport.finalize_body
-
-    def recording(*args: Any, **kwargs: Any) -> bytes:
-        threads.append(threading.get_ident())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_transport, "finalize_body", recording)
-    return threads
 
 
 @pytest.fixture
