@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,22 @@ async def test_request_header_wins_over_key_metadata(callback: Any) -> None:
     key = UserAPIKeyAuth(metadata={"budgetware_disable": True})
     result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}), key=key)
     assert _within_budget(result, 8000)
+
+
+@pytest.fixture
+def threads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The thread each conversation was bounded in by the callback."""
+    from budgetware.integrations.litellm import _callback
+
+    seen: list[threading.Thread] = []
+    real = _callback._bound_conversation
+
+    def spy(*args: Any) -> Any:
+        seen.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(_callback, "_bound_conversation", spy)
+    return seen
 
 
 @pytest.fixture
@@ -274,22 +291,10 @@ async def test_disable_header_removed_from_forwarded_headers_leaves_messages_who
 async def test_a_large_request_is_bounded_off_the_event_loop(
     callback: Any,
     artifact_dir: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    threads: list[threading.Thread],
     length: str,
     off_loop: bool,
 ) -> None:
-    import threading
-
-    from budgetware.integrations.litellm import _callback
-
-    threads: list[threading.Thread] = []
-    real = _callback._bound_conversation
-
-    def spy(*args: Any) -> Any:
-        threads.append(threading.current_thread())
-        return real(*args)
-
-    monkeypatch.setattr(_callback, "_bound_conversation", spy)
     data = _chat()
     data["proxy_server_request"]["headers"]["content-length"] = length
     result = await _hook(callback, data)
@@ -583,20 +588,8 @@ async def test_pass_through_headers_are_read_once(callback: Any) -> None:
 
 
 async def test_a_large_pass_through_request_is_bounded_off_the_event_loop(
-    callback: Any, monkeypatch: pytest.MonkeyPatch
+    callback: Any, threads: list[threading.Thread]
 ) -> None:
-    import threading
-
-    from budgetware.integrations.litellm import _callback
-
-    threads: list[threading.Thread] = []
-    real = _callback._bound_conversation
-
-    def spy(*args: Any) -> Any:
-        threads.append(threading.current_thread())
-        return real(*args)
-
-    monkeypatch.setattr(_callback, "_bound_conversation", spy)
     _forward({"content-length": str(2 << 20)}, {})
     data = _body("messages", drivers.anthropic_messages(BIG))
     await _hook(
