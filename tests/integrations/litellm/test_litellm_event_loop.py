@@ -14,13 +14,17 @@ from typing import Any
 
 import pytest
 from hung_s3 import TIMEOUT, hung_s3_config, hung_s3_endpoint, stalls
-from litellm.caching.dual_cache import DualCache
-from litellm.proxy._types import UserAPIKeyAuth
-from litellm.types.utils import CallTypes
 from litellm_proxy_helpers import proxy_data
 from testing import drivers
 
 SIZE = 200_000
+
+
+def _acompletion() -> Any:
+    # litellm imported when a test runs, not while collecting: seconds of CPU per process.
+    from litellm.types.utils import CallTypes
+
+    return CallTypes.acompletion
 
 
 @pytest.fixture
@@ -48,6 +52,9 @@ def _assert_the_loop_kept_ticking(seconds: float, worst: float) -> None:
 async def test_the_proxy_hook_bounds_off_the_loop_while_the_store_hangs(hung_store: Any) -> None:
     data = proxy_data("messages", drivers.openai_chat_messages(["L" * SIZE]))
     data["proxy_server_request"]["headers"]["content-length"] = str(SIZE + 300)
+    from litellm.caching.dual_cache import DualCache
+    from litellm.proxy._types import UserAPIKeyAuth
+
     measured = await stalls(
         hung_store.async_pre_call_hook(UserAPIKeyAuth(), DualCache(), data, "acompletion")
     )
@@ -59,9 +66,7 @@ async def test_the_deployment_hook_bounds_off_the_loop_while_the_store_hangs(
     hung_store: Any,
 ) -> None:
     kwargs = {"model": "gpt-4o-mini", "messages": drivers.openai_chat_messages(["M" * SIZE])}
-    measured = await stalls(
-        hung_store.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion)
-    )
+    measured = await stalls(hung_store.async_pre_call_deployment_hook(kwargs, _acompletion()))
     _assert_bounded_without_reference(measured.result["messages"])
     _assert_the_loop_kept_ticking(measured.seconds, measured.worst)
 
@@ -85,6 +90,6 @@ async def test_the_deployment_hook_leaves_the_loop_for_a_large_request_only(
 
     monkeypatch.setattr(_callback, "_bound_conversation", spy)
     kwargs = {"model": "gpt-4o-mini", "messages": drivers.openai_chat_messages(["s" * size])}
-    result = await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion)
+    result = await callback.async_pre_call_deployment_hook(kwargs, _acompletion())
     assert len(result["messages"][-1]["content"]) < size
     assert (threads[0] is not threading.current_thread()) is off_loop
