@@ -7,18 +7,22 @@ the newline before the line to the line's end, so ``$`` and ``\\Z`` are the end 
 and nothing after it is seen. Each pattern is matched like ``re.match`` against a line after
 its indentation; start one with ``.*?`` to find a word anywhere in a line (it costs more).
 
-Finding the lines (``salient_spans``, ``scan``) is one of two ways that give the same spans:
+Finding the lines (``salient_spans``, ``scan``) is one of three ways that give the same
+spans, in newline-aligned pieces of 256 KiB (between them the scanning thread gives the GIL
+away, so a worker scanning a large output lets an event loop run):
 
-- **pure ``re``** (always there): a search of the combined pattern, in newline-aligned
-  pieces of 256 KiB, so a worker thread scanning a large output lets other threads (an
-  event loop) run between pieces; every line it finds is checked alone as above;
-- **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): a literal search
-  for words that every default match contains (``_ANCHORS``: a test holds them complete),
-  then the check alone at those lines only. User patterns are not read for words: their
-  candidates come from the same piece-wise ``re`` search of the user patterns alone.
+- **anchor words, pure Python** (the default patterns, always there): words that every
+  default match contains (``_ANCHORS``: a test holds them complete) are found one by one,
+  each by its rarest character (``str.find`` of one character is a memchr) and, where that
+  character is dense in the output, by a literal ``re`` search capped at ``_FIND_CHARS``
+  per call; only the lines that hold a word are checked alone as above;
+- **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): the same words,
+  all at once in C;
+- **the combined ``re`` pattern searched** at every line start, for user patterns (they
+  are not read for words): with the defaults, their candidates are added to the words'.
 
-Both check every candidate with the same combined pattern, so replicas with and without
-the accelerator make byte-identical previews (a test compares both on a varied corpus).
+All check every candidate with the same combined pattern, so replicas with and without
+the accelerator make byte-identical previews (tests compare the ways on varied corpora).
 A scan never depends on time: no timeout, no sampling; its size cap (``SCAN_LIMIT``) is a
 number of characters. User patterns that may cost without bound are refused where they
 are configured (``check_patterns``, with ``core/regexcost.regex_problem``).
