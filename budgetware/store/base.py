@@ -222,6 +222,13 @@ class ContentStore:
         """Mark the artifact used now; False if it is gone. May defer the work."""
         raise NotImplementedError
 
+    def _still_there(self, key: str) -> bool:
+        """Whether an artifact this process verified is still there, checked on every
+        reuse: False names it no more and has it looked at (and written) again. Only for a
+        backend where the check costs a few microseconds (a ``stat``); by default (S3: a
+        round trip) reuse trusts what was verified."""
+        return True
+
     def _read_decision(self, key: str) -> bytes | None:
         raise NotImplementedError
 
@@ -623,6 +630,11 @@ class ContentStore:
             due = now - last >= self._refresh_every
             if due:
                 self._known[key] = now
+        if not self._still_there(key):
+            # Removed since (the store directory deleted, pruned by hand) or altered: look
+            # again, write again, so a preview never names a file that is gone.
+            self._drop(key)
+            return None
         if due and not self._refresh(key):
             self._forget(key)  # deleted since (pruned by hand): look again, write again
             return None
