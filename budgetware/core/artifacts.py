@@ -14,6 +14,7 @@ __all__ = [
     "ArtifactNotFound",
     "ArtifactStore",
     "ArtifactStoreError",
+    "FindsArtifacts",
     "PredictsReferences",
     "digest_scope",
     "text_digest",
@@ -141,3 +142,17 @@ class PredictsReferences(Protocol):
     """
 
     def ref_for(self, key: str) -> str: ...
+
+
+@runtime_checkable
+class FindsArtifacts(Protocol):
+    """A store that can say whether the artifact of a key is there already.
+
+    ``stored_reference(key)`` is the reference of the artifact stored under ``key`` when
+    its bytes verify, else None; it writes nothing. The finalizer asks it before a put of a
+    text that no producer can have decided (``core/notice.may_be_preview``): an artifact
+    another process wrote is then reused with one look (one ``HeadObject`` on S3, no
+    upload), and a new one is written by the put that follows.
+    """
+
+    def stored_reference(self, key: str) -> str | None: ...

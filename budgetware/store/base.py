@@ -320,6 +320,23 @@ class ContentStore:
             self._note_size(key, len(data))
         return self.ref_for(key), wrote
 
+    def stored_reference(self, key: str) -> str | None:
+        """The reference of the artifact under ``key`` if it is in the store and its bytes
+        verify, else None (also when the store cannot be reached); writes nothing.
+
+        What this process verified is answered from memory; otherwise it is one look
+        (``_probe``: a stat and a hash locally, one ``HeadObject`` on S3), remembered.
+        The finalizer asks this before its put of a text that no producer can have
+        decided, so an artifact another process wrote costs no upload, and a new one is
+        written by the put that follows (``core/artifacts.FindsArtifacts``)."""
+        check_key(key)
+        ref = self._reuse(key)
+        if ref is not None:
+            return ref
+        found = self._valid_key(key)
+        self._schedule_sweep()  # as a put does: a process that only reuses sweeps too
+        return self.ref_for(key) if found else None
+
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
         """Remember what a producer decided for the text with this key (written once).
 

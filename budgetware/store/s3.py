@@ -428,6 +428,9 @@ class S3ArtifactStore(ContentStore):
                 "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
             )
         except _Missing:
+            # A put right after this look (the finalizer's, after ``stored_reference``)
+            # writes at once, with no second look.
+            self._note_listed(key, False)
             return "absent"
         if head.get("ChecksumSHA256") != _checksum(key):
             return "false"
@@ -530,15 +533,19 @@ class S3ArtifactStore(ContentStore):
             page = {}  # no such bucket yet
         names = {str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", ())}
         if f"{key}.decision.json" not in names:
+            self._note_listed(key, f"{key}.txt" in names)
             with self._lock:
-                self._listed[key] = (time.monotonic(), f"{key}.txt" in names)
-                if len(self._listed) > CACHE_ENTRIES:
-                    self._listed.clear()
                 self._no_decision[key] = None
                 while len(self._no_decision) > CACHE_ENTRIES:
                     self._no_decision.popitem(last=False)
             return None
         return self._fetch_decision(key)
+
+    def _note_listed(self, key: str, there: bool) -> None:
+        with self._lock:
+            self._listed[key] = (time.monotonic(), there)
+            if len(self._listed) > CACHE_ENTRIES:
+                self._listed.clear()
 
     def _fetch_decision(self, key: str) -> bytes | None:
         try:

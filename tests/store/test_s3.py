@@ -461,13 +461,34 @@ def test_the_finalizer_makes_two_calls_for_a_new_artifact_and_none_after(
     config = BudgetConfig(batch_budget=10_000)
     store, calls = new_store(s3_bucket)
     finalize_batch(batch, config=config, store=store)
-    # One LIST answers "a decision?" and "the artifact there?"; then one PUT.
-    assert calls.names == ["ListObjectsV2", "PutObject"]
+    # No producer can have decided a text with no preview phrase in it: no decision
+    # lookup; one HEAD (is the artifact there?), then one conditional PUT.
+    assert calls.names == ["HeadObject", "PutObject"]
     finalize_batch(batch, config=config, store=store)
+    assert calls.names == ["HeadObject", "PutObject"]
+    other, other_calls = new_store(s3_bucket)  # another process: one call, no upload
+    (entry,) = finalize_batch(batch, config=config, store=other)
+    assert other_calls.names == ["HeadObject"]
+    assert entry.persisted_output_files == (store.ref_for(text_key(text)),)
+
+
+def test_a_text_that_may_be_a_preview_still_has_its_decision_looked_up(
+    s3_bucket: S3Bucket,
+) -> None:
+    # A text carrying a preview phrase pays the LIST (a decision? the artifact?): a
+    # producer's preview is named by its decision, anything else written once.
+    config = BudgetConfig(batch_budget=2_000)
+    store, calls = new_store(s3_bucket)
+    quoting = "a log that quotes [...] once " + "q" * 100_000
+    finalize_batch([ToolResult("c", "t", (quoting,))], config=config, store=store)
     assert calls.names == ["ListObjectsV2", "PutObject"]
-    other, other_calls = new_store(s3_bucket)  # another process: no upload
-    finalize_batch(batch, config=config, store=other)
-    assert other_calls.names == ["ListObjectsV2", "HeadObject"]
+    result = {"content": [{"type": "text", "text": "m" * 200_000}], "isError": False}
+    bound = bound_tool_result(result, budget=20_000, store=store)
+    bounded = bound.result["content"][0]["text"]
+    other, other_calls = new_store(s3_bucket)
+    (entry,) = finalize_batch([ToolResult("c", "t", (bounded,))], config=config, store=other)
+    assert entry.persisted_output_files == bound.refs
+    assert other_calls.names == ["ListObjectsV2", "GetObject", "HeadObject"]
 
 
 # The finalizer's acceptance cases (spec/FINALIZER.md) that involve the store, on S3.
