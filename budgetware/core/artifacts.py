@@ -120,7 +120,10 @@ class ArtifactStore(Protocol):
     ``put`` returns the reference a preview names (for the local store, the absolute path
     of the file). Decisions let a producer boundary (an MCP client) tell the finalizer
     downstream what it already did with a text it bounded, keyed by ``text_key`` of that
-    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable".
+    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable". The
+    finalizer looks a decision up only for a text that may be a preview
+    (``core/notice.may_be_preview``: it carries one of the preview's fixed phrases), so a
+    producer records decisions for such texts only.
     Any method may raise; callers treat a failure as "no reference".
     """
 
