@@ -240,6 +240,18 @@ class LocalArtifactStore(ContentStore):
             folder.close()
         return True
 
+    def _still_there(self, key: str) -> bool:
+        # One stat by path on every reuse: a directory removed under a running process
+        # (rm -rf of the cache, a test runner's removed temporary path) or an artifact
+        # deleted by hand is written again before a preview names it.
+        try:
+            info = os.stat(os.path.join(self._dir, key + ".txt"), follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError:
+            return True  # cannot tell (as _refresh): the artifact was verified
+        return stat.S_ISREG(info.st_mode)
+
     def _read_decision(self, key: str) -> bytes | None:
         try:
             folder = self._open_dir(create=False)
