@@ -205,6 +205,8 @@ def remember(store: ContentStore, ref: object, key: str, index: CharIndex) -> No
     if not _ENABLED or not isinstance(store, LocalArtifactStore) or type(ref) is not str:
         return
     now = time.monotonic()
+    if now >= _next_idle_check:
+        _close_idle(now)
     cache = _CACHES.get(id(store))
     if cache is None:
         new = _StoreCache()
@@ -320,8 +322,10 @@ def _forget_store(store_id: int, cache: _StoreCache) -> None:
 
 def clear() -> None:
     """Forget everything remembered and close every descriptor held."""
+    global _next_idle_check
     with _LOCK:
         caches = list(_CACHES.items())
+        _next_idle_check = 0.0
     for store_id, cache in caches:
         _forget_store(store_id, cache)
 
