@@ -76,7 +76,19 @@ def _identity(info: os.stat_result) -> Identity:
 class _Artifact:
     """One artifact read lately: where its name is, its index, and an open descriptor."""
 
-    __slots__ = ("dir_fd", "fd", "identity", "index", "key", "lock", "name", "recheck_at", "used")
+    __slots__ = (
+        "ascii",
+        "chars",
+        "dir_fd",
+        "fd",
+        "identity",
+        "index",
+        "key",
+        "lock",
+        "name",
+        "recheck_at",
+        "used",
+    )
 
     def __init__(
         self,
@@ -94,6 +106,8 @@ class _Artifact:
         self.name = name
         self.dir_fd = dir_fd
         self.index = index
+        self.chars = index.chars
+        self.ascii = index.ascii
         # Closed (None) under ``lock`` only, so a read never preads a number reused.
         self.fd: int | None = fd
         self.identity = identity
@@ -154,49 +168,59 @@ def window(store: ContentStore, ref: object, offset: int, limit: int) -> tuple[s
     except OSError:
         cache.drop(entry)  # gone (or unreadable): the store says what happened
         return None
-    identity = _identity(info)
-    if identity != entry.identity:
-        if identity[:2] != entry.identity[:2]:
+    if (
+        info.st_ino,
+        info.st_dev,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    ) != entry.identity:
+        if (info.st_ino, info.st_dev) != entry.identity[:2]:
             # Another file took the name: it is hashed against the name before it is read.
             store.forget(entry.key)
         cache.drop(entry)
         return None
-    index = entry.index
-    total = index.chars
+    total = entry.chars
     if offset > total:
         return None  # the whole way says so
-    stop = min(offset + limit, total)
+    stop = offset + limit
+    if stop > total:
+        stop = total
     if stop == offset:
         return "", total
-    if index.ascii:
-        begin, end, first_char, end_char = offset, stop, offset, stop
-    else:
-        begin, end, first_char, end_char = index.span(offset, stop)
+    if entry.ascii:
+        # Characters are bytes; ASCII decodes a machine word at a time, and refuses any
+        # other byte.
+        with entry.lock:
+            fd = entry.fd
+            if fd is None:
+                return None  # closed by another reader (idle, evicted): open it again
+            data = os.pread(fd, stop - offset, offset)
+        entry.used = now
+        if len(data) == stop - offset:
+            try:
+                return data.decode("ascii"), total
+            except UnicodeDecodeError:
+                pass
+        cache.drop(entry)
+        return None
+    begin, end, first_char, end_char = entry.index.span(offset, stop)
     with entry.lock:
         fd = entry.fd
         if fd is None:
-            return None  # closed by another reader (idle, or evicted): open it again
+            return None
         data = os.pread(fd, end - begin, begin)
     entry.used = now
-    if len(data) != end - begin:
-        cache.drop(entry)
-        return None
-    if index.ascii:
-        # latin-1 decodes at copying speed; isascii() is a flag of the result (O(1)).
-        text = data.decode("latin-1")
-        if not text.isascii():
-            cache.drop(entry)
-            return None
-        return text, total
-    try:
-        text = data.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        cache.drop(entry)
-        return None
-    if len(text) != end_char - first_char:
-        cache.drop(entry)
-        return None
-    return text[offset - first_char : stop - first_char], total
+    if len(data) == end - begin:
+        try:
+            text = data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if len(text) == end_char - first_char:
+                return text[offset - first_char : stop - first_char], total
+    cache.drop(entry)
+    return None
 
 
 def remember(store: ContentStore, ref: object, key: str, index: CharIndex) -> None:
@@ -276,7 +300,7 @@ def _renew(entry: _Artifact, index: CharIndex, now: float) -> bool:
         return False
     if _identity(info) != entry.identity or info.st_size != index.size:
         return False
-    entry.index = index
+    entry.index, entry.chars, entry.ascii = index, index.chars, index.ascii
     entry.used = now
     entry.recheck_at = now + RECHECK
     return True

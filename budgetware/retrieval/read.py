@@ -158,4 +158,10 @@ def read_artifact(
     (outside it, ``..``, a symlink, a directory, unknown, evicted, truncated), and
     InvalidReadArgument for a negative offset or limit or an offset past the end.
     """
+    whole = type(offset) is int and type(limit) is int and offset >= 0 and limit >= 0
+    if store is not None and whole:
+        # An artifact read lately, and still the same file: one stat and one pread.
+        remembered = cache.window(store, ref, offset, limit)
+        if remembered is not None:
+            return remembered[0]
     return read_window(ref, offset=offset, limit=limit, store=store, config=config).text

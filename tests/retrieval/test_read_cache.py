@@ -10,15 +10,15 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from budgetware import ArtifactNotFound, LocalArtifactStore, read_artifact
+from budgetware import ArtifactNotFound, read_artifact
 from budgetware.retrieval import cache
 from budgetware.store import files
-from budgetware.store.local import LocalArtifactStore as _Local
+from budgetware.store.local import LocalArtifactStore
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="descriptors are held on POSIX only")
 
@@ -38,57 +38,59 @@ def store(
 
 
 @pytest.fixture
-def opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The artifacts the local store opens (every read that goes the whole way opens one)."""
+def opens(store: LocalArtifactStore, monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """How many times the test's store has opened an artifact so far (every read that
+    goes the whole way opens one; a search another test left running opens its own)."""
     seen: list[str] = []
-    original = _Local._open_checked
+    original = LocalArtifactStore._open_checked
 
-    def spy(self: _Local, name: str) -> object:
-        seen.append(name)
+    def spy(self: LocalArtifactStore, name: str) -> object:
+        if self.location == store.location:
+            seen.append(name)
         return original(self, name)
 
-    monkeypatch.setattr(_Local, "_open_checked", spy)
-    return seen
+    monkeypatch.setattr(LocalArtifactStore, "_open_checked", spy)
+    return lambda: len(seen)
 
 
 @pytest.mark.parametrize("text", [ASCII, MIXED], ids=["ascii", "mixed"])
 def test_a_window_read_again_opens_nothing(
-    store: LocalArtifactStore, opens: list[str], text: str
+    store: LocalArtifactStore, opens: Callable[[], int], text: str
 ) -> None:
     ref = store.put(text)
     assert read_artifact(ref, offset=5, limit=100, store=store) == text[5:105]
-    opened = len(opens)
+    opened = opens()
     assert opened > 0
     for offset, limit in [(0, 1), (17, 4096), (len(text) - 3, 10), (len(text), 5), (9000, 0)]:
         assert (
             read_artifact(ref, offset=offset, limit=limit, store=store)
             == (text[offset : offset + limit])
         )
-    assert len(opens) == opened  # no open of the artifact after the first read
+    assert opens() == opened  # no open of the artifact after the first read
     # The bare SHA-256 is another spelling: resolved (and read) the whole way once, and
     # the descriptor already open is kept.
     key = Path(ref).stem
     assert read_artifact(key, offset=3, limit=7, store=store) == text[3:10]
-    assert len(opens) == opened + 1
+    assert opens() == opened + 1
     assert read_artifact(key, offset=4, limit=7, store=store) == text[4:11]
     assert read_artifact(ref, offset=4, limit=7, store=store) == text[4:11]
-    assert len(opens) == opened + 1
+    assert opens() == opened + 1
     assert cache.held_descriptors() == 1
 
 
 def test_every_window_is_read_again_after_a_recheck(
-    store: LocalArtifactStore, opens: list[str], monkeypatch: pytest.MonkeyPatch
+    store: LocalArtifactStore, opens: Callable[[], int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # At least once a RECHECK a read goes the whole way (the store's verification and
     # last-use refresh); the descriptor is kept when the name still names its file.
     monkeypatch.setattr(cache, "RECHECK", 0.0)
     ref = store.put(ASCII)
     assert read_artifact(ref, limit=9, store=store) == ASCII[:9]
-    opened = len(opens)
+    opened = opens()
     for offset in range(1, 5):
         assert read_artifact(ref, offset=offset, limit=9, store=store) == ASCII[offset:][:9]
         opened += 1  # the store's own read; the cache's descriptor is kept
-        assert len(opens) == opened
+        assert opens() == opened
     assert cache.held_descriptors() == 1
 
 
@@ -133,16 +135,16 @@ def test_an_artifact_replaced_by_other_bytes_between_two_reads_is_not_found(
 
 
 def test_an_artifact_written_again_between_two_reads_is_read(
-    store: LocalArtifactStore, opens: list[str]
+    store: LocalArtifactStore, opens: Callable[[], int]
 ) -> None:
     ref = store.put(MIXED)
     assert read_artifact(ref, limit=10, store=store) == MIXED[:10]
     os.unlink(ref)
     writer = LocalArtifactStore(store.directory)  # another process writes it again
     assert writer.put(MIXED) == ref
-    before = len(opens)
+    before = opens()
     assert read_artifact(ref, offset=20, limit=10, store=store) == MIXED[20:30]
-    assert len(opens) > before  # the new file was opened (and hashed) afresh
+    assert opens() > before  # the new file was opened (and hashed) afresh
 
 
 def test_a_symlink_renamed_over_the_name_is_refused(store: LocalArtifactStore) -> None:
