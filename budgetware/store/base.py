@@ -689,6 +689,11 @@ class ContentStore:
                 raise ArtifactNotFound("the artifact changed while it was read")
             yield data
 
+    def forget(self, key: str) -> None:
+        """Forget what this process verified and indexed of an artifact: its next use
+        hashes it again (a reader saw another file take its name)."""
+        self._drop(check_key(key))
+
     def changed(self, key: str) -> NoReturn:
         """An artifact was found changed while read: forget it, raise ArtifactNotFound."""
         self._drop(key)
