@@ -126,7 +126,10 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-def _gone(pid: int, timeout: float = 15.0) -> bool:
+# A fork server that stops gives its proxies a SIGTERM and up to 10 s before a SIGKILL
+# (litellm_forkserver._STOP_GRACE), then exits: on a loaded machine a proxy's own shutdown
+# uses much of that grace, so "gone" is judged over the grace and as long again.
+def _gone(pid: int, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
