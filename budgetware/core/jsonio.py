@@ -29,6 +29,7 @@ __all__ = [
     "loads",
     "loads_exact",
     "loads_literal",
+    "loads_round_trip",
     "str_token_sizes",
 ]
 
@@ -167,6 +168,53 @@ def loads_literal(text: str) -> Any:
     """
     literal = _literal_type()
     return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
+
+
+# JSON's whitespace: what a parser skips between tokens (inside strings only spaces can be
+# raw; tabs and line breaks there are escaped).
+_JSON_SPACE = b" \t\n\r"
+
+
+def loads_round_trip(text: str) -> tuple[Any, bytes] | None:
+    """orjson's parse of ``text`` and its compact serialization, when every number of
+    ``text`` is spelled exactly as orjson writes its value; otherwise None.
+
+    Then the plain parse is as faithful as ``loads_literal`` (each number written back by
+    orjson comes out as ``text`` spelled it) at the cost of one orjson parse, one
+    serialization and a byte comparison: no number's spelling is looked at on its own.
+
+    The proof is one comparison: ``text`` and the serialization, each without its JSON
+    whitespace, are the same bytes (after writing non-ASCII as ``\\uXXXX`` escapes the way
+    the standard library's ``json.dumps`` does, when ``text`` is ASCII). JSON never needs
+    whitespace between two tokens, so equal bytes mean the same tokens in the same order:
+    the same tree (no key was dropped as a duplicate), every number token written the
+    same. A number spelled otherwise (``1.10``, ``1E5``, ``-0``, ``1e-05``, an integer
+    beyond 64 bits), or a string escaped otherwise (``\\/``, upper-case hex), gives None,
+    as does text orjson refuses (``NaN``, ``1e400``, lone surrogates) or cannot write back
+    (nesting deeper than it writes): the caller reads those with ``loads_literal``.
+    """
+    if _orjson is None:
+        return None
+    try:
+        value = _orjson.loads(text)
+        out: bytes = _orjson.dumps(value)
+        raw = text.encode("utf-8")
+    except (_orjson.JSONDecodeError, TypeError, UnicodeEncodeError):
+        return None
+    if raw == out:
+        return value, out
+    stripped = raw.translate(None, _JSON_SPACE)
+    written = out.translate(None, _JSON_SPACE)
+    if stripped == written:
+        return value, out
+    if raw.isascii() and not written.isascii():
+        # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
+        escaped = _NON_ASCII.sub(
+            lambda m: json.dumps(m.group())[1:-1], written.decode("utf-8")
+        ).encode("ascii")
+        if stripped == escaped:
+            return value, out
+    return None
 
 
 def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:
