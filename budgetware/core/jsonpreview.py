@@ -19,11 +19,13 @@ walk over it in Python.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
-from budgetware.core.jsonio import dumps_literal, loads_literal, loads_round_trip
+from budgetware.core.jsonio import dumps_literal, loads_literal, loads_spelled
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
 
@@ -81,7 +83,7 @@ def parse_document(text: str) -> Document | None:
 
     A byte order mark and any amount of whitespace around the document are allowed. Every
     number is written back as the document spells it: the document is read by orjson when
-    each of its numbers is spelled as orjson writes it (``jsonio.loads_round_trip``, one
+    each of its numbers is spelled as orjson writes it (``jsonio.loads_spelled``, one
     comparison proves it), with its numbers kept as their literal text otherwise
     (``jsonio.loads_literal``).
     """
@@ -101,10 +103,10 @@ def parse_document(text: str) -> Document | None:
     # Most documents spell every number as orjson writes it: then orjson's own parse is
     # faithful and costs a third of the literal parse, which makes an object of every
     # number (most of the cost of a document of numbers).
-    exact = loads_round_trip(body)
+    exact = loads_spelled(body)
     if exact is not None:
-        value, out = exact
-        return Document(value, len(out)) if isinstance(value, (dict, list)) else None
+        value, size = exact
+        return Document(value, size) if isinstance(value, (dict, list)) else None
     try:
         value = loads_literal(body)
     except (ValueError, RecursionError):
@@ -244,17 +246,15 @@ def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
     return None
 
 
-def _ends(n: int) -> list[int]:
-    """Indices from both ends inwards: 0, n-1, 1, n-2, ..."""
-    out: list[int] = []
+def _ends(n: int) -> Iterator[int]:
+    """Indices from both ends inwards: 0, n-1, 1, n-2, ... (as many as are taken)."""
     i, j = 0, n - 1
     while i <= j:
-        out.append(i)
+        yield i
         if i != j:
-            out.append(j)
+            yield j
         i += 1
         j -= 1
-    return out
 
 
 def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any, int]:
@@ -320,7 +320,7 @@ class _Fitter:
             count -= 1
         if count == 0:
             return None
-        picks = sorted(_ends(n)[:count])
+        picks = sorted(itertools.islice(_ends(n), count))
         lengths = [sizes[i] if i in sizes else measure_part(items[i]) for i in picks]
         fitted = []
         for index, share, length in zip(picks, allocate(lengths, room), lengths):
