@@ -205,8 +205,8 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     deeper than it writes), and without orjson: the caller reads those with
     ``loads_literal``.
     """
-    if _orjson is None or "NaN" in text or "Infinity" in text:
-        return None  # orjson refuses them, maybe after reading most of the text
+    if _orjson is None:
+        return None
     try:
         value = _orjson.loads(text)
         out: bytes = _orjson.dumps(value)
@@ -270,7 +270,7 @@ def _respelled(text: bytes, written: bytes) -> list[tuple[int, bytes, bytes]] | 
         if len(found) >= _MAX_RESPELLED:
             return None
         at = j + k
-        quotes = written.count(b'"', j, at)
+        quotes = written.count(b'"', j, at) if written.find(b'"', j, at) >= 0 else 0
         if quotes and written.find(b"\\", j, at) >= 0:
             quotes -= len(_ESCAPED_QUOTE.findall(written, j, at))
         if quotes % 2:

@@ -392,9 +392,18 @@ class _Fitter:
         return lengths
 
 
-def _weight(value: Any) -> int:
-    """How large a value looks without measuring it: its length if it has one."""
-    return len(value) if isinstance(value, (str, list, dict)) else 0
+def _weight(value: Any, depth: int = 4) -> int:
+    """How large a value looks without measuring it: a string's length; a container's
+    length times what its first few children look like, a few levels down."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, (list, dict)) or not value:
+        return 1
+    if depth == 0:
+        return len(value)
+    children = itertools.islice(value if isinstance(value, list) else value.values(), 3)
+    sample = [_weight(child, depth - 1) for child in children]
+    return len(value) * (1 + sum(sample) // len(sample))
 
 
 def _marker_key(obj: dict[str, Any]) -> str:
