@@ -220,8 +220,9 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     measure = _stripped_size
     if raw.isascii() and not written.isascii():
         # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
+        escape = json.encoder.encode_basestring_ascii  # json.dumps's own, in C
         written = _NON_ASCII.sub(
-            lambda m: json.dumps(m.group())[1:-1], written.decode("utf-8")
+            lambda m: escape(m.group())[1:-1], written.decode("utf-8")
         ).encode("ascii")
         measure = _stripped_ascii_size
     if stripped == written:

@@ -100,13 +100,15 @@ def parse_document(text: str) -> Document | None:
     if last - first < 1 or text[last] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
-    # Most documents spell every number as orjson writes it: then orjson's own parse is
-    # faithful and costs a third of the literal parse, which makes an object of every
-    # number (most of the cost of a document of numbers).
-    exact = loads_spelled(body)
-    if exact is not None:
-        value, size = exact
-        return Document(value, size) if isinstance(value, (dict, list)) else None
+    # The literal parse makes an object of every number: on a document of numbers that is
+    # most of its cost, twice orjson's parse. orjson's parse, kept faithful, costs a
+    # serialization and a comparison more than orjson's parse alone: less than the
+    # literal parse when numbers are many, more when they are few (an API's strings).
+    if _number_dense(body):
+        exact = loads_spelled(body)
+        if exact is not None:
+            value, size = exact
+            return Document(value, size) if isinstance(value, (dict, list)) else None
     try:
         value = loads_literal(body)
     except (ValueError, RecursionError):
@@ -118,6 +120,27 @@ def parse_document(text: str) -> Document | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return Document(value, size)
+
+
+# Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
+_NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
+_WINDOWS, _WINDOW = 16, 512
+# From about this many numbers a kilobyte, orjson's parse kept faithful costs less than the
+# literal parse (measured in benchmarks/bench_core.py: an API listing has about 5, a table of
+# floats 40 to 100).
+_DENSE = 20
+
+
+def _number_dense(text: str) -> bool:
+    """Whether ``text`` looks like it holds many numbers, from a few windows spread over it
+    (the same answer for the same text; a wrong one costs time, never a number)."""
+    if len(text) <= _WINDOWS * _WINDOW:
+        windows = [text]
+    else:
+        step = (len(text) - _WINDOW) // (_WINDOWS - 1)
+        windows = [text[k * step : k * step + _WINDOW] for k in range(_WINDOWS)]
+    found = sum(len(_NUMBER_START.findall(window)) for window in windows)
+    return found * 1024 >= _DENSE * sum(map(len, windows))
 
 
 def render_within(
