@@ -74,7 +74,8 @@ class Document:
     def text_bytes(self, text: str) -> int:
         """UTF-8 bytes of the document's text (the same text at every call)."""
         if self._text_bytes is None:
-            self._text_bytes = len(text.encode("utf-8", "surrogatepass"))
+            ascii_only = text.isascii()  # (a flag of the string: no scan)
+            self._text_bytes = len(text if ascii_only else text.encode("utf-8", "surrogatepass"))
         return self._text_bytes
 
 
