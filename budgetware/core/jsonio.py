@@ -178,9 +178,10 @@ _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_BYTES = frozenset(b"0123456789+-.eE")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')
-# Numbers spelled otherwise than orjson writes them that are kept as their spelling on top
-# of orjson's parse; a document with more is read by loads_literal.
-_MAX_RESPELLED = 4096
+# Differences between a document and orjson's writing of it (numbers spelled otherwise,
+# strings escaped otherwise) looked at one by one; a document with more is read by
+# loads_literal.
+_MAX_DIFFERENCES = 4096
 
 
 def loads_spelled(text: str) -> tuple[Any, int] | None:
@@ -200,7 +201,7 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     ``1e-05``, an integer beyond 64 bits) and strings escaped otherwise (``\\/``), each such
     number becomes an ``orjson.Fragment`` of its spelling, found by the sizes of its
     ancestors' children: the cost grows with the numbers spelled otherwise, not with the
-    document. None for more than a few thousand of those, for any other difference, for
+    document. None for more than 4,096 differences, for any other difference, for
     text orjson refuses (``NaN``, ``1e400``, lone surrogates) or cannot write back (nesting
     deeper than it writes), and without orjson: the caller reads those with
     ``loads_literal``.
@@ -229,8 +230,11 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
         return value, len(out)
     if not isinstance(value, (dict, list)):
         return None
-    spelled = _respelled(stripped, written)
-    if spelled is None or not _respell(value, spelled, written, measure):
+    try:
+        spelled = _respelled(stripped, written)
+        if spelled is None or not _respell(value, spelled, written, measure):
+            return None
+    except RecursionError:  # nesting deep enough to exhaust the stack on the way
         return None
     return value, len(out) + sum(len(mine) - len(theirs) for _, mine, theirs in spelled)
 
@@ -261,14 +265,16 @@ def _respelled(text: bytes, written: bytes) -> list[tuple[int, bytes, bytes]] | 
     """Where ``text`` and ``written`` (the same document without whitespace, as spelled
     and as orjson wrote it) differ: ``(position in written, spelling, orjson's)`` of each
     number spelled otherwise; None when they differ in anything but numbers and string
-    escapes, or in too many numbers."""
+    escapes, or in too many places."""
     found: list[tuple[int, bytes, bytes]] = []
+    differences = 0
     i = j = 0  # positions in text and written between two tokens, the bytes before equal
     while True:
         k = _first_difference(text, i, written, j)
         if k < 0:
             return found
-        if len(found) >= _MAX_RESPELLED:
+        differences += 1
+        if differences > _MAX_DIFFERENCES:
             return None
         at = j + k
         quotes = written.count(b'"', j, at) if written.find(b'"', j, at) >= 0 else 0
@@ -366,7 +372,11 @@ def _respell(
             if keys is None and _flat(written, at, position):
                 index += written.count(b",", at, position)
                 child = node[index] if index < count else None
-                if not (_is_number(child) and dumps(child) == target[2]):
+                if not (
+                    (position == at or written[position - 1] == 0x2C)  # a child starts there
+                    and _is_number(child)
+                    and dumps(child) == target[2]
+                ):
                     return False
                 node[index] = fragment(target[1])
                 at, index = position + len(target[2]) + 1, index + 1

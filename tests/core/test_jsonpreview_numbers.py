@@ -294,6 +294,25 @@ def test_what_orjson_cannot_read_faithfully_is_left_to_the_literal_parse(text: s
     assert loads_spelled(text) is None
 
 
+def test_many_strings_escaped_otherwise_are_left_to_the_literal_parse() -> None:
+    # Each difference is looked at on its own: past 4,096 the literal parse is cheaper.
+    text = json.dumps([f"http://h/{i}" for i in range(5_000)] + [1.5] * 5_000)
+    assert loads_spelled(text.replace("/", "\\/")) is None
+    assert loads_spelled(text.replace("/", "\\/", 8_000)) is not None
+
+
+@pytest.mark.parametrize("depth", [50, 200, 254])
+def test_a_number_spelled_otherwise_deep_down_is_kept(depth: int) -> None:
+    text = "[" * depth + "1.10, " + "2.5, " * 2_000 + "1E5" + "]" * depth
+    read = loads_spelled(text)
+    if read is not None:  # (or left to the literal parse, if the stack runs out on the way)
+        assert jsonio.dumps_literal(read[0]) == compact_literal(text)
+    preview = fit_text(text, 300)
+    with pytest.MonkeyPatch.context() as patch:
+        _the_code_before(patch)
+        assert fit_text(text, 300) == preview
+
+
 def test_without_orjson_nothing_is_read_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jsonio, "_orjson", None)
     assert loads_spelled("[1.5]") is None
