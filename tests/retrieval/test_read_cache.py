@@ -33,6 +33,8 @@ def store(
     """A local store reached by directory descriptor, and one reached by path."""
     if request.param == "paths":
         monkeypatch.setattr(files, "USE_DIR_FD", False)
+    # The cache is per process: descriptors another test's reads left open would count here.
+    cache.clear()
     yield LocalArtifactStore(tmp_path / "artifacts")
     cache.clear()
 
