@@ -18,7 +18,7 @@ from budgetware.core.config import BudgetConfig, register_setting_check, resolve
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import PreviewOptions
-from budgetware.core.jsonio import compact_literal, dumps_faithful, loads_exact
+from budgetware.core.jsonio import compact_literal, dumps_faithful
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
@@ -27,6 +27,7 @@ from budgetware.mcp.bound import (
     bound_response_message,
     default_store,
 )
+from budgetware.mcp.pieces import loads_in_pieces, loads_outline
 from budgetware.wire.splice import patch_json
 
 __all__ = [
@@ -171,7 +172,9 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     if not isinstance(body, bytes) or _TOOLS_CALL not in body:
         return None
     try:
-        message = loads_exact(body)
+        # Only the id, the method and the tool's name are read: long strings (a large
+        # argument) are left out, not decoded.
+        message = loads_outline(body)
     except ValueError:
         return None
     if not isinstance(message, dict) or message.get("method") != "tools/call":
@@ -233,7 +236,9 @@ class _JsonTransform(_Transform):
         return [partial(_guarded, body, partial(self._rewrite, body), self._config)]
 
     def _rewrite(self, body: bytes) -> bytes:
-        message = loads_exact(body)
+        # A long result text is decoded a piece at a time: a worker thread doing this
+        # lets the event loop in between pieces.
+        message = loads_in_pieces(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
         with digest_scope():
@@ -335,7 +340,7 @@ class _SseTransform(_Transform):
             return event
         text = "\n".join(data).encode("utf-8", "surrogatepass")
         try:
-            message = loads_exact(text)
+            message = loads_in_pieces(text)
         except ValueError:
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
