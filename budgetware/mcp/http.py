@@ -34,6 +34,7 @@ __all__ = [
     "configure_mcp",
     "current_mcp_budget",
     "effective_mcp_budget",
+    "response_may_wait",
     "rewrite_mcp_response",
 ]
 
@@ -94,6 +95,30 @@ def rewrite_mcp_response(
     except Exception:
         fail_open("bound an MCP tool result", config=_effective(config))
         return response
+
+
+def response_may_wait(request: Any, response: Any, config: BudgetConfig | None = None) -> bool:
+    """Whether rewriting this read response may wait for a store over the network: a
+    ``tools/call`` result that may be over its budget (or the message limit), persisted to
+    an S3 store (``config``: the entry point's). The async paths then rewrite it in a
+    worker thread. Every string of a JSON text takes at least as many bytes there as it
+    measures, so a body no longer than its budget is delivered as it is and writes nothing.
+    """
+    content = getattr(response, "_content", None)
+    if not isinstance(content, bytes):
+        return False  # streamed: each event is rewritten in a worker thread already
+    call = _tools_call(request, response)
+    if call is None:
+        return False
+    budget = effective_mcp_budget()
+    limit = _result_budget(budget, None, request, call[1])
+    size = len(content)
+    over_budget = limit > 0 and size > limit
+    over_limit = budget.max_message_bytes > 0 and size > budget.max_message_bytes
+    if not (over_budget or over_limit):
+        return False
+    effective = _effective(config)
+    return effective.persist and effective.store_location().scheme == "s3"
 
 
 def _effective(config: BudgetConfig | None) -> BudgetConfig:
@@ -504,6 +529,6 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     return new
 
 
-register_response_rewriter(rewrite_mcp_response)
+register_response_rewriter(rewrite_mcp_response, may_wait=response_may_wait)
 # Every entry point that installs this boundary validates BUDGETWARE_MCP_* where it is set up.
 register_setting_check(current_mcp_budget)

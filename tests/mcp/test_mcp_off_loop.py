@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -11,12 +12,24 @@ from typing import Any
 
 import httpx2
 import pytest
+from held_s3 import (
+    TICKS,
+    TIMEOUT,
+    HeldS3,
+    held_s3,
+    held_s3_store_url,
+    prepare_store,
+    ticks_while_held,
+)
+from s3_server import s3_endpoint
 
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import BudgetConfig, budget
 from budgetware.http.instrument import instrument
 from budgetware.http.transport import OFFLOAD_BYTES
 from budgetware.mcp import http as mcp_http
 from budgetware.store import select
+
+__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -279,3 +292,73 @@ def test_a_non_ascii_escape_across_a_search_window_is_found() -> None:
         assert splice._has_non_ascii_escape(token, 0, len(token)), offset
     plain = b'"' + b"a" * (3 * splice._WINDOW) + b'"'
     assert not splice._has_non_ascii_escape(plain, 0, len(plain))
+
+
+# --- small responses that will persist to S3 go off the loop too -------------------------
+#
+# The store's PUT is held until the loop has turned beside it (tests/held_s3.py): a rewrite
+# on the loop lets no tick in, whatever the load; one in a worker thread lets them in.
+
+SMALL_RESULT = 30_000
+"""A tools/call result far below every size rule (64 KiB, 1 MiB), over a 2,000 budget."""
+
+
+def _small_reply(request: httpx2.Request) -> httpx2.Response:
+    body = result_body(SMALL_RESULT)
+    return httpx2.Response(200, headers={"content-type": "application/json"}, content=body)
+
+
+@pytest.fixture
+def held_store(s3_endpoint: str) -> Iterator[HeldS3]:
+    with held_s3(s3_endpoint) as held:
+        yield held
+
+
+@pytest.mark.parametrize("store_from", ["instrument", "budget-block"])
+async def test_a_small_mcp_result_over_its_budget_waits_for_s3_off_the_loop(
+    held_store: HeldS3,
+    monkeypatch: pytest.MonkeyPatch,
+    bound_threads: list[int],
+    store_from: str,
+) -> None:
+    # The HTTP layer does not know the MCP budget (BUDGETWARE_MCP_RESULT_BUDGET); the MCP
+    # boundary tells it that this result is over it and will be written to S3. In a
+    # budget(artifact_store=...) block no store exists before its first request.
+    url = held_s3_store_url(monkeypatch, held_store)
+    settings = {"artifact_store": url, "artifact_store_timeout": TIMEOUT}
+    prepare_store(BudgetConfig(**settings))
+    monkeypatch.setattr(select, "_remote_in_use", False)  # as if nothing had named S3
+    monkeypatch.setenv("BUDGETWARE_MCP_RESULT_BUDGET", "2000")
+    assert len(result_body(SMALL_RESULT)) < 64 * 1024
+    config = BudgetConfig(**settings) if store_from == "instrument" else None
+    if config is not None:
+        monkeypatch.setattr(select, "_remote_in_use", True)  # instrument() set it up
+    block = budget(**settings) if store_from == "budget-block" else contextlib.nullcontext()
+    with instrument(config=config), block:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(_small_reply)) as client:
+            held = await ticks_while_held(
+                held_store, client.post("http://mcp.test/mcp", json=CALL, headers=HEADERS)
+            )
+    assert held.ticks >= TICKS, held
+    assert not held.done_while_held
+    assert held_store.abandoned == 0
+    assert bound_threads
+    assert threading.get_ident() not in bound_threads
+    text = held.result.json()["result"]["content"][0]["text"]
+    assert len(text) <= 2000
+    assert url + "/" in text
+
+
+async def test_a_small_mcp_result_under_its_budget_stays_on_the_loop_with_s3(
+    held_store: HeldS3, monkeypatch: pytest.MonkeyPatch, bound_threads: list[int]
+) -> None:
+    url = held_s3_store_url(monkeypatch, held_store)
+    config = BudgetConfig(artifact_store=url, artifact_store_timeout=TIMEOUT)
+    prepare_store(config)
+    with instrument(config=config):
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(_small_reply)) as client:
+            response = await client.post("http://mcp.test/mcp", json=CALL, headers=HEADERS)
+    # Under the 100,000-character default: nothing to cut, nothing to write.
+    assert bound_threads == [threading.get_ident()]
+    assert held_store.held == 0
+    assert response.content == result_body(SMALL_RESULT)
