@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx2
@@ -362,3 +363,36 @@ async def test_a_small_mcp_result_under_its_budget_stays_on_the_loop_with_s3(
     assert bound_threads == [threading.get_ident()]
     assert held_store.held == 0
     assert response.content == result_body(SMALL_RESULT)
+
+
+@pytest.mark.parametrize("text", ["a" * 3_000_000, "é\ud800😀x" * 300_000], ids=["ascii", "mixed"])
+def test_the_content_address_of_a_long_text_is_encoded_in_pieces(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # Hashing releases the GIL; encoding 3 MB to hash it does not.
+    import hashlib
+
+    from budgetware.core import artifacts
+
+    hashed: list[int] = []
+
+    class Recording:
+        def __init__(self, data: bytes = b"") -> None:
+            self._sha = hashlib.sha256()
+            if data:
+                self.update(data)
+
+        def update(self, data: bytes) -> None:
+            hashed.append(len(data))
+            self._sha.update(data)
+
+        def digest(self) -> bytes:
+            return self._sha.digest()
+
+    monkeypatch.setattr(artifacts, "hashlib", SimpleNamespace(sha256=Recording))
+    assert (
+        artifacts.text_key(text)
+        == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    )
+    assert len(hashed) > 1
+    assert max(hashed) <= 4 * 256 * 1024
