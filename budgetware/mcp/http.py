@@ -27,7 +27,13 @@ from budgetware.mcp.bound import (
     bound_response_message,
     default_store,
 )
-from budgetware.mcp.pieces import loads_in_pieces, loads_outline
+from budgetware.mcp.pieces import (
+    LONG_STRING_BYTES,
+    PIECE_BYTES,
+    give_way,
+    loads_in_pieces,
+    loads_outline,
+)
 from budgetware.wire.splice import patch_json
 
 __all__ = [
@@ -274,6 +280,26 @@ class _JsonTransform(_Transform):
 # A line ends with CRLF, LF or CR (the SSE grammar); a lone CR at the end of a chunk may
 # still be the first half of a CRLF, so it waits for the next chunk.
 _EOL = re.compile(rb"\r\n|\n|\r")
+_CR, _LF = 0x0D, 0x0A
+
+
+def _next_eol(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the first line ending from ``pos``, or None. A long line is searched
+    a window at a time, the GIL given away between windows (one search over a 4 MB data
+    line holds it for milliseconds: a worker thread rewriting it would stall the loop)."""
+    size = len(buf)
+    while pos < size:
+        stop = min(pos + PIECE_BYTES, size)
+        match = _EOL.search(buf, pos, stop)
+        if match is not None:
+            start, end = match.span()
+            if end == stop < size and buf[start] == _CR and buf[stop] == _LF:
+                end += 1  # a CRLF the window cut in two
+            return start, end
+        pos = stop
+        if pos < size:
+            give_way()
+    return None
 
 
 class _SseTransform(_Transform):
@@ -317,20 +343,22 @@ class _SseTransform(_Transform):
         out: list[_Out] = []
         buf = self._buf
         while True:
-            match = _EOL.search(buf, self._scan)
-            if match is None:
+            found = _next_eol(buf, self._scan)
+            if found is None:
                 self._scan = len(buf)
                 break
-            if match.group() == b"\r" and match.end() == len(buf) and not final:
-                self._scan = match.start()
+            start, end = found
+            if end - start == 1 and buf[start] == _CR and end == len(buf) and not final:
+                self._scan = start
                 break
-            empty = match.start() == self._line_start
-            self._scan = self._line_start = match.end()
+            empty = start == self._line_start
+            self._scan = self._line_start = end
             if empty:
-                event = bytes(buf[: match.end()])
-                del buf[: match.end()]
+                event = bytes(buf[:end])
+                del buf[:end]
                 self._scan = self._line_start = 0
-                if b'"result"' in event:
+                # A long event is looked at in the worker thread, not searched here.
+                if len(event) >= LONG_STRING_BYTES or b'"result"' in event:
                     rewrite = partial(self._rewrite, event)
                     out.append(partial(_guarded, event, rewrite, self._config))
                 else:
@@ -338,32 +366,36 @@ class _SseTransform(_Transform):
         return out
 
     def _rewrite(self, event: bytes) -> bytes:
-        terminators = _EOL.findall(event)
-        try:
-            # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by the
-            # JSON parser, so it must not leave the event unbounded.
-            lines = [
-                p.decode("utf-8", "surrogatepass") for p in _EOL.split(event)[: len(terminators)]
-            ]
-        except UnicodeDecodeError:
-            return event
-        data: list[str] = []
+        lines: list[bytes] = []
+        terminators: list[bytes] = []
+        pos = 0
+        while (found := _next_eol(event, pos)) is not None:
+            lines.append(event[pos : found[0]])
+            terminators.append(event[found[0] : found[1]])
+            pos = found[1]
+        data: list[bytes] = []
         other_bytes = 0
-        kind = "message"
+        kind = b"message"
         for line in lines:
-            if not line or line.startswith(":"):
+            if not line or line.startswith(b":"):
                 continue
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "data":
-                data.append(value)
-            else:
-                other_bytes += len(line.encode("utf-8", "surrogatepass"))
-                if field == "event":
-                    kind = value
-        if kind != "message" or not data:
+            field, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if field == b"data":
+                data.append(value)  # its UTF-8 is checked by the JSON parser
+                continue
+            try:
+                # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by
+                # the JSON parser, so it must not leave the event unbounded.
+                line.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                return event
+            other_bytes += len(line)
+            if field == b"event":
+                kind = value
+        if kind != b"message" or not data:
             return event
-        text = "\n".join(data).encode("utf-8", "surrogatepass")
+        text = b"\n".join(data)
         try:
             message = loads_in_pieces(text)
         except ValueError:
@@ -376,14 +408,14 @@ class _SseTransform(_Transform):
     def _bounded_event(
         self,
         event: bytes,
-        lines: list[str],
+        lines: list[bytes],
         terminators: list[bytes],
         text: bytes,
         message: Any,
         other_bytes: int,
-        data: list[str],
+        data: list[bytes],
     ) -> bytes:
-        size = other_bytes + sum(len(f"data: {d}".encode("utf-8", "surrogatepass")) for d in data)
+        size = other_bytes + sum(6 + len(d) for d in data)  # each as "data: <value>"
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):
             bounded = bound_response_message(
@@ -415,13 +447,13 @@ class _SseTransform(_Transform):
         out = bytearray()
         wrote = False
         for line, end in zip(lines, terminators):
-            if line.startswith("data:") or line == "data":
+            if line.startswith(b"data:") or line == b"data":
                 if not wrote:
                     for payload in payload_lines:
                         out += b"data: " + payload + end
                     wrote = True
                 continue
-            out += line.encode("utf-8", "surrogatepass") + end
+            out += line + end
         return bytes(out)
 
 

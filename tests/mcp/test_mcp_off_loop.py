@@ -396,3 +396,52 @@ def test_the_content_address_of_a_long_text_is_encoded_in_pieces(
     )
     assert len(hashed) > 1
     assert max(hashed) <= 4 * 256 * 1024
+
+
+def test_a_large_sse_event_is_searched_and_parsed_in_pieces(
+    orjson_sizes: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same in an event stream: the line endings of a 4 MB data line are searched a
+    # window at a time, never in one call over the whole line.
+    from budgetware.mcp import pieces
+
+    searched: list[int] = []
+    pattern = mcp_http._EOL
+
+    class RecordingPattern:
+        def search(self, data: bytes, pos: int = 0, endpos: int = 1 << 62) -> Any:
+            searched.append(min(endpos, len(data)) - pos)
+            return pattern.search(data, pos, endpos)
+
+        def __getattr__(self, name: str) -> Any:
+            searched.append(1 << 62)  # findall, split: the whole event in one call
+            return getattr(pattern, name)
+
+    monkeypatch.setattr(mcp_http, "_EOL", RecordingPattern())
+    body = b"event: message\r\nid: 7\r\ndata: " + result_body(4_300_000) + b"\r\n\r\n"
+    request = httpx2.Request("POST", "http://mcp.test/mcp", json=CALL, headers=HEADERS)
+    response = httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body, request=request
+    )
+    new = _rewrite_in_thread(request, response, BudgetConfig(artifact_dir=tmp_path))
+    head, _, data = new.content.partition(b"data: ")
+    assert head == b"event: message\r\nid: 7\r\n"
+    assert data.endswith(b"\r\n\r\n")
+    assert len(json.loads(data)["result"]["content"][0]["text"]) <= 100_000
+    limit = pieces.PIECE_BYTES + 1024
+    assert searched
+    assert max(searched) <= limit
+    assert max(orjson_sizes) <= limit
+
+
+@pytest.mark.parametrize(
+    ("tail", "span"),
+    [(b"\r\ny", (-1, 1)), (b"\ry", (-1, 0)), (b"\n", (-1, 0)), (b"x\r\n", (0, 2))],
+    ids=["crlf-cut-by-the-window", "lone-cr", "lf", "crlf-after"],
+)
+def test_a_line_ending_at_a_window_edge_is_read_whole(tail: bytes, span: tuple[int, int]) -> None:
+    from budgetware.mcp.pieces import PIECE_BYTES
+
+    buf = b"x" * (PIECE_BYTES - 1) + tail
+    found = mcp_http._next_eol(buf, 0)
+    assert found == (PIECE_BYTES + span[0], PIECE_BYTES + span[1])
