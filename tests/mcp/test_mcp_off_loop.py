@@ -445,3 +445,28 @@ def test_a_line_ending_at_a_window_edge_is_read_whole(tail: bytes, span: tuple[i
     buf = b"x" * (PIECE_BYTES - 1) + tail
     found = mcp_http._next_eol(buf, 0)
     assert found == (PIECE_BYTES + span[0], PIECE_BYTES + span[1])
+
+
+async def test_a_streamed_json_answer_is_joined_in_the_worker_thread(tmp_path: Path) -> None:
+    # A streamed answer's chunks arrive on the loop; finish() runs there too, and only
+    # hands over the work: the 4 MB join happens where the rewrite runs.
+    import anyio.to_thread
+
+    joined_in: list[int] = []
+
+    class Parts(list[bytes]):
+        def __iter__(self) -> Iterator[bytes]:
+            joined_in.append(threading.get_ident())
+            return super().__iter__()
+
+    transform = mcp_http._JsonTransform(1, lambda message: message)
+    body = result_body(4_300_000)
+    for start in range(0, len(body), 65_536):
+        transform.feed(body[start : start + 65_536])
+    transform._parts = Parts(transform._parts)
+    (out,) = transform.finish()
+    assert joined_in == []
+    assert callable(out)
+    assert await anyio.to_thread.run_sync(out) == body
+    assert joined_in
+    assert threading.get_ident() not in joined_in
