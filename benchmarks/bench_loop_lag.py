@@ -149,7 +149,9 @@ def main() -> None:
     server = serve()
     base_url = f"http://127.0.0.1:{server.server_address[1]}"
     directory = Path(tempfile.mkdtemp(prefix="budgetware-bench-lag-"))
-    config = BudgetConfig(artifact_dir=directory)
+    # Every request writes a new 4.3 MB artifact: room for all of them (the default 500 MiB
+    # quota would refuse the later ones, which then write nothing and cost less).
+    config = BudgetConfig(artifact_dir=directory, max_store_bytes=1 << 36)
     fast = salient.accelerator() is not None
     off = "bounded off the loop" + (
         " (salient scan: budgetware[fast])" if fast else " (pure re scan: a default install)"
