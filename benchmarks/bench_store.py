@@ -10,12 +10,15 @@ how many round trips a put makes and what budgetware adds to them, not how fast 
    SHA-256 checksum); the same call made directly; budgetware's own work (a client that
    answers at once, through the per-call deadline's worker thread); a server without
    conditional writes (``HeadObject`` + ``PutObject``); through the finalizer
-   (``ListObjectsV2`` + ``PutObject``); and obstore's put (the library choice; the
+   (``HeadObject`` + ``PutObject``); and obstore's put (the library choice; the
    ``bench`` extra).
 2. Reuse of an existing 300 KB artifact by a process that has not seen it (target: no
-   upload, one metadata call) against one ``head_object``: through the finalizer, and
-   through ``put`` alone (the MCP boundary); and reuse within the process (no call).
-3. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
+   upload, one metadata call) against one ``head_object``: through the finalizer (an
+   output, and a producer's preview, which has its decision looked up), and through
+   ``put`` alone (the MCP boundary); and reuse within the process (no call).
+3. Reuse within a process, local store: the stat that checks the artifact is still there
+   (a store directory removed under a running process), against the same path without it.
+4. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
    directory, and the latency of requests made while it runs against requests made with
    no sweep (target: no request waits for it).
 """
@@ -148,7 +151,7 @@ def s3_benchmarks(endpoint: str) -> None:
         (raw_conditional, "  put_object with If-None-Match and the SHA-256 checksum"),
         (own_work, "  budgetware's own work (a client that answers at once)"),
         (ours_unconditional, "S3ArtifactStore.put, new, no conditional writes: HEAD + PUT"),
-        (finalized, "finalize_batch, new 300 KB output: LIST + PUT"),
+        (finalized, "finalize_batch, new 300 KB output: HEAD + PUT"),
     ]
     try:
         import obstore
@@ -202,16 +205,39 @@ def s3_benchmarks(endpoint: str) -> None:
     def reuse_by_new_process_finalizer() -> None:
         finalize_batch(entry, config=config, store=new_process())
 
+    # A producer's preview (the MCP boundary's) of another output, with its decision.
+    from budgetware.mcp.bound import bound_tool_result
+
+    produced = {"content": [{"type": "text", "text": "P" * SIZE}]}
+    preview = bound_tool_result(produced, budget=20_000, store=store).result["content"][0]
+    preview_entry = [ToolResult("c", "t", (preview["text"],))]
+
+    def preview_by_new_process_finalizer() -> None:
+        (done,) = finalize_batch(preview_entry, config=config, store=new_process())
+        assert done.persisted_output_files, done
+
     calls.clear()
     reuse_by_new_process_finalizer()
     finalizer_calls = list(calls)
     calls.clear()
+    preview_by_new_process_finalizer()
+    preview_calls = list(calls)
+    calls.clear()
     reuse_by_new_process_put()
     put_calls = list(calls)
-    (head, through_finalizer, through_put), (_, finalizer_ratio, put_ratio) = interleaved(
+    (
+        (head, through_finalizer, through_preview, through_put),
+        (
+            _,
+            finalizer_ratio,
+            preview_ratio,
+            put_ratio,
+        ),
+    ) = interleaved(
         [
             lambda: client.head_object(Bucket=bucket, Key=f"artifacts/{key}.txt"),
             reuse_by_new_process_finalizer,
+            preview_by_new_process_finalizer,
             reuse_by_new_process_put,
         ]
     )
@@ -226,6 +252,12 @@ def s3_benchmarks(endpoint: str) -> None:
             " ".join(finalizer_calls),
         ),
         (
+            "a producer's preview, first time in a process, through the finalizer",
+            f"{through_preview * 1000:.2f} ms",
+            f"{preview_ratio:.2f}x",
+            " ".join(preview_calls) + " (its decision, then its artifact)",
+        ),
+        (
             "first time in a process, through put (the MCP boundary)",
             f"{through_put * 1000:.2f} ms",
             f"{put_ratio:.2f}x",
@@ -237,6 +269,63 @@ def s3_benchmarks(endpoint: str) -> None:
     print_table(
         "2. reuse of an existing 300 KB artifact, S3", rows, ("case", "median", "ratio", "calls")
     )
+
+
+def local_reuse_benchmarks() -> None:
+    """Reuse within a process, local store: with the stat on reuse against without it."""
+
+    class Unchecked(LocalArtifactStore):
+        """The reuse path as it was: an artifact verified once is named with no syscall."""
+
+        def _still_there(self, key: str) -> bool:
+            return True
+
+    root = Path(tempfile.mkdtemp(prefix="budgetware-bench-reuse-"))
+    try:
+        checked = LocalArtifactStore(root / "checked", max_store_bytes=1 << 40)
+        unchecked = Unchecked(root / "unchecked", max_store_bytes=1 << 40)
+        text = "R" * SIZE
+        key = text_key(text)
+        config = BudgetConfig(batch_budget=10_000)
+        entry = [ToolResult("c", "t", (text,))]
+        for store in (checked, unchecked):
+            store.put(text, key=key)
+            finalize_batch(entry, config=config, store=store)
+        (put_before, put_after), (_, put_ratio) = interleaved(
+            [lambda: unchecked.put(text, key=key), lambda: checked.put(text, key=key)],
+            rounds=2000,
+        )
+
+        def turn(store: LocalArtifactStore) -> Callable[[], object]:
+            # A new request re-sending the output: a new string (JSON decoding makes one).
+            return lambda: finalize_batch(
+                [ToolResult("c", "t", ("R" * SIZE,))], config=config, store=store
+            )
+
+        (turn_before, turn_after), (_, turn_ratio) = interleaved(
+            [turn(unchecked), turn(checked)], rounds=200
+        )
+        rows = [
+            ("put of a verified artifact, no check (before)", f"{put_before * 1e6:.2f} us", ""),
+            (
+                "  the same with the stat (after)",
+                f"{put_after * 1e6:.2f} us",
+                f"{put_ratio:.2f}x",
+            ),
+            (
+                "finalize_batch re-sending a 300 KB output, no check (before)",
+                f"{turn_before * 1000:.3f} ms",
+                "",
+            ),
+            (
+                "  the same with the stat (after)",
+                f"{turn_after * 1000:.3f} ms",
+                f"{turn_ratio:.3f}x",
+            ),
+        ]
+        print_table("3. reuse within a process, local store", rows, ("case", "median", "ratio"))
+    finally:
+        shutil.rmtree(root)
 
 
 def drain() -> None:
@@ -339,7 +428,7 @@ def sweep_benchmarks(count: int) -> None:
         evict = timeit_once(gone_store.sweep)
         rows.append(("sweep deleting the half older than 30 days", f"{evict * 1000:.0f} ms", ""))
         print_table(
-            f"3. the sweep, a local store of {count:,} artifacts", rows, ("case", "time", "ratio")
+            f"4. the sweep, a local store of {count:,} artifacts", rows, ("case", "time", "ratio")
         )
     finally:
         shutil.rmtree(root)
@@ -365,7 +454,10 @@ def main() -> None:
     else:
         with LocalS3Server() as server:
             s3_benchmarks(server.endpoint)
-    sweep_benchmarks(int(os.environ.get("BENCH_STORE_ARTIFACTS", "100000")))
+    local_reuse_benchmarks()
+    count = int(os.environ.get("BENCH_STORE_ARTIFACTS", "100000"))
+    if count > 0:  # 0: no sweep case (it takes minutes on a loaded machine)
+        sweep_benchmarks(count)
 
 
 if __name__ == "__main__":

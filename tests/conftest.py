@@ -26,6 +26,12 @@ if (
     os.environ["TMPDIR"] = "/dev/shm"
     tempfile.tempdir = None  # computed again from TMPDIR
 
+# The pytest runs the tests start (pytester's subprocesses, the xdist grouping test) skip
+# langsmith's plugin as this suite does (pyproject.toml): about 3 s of CPU each.
+if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = (
+        os.environ.get("PYTEST_ADDOPTS", "") + " -p no:langsmith_plugin"
+    ).strip()
 # Set before any test imports an SDK: litellm would otherwise fetch a price map online.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # Under the test suite an internal error raises instead of letting the request through.

@@ -14,6 +14,7 @@ __all__ = [
     "ArtifactNotFound",
     "ArtifactStore",
     "ArtifactStoreError",
+    "FindsArtifacts",
     "PredictsReferences",
     "digest_scope",
     "text_digest",
@@ -136,7 +137,10 @@ class ArtifactStore(Protocol):
     ``put`` returns the reference a preview names (for the local store, the absolute path
     of the file). Decisions let a producer boundary (an MCP client) tell the finalizer
     downstream what it already did with a text it bounded, keyed by ``text_key`` of that
-    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable".
+    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable". The
+    finalizer looks a decision up only for a text that may be a preview
+    (``core/notice.may_be_preview``: it carries one of the preview's fixed phrases), so a
+    producer records decisions for such texts only.
     Any method may raise; callers treat a failure as "no reference".
     """
 
@@ -158,3 +162,17 @@ class PredictsReferences(Protocol):
     """
 
     def ref_for(self, key: str) -> str: ...
+
+
+@runtime_checkable
+class FindsArtifacts(Protocol):
+    """A store that can say whether the artifact of a key is there already.
+
+    ``stored_reference(key)`` is the reference of the artifact stored under ``key`` when
+    its bytes verify, else None; it writes nothing. The finalizer asks it before a put of a
+    text that no producer can have decided (``core/notice.may_be_preview``): an artifact
+    another process wrote is then reused with one look (one ``HeadObject`` on S3, no
+    upload), and a new one is written by the put that follows.
+    """
+
+    def stored_reference(self, key: str) -> str | None: ...

@@ -12,12 +12,17 @@ from typing import cast
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
-from budgetware.core.artifacts import ArtifactStore, PredictsReferences, text_key
+from budgetware.core.artifacts import (
+    ArtifactStore,
+    FindsArtifacts,
+    PredictsReferences,
+    text_key,
+)
 from budgetware.core.config import BudgetConfig, ToolPolicy
 from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
-from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING
+from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING, may_be_preview
 from budgetware.core.salient import compile_salient
 
 __all__ = ["finalize_batch", "finalize_batch_written", "guard_batch", "preview_options"]
@@ -349,10 +354,18 @@ def _persist(
         if len(entry.slots) == 1:
             # The one slot is the full text: its previews and its scan can be reused.
             cut[0].key = cut[0].preview.key = key
-        decided = store.lookup_decision(key)
+        # Only a text that may be a producer's preview can have a decision recorded for
+        # it (the MCP boundary records none for any other): the others skip the lookup,
+        # which is a round trip on S3.
+        decidable = _may_be_preview(full, key)
+        decided = store.lookup_decision(key) if decidable else None
         if decided is None and len(entry.slots) > 1:
             for slot in entry.slots:
-                decided = store.lookup_decision(text_key(slot))
+                slot_key = text_key(slot)
+                if not _may_be_preview(slot, slot_key):
+                    continue
+                decidable = True
+                decided = store.lookup_decision(slot_key)
                 if decided is not None:
                     break
         if decided is not None:
@@ -365,6 +378,14 @@ def _persist(
         probe = predicted if predicted is not None else _placeholder(store)
         if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
+        if not decidable and _finds(store):
+            # No decision was looked up: ask whether the artifact is there (one look, no
+            # upload when another process wrote it); the put below writes a new one.
+            found = cast(FindsArtifacts, store).stored_reference(key)
+            if found is not None:
+                if found != predicted:
+                    _fit_all(cut, (found,))
+                return (found,)
         # A store that can tell (the local one does) says whether this put wrote the
         # artifact or found it there already; one that cannot counts as written.
         put_reporting = _reporting_put(store)
@@ -427,3 +448,33 @@ def _predict(store: ArtifactStore, key: str) -> str | None:
 
 
 _PREDICTS: dict[type, bool] = {}
+_FINDS: dict[type, bool] = {}
+
+
+def _finds(store: ArtifactStore) -> bool:
+    kind = type(store)
+    finds = _FINDS.get(kind)
+    if finds is None:  # a runtime protocol check is slow: once per store class
+        finds = _FINDS[kind] = isinstance(store, FindsArtifacts)
+    return finds
+
+
+# Whether a text may be a producer's preview, by content address: the scan costs about
+# as much as hashing the text, and a conversation re-sends the same outputs every turn.
+_MAY_BE_PREVIEW: OrderedDict[str, bool] = OrderedDict()
+_MAY_BE_PREVIEW_ENTRIES = 8_192
+_MAY_BE_PREVIEW_LOCK = threading.Lock()
+
+
+def _may_be_preview(text: str, key: str) -> bool:
+    with _MAY_BE_PREVIEW_LOCK:
+        known = _MAY_BE_PREVIEW.get(key)
+        if known is not None:
+            _MAY_BE_PREVIEW.move_to_end(key)
+            return known
+    answer = may_be_preview(text)
+    with _MAY_BE_PREVIEW_LOCK:
+        _MAY_BE_PREVIEW[key] = answer
+        while len(_MAY_BE_PREVIEW) > _MAY_BE_PREVIEW_ENTRIES:
+            _MAY_BE_PREVIEW.popitem(last=False)
+    return answer

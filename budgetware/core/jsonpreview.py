@@ -12,18 +12,22 @@ preview is valid JSON whenever the document is. Strings keep their value; they a
 compactly (raw UTF-8, the few escapes JSON requires), whatever escapes the document used.
 
 Sizes are the UTF-8 bytes of compact JSON, measured by the C serializer; only the elements
-that are kept are visited, so a preview costs a few serializations of the document, not a
-walk over it in Python.
+that are kept are visited, and the sizes of the document's parts are measured once (an
+object's largest value by difference), so that fitting a document, at one room or several,
+serializes little more than what is kept: no walk over it in Python. Reading it costs about
+one orjson parse (``parse_document``), numbers kept as spelled.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
-from budgetware.core.jsonio import dumps_literal, loads_literal
+from budgetware.core.jsonio import dumps_literal, loads_literal, loads_spelled
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
 
@@ -40,11 +44,51 @@ _LEADING_SPACE = re.compile(r"\ufeff?[ \t\n\r]*")
 _SPACE = " \t\n\r"
 
 
-def parse_document(text: str) -> dict[str, Any] | list[Any] | None:
+class Document:
+    """A parsed JSON object or array, with the sizes of its parts measured so far.
+
+    Sizes (compact UTF-8 JSON, numbers as spelled) of the document's own containers are
+    remembered by identity while the document lives, so that fitting it at a second room
+    (or a second notice) serializes nothing already measured.
+    """
+
+    __slots__ = ("_sizes", "_text_bytes", "value")
+
+    def __init__(self, value: dict[str, Any] | list[Any], size: int | None = None) -> None:
+        self.value = value
+        self._sizes: dict[int, int] = {} if size is None else {id(value): size}
+        self._text_bytes: int | None = None
+
+    def size(self, node: Any) -> int:
+        """The size of ``node``, a part of this document (never a value made from it)."""
+        if isinstance(node, (dict, list)):
+            known = self._sizes.get(id(node))
+            if known is None:
+                known = self._sizes[id(node)] = _size(node)
+            return known
+        return _size(node)
+
+    def remember(self, node: Any, size: int) -> None:
+        """Note the size of ``node``, a part of this document, found without measuring it."""
+        if isinstance(node, (dict, list)):
+            self._sizes[id(node)] = size
+
+    def text_bytes(self, text: str) -> int:
+        """UTF-8 bytes of the document's text (the same text at every call)."""
+        if self._text_bytes is None:
+            ascii_only = text.isascii()  # (a flag of the string: no scan)
+            self._text_bytes = len(text if ascii_only else text.encode("utf-8", "surrogatepass"))
+        return self._text_bytes
+
+
+def parse_document(text: str) -> Document | None:
     """The JSON object or array that ``text`` is, or None (any other text, invalid JSON).
 
-    A byte order mark and any amount of whitespace around the document are allowed. Numbers
-    are kept as their literal text (``jsonio.loads_literal``).
+    A byte order mark and any amount of whitespace around the document are allowed. Every
+    number is written back as the document spells it: the document is read by orjson when
+    each of its numbers is spelled as orjson writes it (``jsonio.loads_spelled``, one
+    comparison proves it), with its numbers kept as their literal text otherwise
+    (``jsonio.loads_literal``).
     """
     # Look at the first and last characters past the spaces without copying a large text.
     first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
@@ -58,27 +102,54 @@ def parse_document(text: str) -> dict[str, Any] | list[Any] | None:
             break
     if last - first < 1 or text[last] not in "}]":
         return None
+    body = text[first:] if first and text[0] == "\ufeff" else text
+    # The literal parse makes an object of every number: on a document of numbers that is
+    # most of its cost, twice orjson's parse. orjson's parse, kept faithful, costs a
+    # serialization and a comparison more than orjson's parse alone: less than the
+    # literal parse when numbers are many, more when they are few (an API's strings).
+    if _number_dense(body):
+        exact = loads_spelled(body)
+        if exact is not None:
+            value, size = exact
+            return Document(value, size) if isinstance(value, (dict, list)) else None
     try:
-        value = loads_literal(text[first:] if first and text[0] == "\ufeff" else text)
+        value = loads_literal(body)
     except (ValueError, RecursionError):
         return None
-    if isinstance(value, (dict, list)) and _serializable(value):
-        return value
-    return None
-
-
-def _serializable(value: Any) -> bool:
+    if not isinstance(value, (dict, list)):
+        return None
     try:
-        dumps_literal(value)
+        size = _size(value)
     except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+        return None
+    return Document(value, size)
+
+
+# Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
+_NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
+_WINDOWS, _WINDOW = 16, 512
+# From about this many numbers a kilobyte, orjson's parse kept faithful costs less than the
+# literal parse (measured in benchmarks/bench_core.py: an API listing has about 5, a table of
+# floats 40 to 100).
+_DENSE = 20
+
+
+def _number_dense(text: str) -> bool:
+    """Whether ``text`` looks like it holds many numbers, from a few windows spread over it
+    (the same answer for the same text; a wrong one costs time, never a number)."""
+    if len(text) <= _WINDOWS * _WINDOW:
+        windows = [text]
+    else:
+        step = (len(text) - _WINDOW) // (_WINDOWS - 1)
+        windows = [text[k * step : k * step + _WINDOW] for k in range(_WINDOWS)]
+    found = sum(len(_NUMBER_START.findall(window)) for window in windows)
+    return found * 1024 >= _DENSE * sum(map(len, windows))
 
 
 def render_within(
-    value: Any, room: int, unit: Unit, text: str, total: int, words: Wording
+    doc: Document, room: int, unit: Unit, text: str, total: int, words: Wording
 ) -> tuple[str, int] | None:
-    """Compact JSON of ``value``'s shape measuring at most ``room`` in ``unit``, and how
+    """Compact JSON of the document's shape measuring at most ``room`` in ``unit``, and how
     much of it is the document's own content (not markers or summaries); or None.
 
     ``text`` (the original, measuring ``total``) tells how bytes relate to the unit, for
@@ -90,10 +161,11 @@ def render_within(
         budget = room
     else:
         # Bytes per unit of the original text scale the first guess; then measure, shrink.
-        scale = len(text.encode("utf-8", "surrogatepass")) / max(total, 1)
+        scale = doc.text_bytes(text) / max(total, 1)
         budget = max(int(room * min(scale, 8.0)), 2)
+    fitter = _Fitter(doc, words)
     for _ in range(16):
-        shrunk = _fit(value, budget, words)
+        shrunk = fitter.fit(doc.value, budget, doc.size(doc.value))
         if shrunk is None:
             return None
         raw = dumps_literal(shrunk[0])
@@ -156,23 +228,6 @@ def _size(value: Any) -> int:
     return len(dumps_literal(value))
 
 
-def _fit(
-    value: Any, budget: int, words: Wording, size: int | None = None
-) -> tuple[Any, int] | None:
-    """``(shortened value, its size)`` with size <= ``budget``, or None."""
-    if size is None:
-        size = _size(value)
-    if size <= budget:
-        return value, size
-    if isinstance(value, str):
-        return _fit_str(value, budget, words)
-    if isinstance(value, list):
-        return _fit_list(value, budget, words) or _summary(value, budget, words)
-    if isinstance(value, dict):
-        return _fit_dict(value, budget, words) or _summary(value, budget, words)
-    return _summary(value, budget, words)
-
-
 def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
     """A string standing for a value with too little room: what it was, or just ``...``."""
     if isinstance(value, dict):
@@ -217,60 +272,15 @@ def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
     return None
 
 
-def _fit_list(items: list[Any], budget: int, words: Wording) -> tuple[Any, int] | None:
-    n = len(items)
-    # Whole elements first: the first, the last, the second, ... while they fit.
-    front: list[int] = []
-    back: list[int] = []  # collected from the end inwards
-    used = 2  # the brackets
-    sizes: dict[int, int] = {}
-    for index in _ends(n):
-        size = sizes[index] = _size(items[index])
-        kept = len(front) + len(back) + 1
-        marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
-        if used + size + (kept - 1) + marker > budget:
-            break
-        (front if index == len(front) else back).append(index)
-        used += size
-    if len(front) + len(back) >= min(n, 2):
-        return _assemble([items[i] for i in front + back[::-1]], len(front), n, words)
-    # Elements too large to keep whole: shorten the first (and last) ones instead. Every
-    # value fits any share of at least _MIN_VALUE (as a summary at worst), so one pass
-    # settles it: no search, and the cost stays linear in what is kept.
-    count = min(n, _MAX_SHRUNK_ELEMENTS)
-    while count > 0:
-        omitted = n - count
-        marker = _size(words.json_items_omitted(omitted)) + 1 if omitted else 0
-        room = budget - 2 - (count - 1) - marker
-        if room >= count * _MIN_VALUE:
-            break
-        count -= 1
-    if count == 0:
-        return None
-    picks = sorted(_ends(n)[:count])
-    lengths = [sizes[i] if i in sizes else _size(items[i]) for i in picks]
-    fitted = []
-    for index, share, length in zip(picks, allocate(lengths, room), lengths):
-        done = _fit(items[index], share, words, length)
-        if done is None:  # pragma: no cover - a share of _MIN_VALUE always fits a summary
-            return None
-        fitted.append(done[0])
-    split = sum(1 for i in picks if i < (n + 1) // 2)
-    result = _assemble(fitted, split, n, words)
-    return result if result[1] <= budget else None
-
-
-def _ends(n: int) -> list[int]:
-    """Indices from both ends inwards: 0, n-1, 1, n-2, ..."""
-    out: list[int] = []
+def _ends(n: int) -> Iterator[int]:
+    """Indices from both ends inwards: 0, n-1, 1, n-2, ... (as many as are taken)."""
     i, j = 0, n - 1
     while i <= j:
-        out.append(i)
+        yield i
         if i != j:
-            out.append(j)
+            yield j
         i += 1
         j -= 1
-    return out
 
 
 def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any, int]:
@@ -281,40 +291,145 @@ def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any,
     return value, _size(value)
 
 
-def _fit_dict(obj: dict[str, Any], budget: int, words: Wording) -> tuple[Any, int] | None:
-    keys = list(obj)
-    marker_key = _marker_key(obj)
-    key_sizes = [_size(k) + 1 for k in keys]  # "key":
-    # Keep every key while the skeleton and the smallest values fit; else the first ones
-    # and one marker member for the rest.
-    count = len(keys)
-    while count > 0:
+class _Fitter:
+    """Shortens the parts of one document: sizes of its own parts come from the document
+    (measured once), those of the values made while fitting are measured as they come."""
+
+    __slots__ = ("doc", "words")
+
+    def __init__(self, doc: Document, words: Wording) -> None:
+        self.doc = doc
+        self.words = words
+
+    def fit(self, value: Any, budget: int, size: int) -> tuple[Any, int] | None:
+        """``(shortened value, its size)`` with size <= ``budget``, or None; ``value`` is a
+        part of the document, measuring ``size``."""
+        if size <= budget:
+            return value, size
+        words = self.words
+        if isinstance(value, str):
+            return _fit_str(value, budget, words)
+        if isinstance(value, list):
+            return self.fit_list(value, budget) or _summary(value, budget, words)
+        if isinstance(value, dict):
+            return self.fit_dict(value, budget) or _summary(value, budget, words)
+        return _summary(value, budget, words)
+
+    def fit_list(self, items: list[Any], budget: int) -> tuple[Any, int] | None:
+        words, measure_part = self.words, self.doc.size
+        n = len(items)
+        # Whole elements first: the first, the last, the second, ... while they fit.
+        front: list[int] = []
+        back: list[int] = []  # collected from the end inwards
+        used = 2  # the brackets
+        sizes: dict[int, int] = {}
+        for index in _ends(n):
+            size = sizes[index] = measure_part(items[index])
+            kept = len(front) + len(back) + 1
+            marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
+            if used + size + (kept - 1) + marker > budget:
+                break
+            (front if index == len(front) else back).append(index)
+            used += size
+        if len(front) + len(back) >= min(n, 2):
+            return _assemble([items[i] for i in front + back[::-1]], len(front), n, words)
+        # Elements too large to keep whole: shorten the first (and last) ones instead.
+        # Every value fits any share of at least _MIN_VALUE (as a summary at worst), so
+        # one pass settles it: no search, and the cost stays linear in what is kept.
+        count = min(n, _MAX_SHRUNK_ELEMENTS)
+        while count > 0:
+            omitted = n - count
+            marker = _size(words.json_items_omitted(omitted)) + 1 if omitted else 0
+            room = budget - 2 - (count - 1) - marker
+            if room >= count * _MIN_VALUE:
+                break
+            count -= 1
+        if count == 0:
+            return None
+        picks = sorted(itertools.islice(_ends(n), count))
+        lengths = [sizes[i] if i in sizes else measure_part(items[i]) for i in picks]
+        fitted = []
+        for index, share, length in zip(picks, allocate(lengths, room), lengths):
+            done = self.fit(items[index], share, length)
+            if done is None:  # pragma: no cover - a share of _MIN_VALUE always fits a summary
+                return None
+            fitted.append(done[0])
+        split = sum(1 for i in picks if i < (n + 1) // 2)
+        result = _assemble(fitted, split, n, words)
+        return result if result[1] <= budget else None
+
+    def fit_dict(self, obj: dict[str, Any], budget: int) -> tuple[Any, int] | None:
+        words, doc = self.words, self.doc
+        keys = list(obj)
+        marker_key = _marker_key(obj)
+        key_sizes = [_size(k) + 1 for k in keys]  # "key":
+        # Keep every key while the skeleton and the smallest values fit; else the first
+        # ones and one marker member for the rest.
+        count = len(keys)
+        while count > 0:
+            omitted = len(keys) - count
+            marker = (
+                _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1
+                if omitted
+                else 0
+            )
+            skeleton = 2 + sum(key_sizes[:count]) + (count - 1) + marker
+            if skeleton + count * _MIN_VALUE <= budget:
+                break
+            count -= 1
+        if count == 0:
+            return None
+        kept = keys[:count]
         omitted = len(keys) - count
         marker = (
             _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
         )
-        skeleton = 2 + sum(key_sizes[:count]) + (count - 1) + marker
-        if skeleton + count * _MIN_VALUE <= budget:
-            break
-        count -= 1
-    if count == 0:
-        return None
-    kept = keys[:count]
-    omitted = len(keys) - count
-    marker = _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
-    room = budget - (2 + sum(key_sizes[:count]) + (count - 1) + marker)
-    lengths = [_size(obj[k]) for k in kept]
-    shares = allocate(lengths, room)
-    out: dict[str, Any] = {}
-    for key, share, length in zip(kept, shares, lengths):
-        done = _fit(obj[key], share, words, length)
-        if done is None:
-            return None
-        out[key] = done[0]
-    if omitted:
-        out[marker_key] = words.json_keys_omitted(omitted)
-    size = _size(out)
-    return (out, size) if size <= budget else None
+        room = budget - (2 + sum(key_sizes[:count]) + (count - 1) + marker)
+        values = [obj[k] for k in kept]
+        if omitted:
+            lengths = [doc.size(v) for v in values]
+        else:
+            lengths = self.value_sizes(obj, values, key_sizes)
+        shares = allocate(lengths, room)
+        out: dict[str, Any] = {}
+        for key, value, share, length in zip(kept, values, shares, lengths):
+            done = self.fit(value, share, length)
+            if done is None:
+                return None
+            out[key] = done[0]
+        if omitted:
+            out[marker_key] = words.json_keys_omitted(omitted)
+        size = _size(out)
+        return (out, size) if size <= budget else None
+
+    def value_sizes(
+        self, obj: dict[str, Any], values: list[Any], key_sizes: list[int]
+    ) -> list[int]:
+        """The sizes of all of ``obj``'s values (``key_sizes``: each key and its colon).
+
+        The object's size is known: its values measure that less its skeleton, so the
+        heaviest-looking one (a whole document's array, say) is never serialized."""
+        doc = self.doc
+        count = len(values)
+        heaviest = max(range(count), key=lambda i: _weight(values[i]))
+        lengths = [0 if i == heaviest else doc.size(v) for i, v in enumerate(values)]
+        lengths[heaviest] = doc.size(obj) - (2 + sum(key_sizes) + (count - 1)) - sum(lengths)
+        doc.remember(values[heaviest], lengths[heaviest])
+        return lengths
+
+
+def _weight(value: Any, depth: int = 4) -> int:
+    """How large a value looks without measuring it: a string's length; a container's
+    length times what its first few children look like, a few levels down."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, (list, dict)) or not value:
+        return 1
+    if depth == 0:
+        return len(value)
+    children = itertools.islice(value if isinstance(value, list) else value.values(), 3)
+    sample = [_weight(child, depth - 1) for child in children]
+    return len(value) * (1 + sum(sample) // len(sample))
 
 
 def _marker_key(obj: dict[str, Any]) -> str:

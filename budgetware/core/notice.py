@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_WORDING",
+    "PREVIEW_PHRASES",
     "TOOL_HINT",
     "TOOL_HINT_WORDING",
     "ToolHintWording",
     "Wording",
+    "may_be_preview",
     "unit_word",
 ]
 
@@ -137,3 +139,29 @@ class ToolHintWording(Wording):
 
 
 TOOL_HINT_WORDING = ToolHintWording()
+
+
+# What every preview of the wordings above carries (``core/fit.py``'s forms): the full
+# and JSON notices open with "[Tool output truncated: "; the compact text form has the
+# "[...]" marker, the full text form its "[... N omitted ...]" marker (salient lines or
+# not), the minimal form is "[...]" and the tail; the compact JSON notice opens with
+# "[JSON of ". tests/core/test_may_be_preview.py holds every form to it.
+PREVIEW_PHRASES = ("[Tool output truncated: ", "[JSON of ", "[...")
+_MINIMAL = DEFAULT_WORDING.minimal()
+
+
+def may_be_preview(text: str) -> bool:
+    """Whether ``text`` may be, or hold, a preview (a producer's bounded text): it carries
+    one of ``PREVIEW_PHRASES``, or is a start of the minimal form (a room of fewer than
+    five characters: ``""``, ``"["``, ...).
+
+    A text for which this is False was not bounded by budgetware, so no producer recorded
+    a decision for it (the MCP boundary records decisions only for texts that pass this
+    test): the finalizer looks a decision up only when it is True. Texts that merely quote
+    a phrase are a false positive, which costs the lookup and nothing else. One scan of
+    the text for each phrase (about the time of hashing it, once: callers remember the
+    answer by content address).
+    """
+    if len(text) < len(_MINIMAL):
+        return _MINIMAL.startswith(text)
+    return any(phrase in text for phrase in PREVIEW_PHRASES)

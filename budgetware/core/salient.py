@@ -7,18 +7,22 @@ the newline before the line to the line's end, so ``$`` and ``\\Z`` are the end 
 and nothing after it is seen. Each pattern is matched like ``re.match`` against a line after
 its indentation; start one with ``.*?`` to find a word anywhere in a line (it costs more).
 
-Finding the lines (``salient_spans``, ``scan``) is one of two ways that give the same spans:
+Finding the lines (``salient_spans``, ``scan``) is one of three ways that give the same
+spans, in newline-aligned pieces of 256 KiB (between them the scanning thread gives the GIL
+away, so a worker scanning a large output lets an event loop run):
 
-- **pure ``re``** (always there): a search of the combined pattern, in newline-aligned
-  pieces of 256 KiB, so a worker thread scanning a large output lets other threads (an
-  event loop) run between pieces; every line it finds is checked alone as above;
-- **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): a literal search
-  for words that every default match contains (``_ANCHORS``: a test holds them complete),
-  then the check alone at those lines only. User patterns are not read for words: their
-  candidates come from the same piece-wise ``re`` search of the user patterns alone.
+- **anchor words, pure Python** (the default patterns, always there): words that every
+  default match contains (``_ANCHORS``: a test holds them complete) are found one by one,
+  each by its rarest character (``str.find`` of one character is a memchr) and, where that
+  character is dense in the output, by a literal ``re`` search capped at ``_FIND_CHARS``
+  per call; only the lines that hold a word are checked alone as above;
+- **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): the same words,
+  all at once in C;
+- **the combined ``re`` pattern searched** at every line start, for user patterns (they
+  are not read for words): with the defaults, their candidates are added to the words'.
 
-Both check every candidate with the same combined pattern, so replicas with and without
-the accelerator make byte-identical previews (a test compares both on a varied corpus).
+All check every candidate with the same combined pattern, so replicas with and without
+the accelerator make byte-identical previews (tests compare the ways on varied corpora).
 A scan never depends on time: no timeout, no sampling; its size cap (``SCAN_LIMIT``) is a
 number of characters. User patterns that may cost without bound are refused where they
 are configured (``check_patterns``, with ``core/regexcost.regex_problem``).
@@ -113,31 +117,32 @@ DEFAULT_SALIENT_PATTERNS: tuple[str, ...] = (
 )
 
 # Words at least one of which every line that a default pattern matches contains (case as
-# written): the accelerator looks for these and checks only the lines that have one. A
-# test matches each default pattern against generated lines and holds this list complete.
+# written): the scan looks for these and checks only the lines that hold one. A test
+# matches each default pattern against generated lines and holds this list complete.
+# Longer words are found faster (a find skips ahead by about their length).
 _ANCHORS: tuple[str, ...] = (
-    "rror",  # error, Error, AssertionError, collect2: error, Bus error, rror:
-    "ERR",  # ERROR, ERRORS, npm ERR!
-    "FAIL",  # FAIL, FAILED, FAILURES, --- FAIL
+    "rror",  # error, Error, AssertionError, collect2: error, Bus error, npm error, rror:
+    "ERROR",  # ERROR, ERRORS, [ERROR]
+    "ERR!",  # npm ERR!
+    "FAIL",  # FAIL, FAILED, FAILURES, --- FAIL, test result: FAILED
     "FATAL",
     "fatal",
     "PANIC",
-    "panic",  # panic, panicked
+    "panic",  # panic:, panicked
     "CRITICAL",
     "SEVERE",
     "EMERG",
     "ALERT",
-    "Traceback",
+    "Traceback (most recent call last)",
     "xception",  # Exception, exception (During handling, The above exception)
     "E  ",  # pytest's assertion lines
     "failed",
-    "undefined reference",
-    "goroutine",
     "failures:",
+    "undefined reference to",
+    "goroutine ",
     "Uncaught",
     "Unhandled",
-    "npm ",
-    "● ",
+    "● ",  # jest
     "✕ ",
     "✗ ",
     "× ",
@@ -295,16 +300,17 @@ def _spans(
         first = text.find("\n", 0, end)
         if regex.match("\n" + text[:first]):
             spans.add((0, first))
-    use_fast = fast is not None and pattern.defaults
+    words = _Words() if fast is None and pattern.defaults else None
     for piece_start, piece_end in _pieces(text, start, end):
-        if use_fast:
-            assert fast is not None
+        if fast is not None and pattern.defaults:
             lines = fast.candidates(text, piece_start, piece_end)
-            if pattern.extra is not None:
-                extra = _search(text, piece_start, piece_end, start, pattern.extra)
-                lines = sorted(set(lines).union(extra))
+        elif words is not None:
+            lines = words.candidates(text, piece_start, piece_end)
         else:
             lines = _search(text, piece_start, piece_end, start, regex)
+        if pattern.defaults and pattern.extra is not None:
+            extra = _search(text, piece_start, piece_end, start, pattern.extra)
+            lines = sorted(set(lines).union(extra))
         _check(text, lines, start, end, regex, spans)
     return spans.spans()
 
@@ -351,6 +357,115 @@ def _search(
         position = find("\n", line, stop)
         if position == -1:
             return found
+
+
+# -- the pure-Python prefilter: the anchors by memchr and find -----------------------------
+
+# Characters from the rarest in logs to the most common (a guess, never a result: any
+# order finds the same lines). An anchor is first looked for by its rarest character,
+# which ``str.find`` of one character finds at memchr speed; where that character turns
+# out dense, by the whole word.
+_RARITY = (
+    "●✕✗×*!'`\"#QZXJKVWYBGUMHFLPCDNRIOTSAEqzxjkvbpygfwmucldrhsnioate"
+    "0123456789$%&+,-./;<=>?@[]^_{|}~:\t "
+)
+_RANK = {char: rank for rank, char in enumerate(_RARITY)}
+# A probe character found more often than once in this many characters costs more (a
+# Python step each) than a find of the whole word (a C loop): the word is found instead.
+_DENSE = 512
+_DENSE_AFTER = 32
+_DENSE_PIECES = 8
+# The rarest characters of an anchor checked in each piece.
+_PROBE_CHARS = 4
+# A find of a word in a piece of an output is capped at this many characters per call,
+# so no call holds the GIL for long even in a piece that is one huge line.
+_FIND_CHARS = 1 << 18
+
+
+def _probes(word: str) -> tuple[tuple[str, int], ...]:
+    """The distinct characters of ``word`` with their offsets in it, the rarest first."""
+    offsets: dict[str, int] = {}
+    for offset, char in enumerate(word):
+        offsets.setdefault(char, offset)
+    order = sorted(offsets.items(), key=lambda item: (_RANK.get(item[0], -1), item[1]))
+    return tuple(order[:_PROBE_CHARS])
+
+
+# Each anchor: the word, its rarest characters, and a literal search for the whole word.
+# ``re`` finds a literal in one tight loop (about 3 times faster than ``str.find`` for a
+# short word whose characters are all common).
+_WORDS = tuple((word, _probes(word), re.compile(re.escape(word)).search) for word in _ANCHORS)
+
+
+class _Words:
+    """Candidate lines of one scan: the lines that hold an anchor, found piece by piece.
+
+    In each piece, an anchor is skipped when one of its rarest characters is not there
+    (memchr); otherwise it is looked for by the character of those first seen furthest
+    into the piece (likely the rarest), until that character turns out dense, and then by
+    the whole word, also for the next ``_DENSE_PIECES`` pieces. What is remembered only
+    picks the way of finding: every way finds the same lines.
+    """
+
+    __slots__ = ("_dense",)
+
+    def __init__(self) -> None:
+        self._dense = [0] * len(_WORDS)
+
+    def candidates(self, text: str, piece_start: int, piece_end: int) -> list[int]:
+        """Starts of the lines of ``[piece_start, piece_end)`` holding an anchor, in order.
+
+        No anchor holds a newline: an anchor that starts in the piece ends in it (pieces
+        end after a newline, or at the end of the range, where a line is not whole).
+        """
+        found: set[int] = set()
+        find = text.find
+        rfind = text.rfind
+        startswith = text.startswith
+        dense = self._dense
+        for index, (word, probes, search) in enumerate(_WORDS):
+            probe = ""
+            offset = 0
+            at = furthest = -1
+            for char, char_offset in probes:
+                first = find(char, piece_start + char_offset, piece_end)
+                if first == -1:
+                    break  # memchr: a character of the word is not in the piece
+                if first - char_offset > furthest:
+                    furthest = first - char_offset
+                    probe, offset, at = char, char_offset, first
+            else:
+                position = piece_start  # where a search for the whole word starts
+                if dense[index]:
+                    dense[index] -= 1
+                else:
+                    hits = 0
+                    while at != -1:
+                        begin = at - offset
+                        if startswith(word, begin):
+                            found.add(rfind("\n", 0, begin) + 1)
+                            position = find("\n", begin, piece_end) + 1 or piece_end
+                            at = find(probe, position + offset, piece_end)
+                            continue
+                        hits += 1
+                        if hits >= _DENSE_AFTER and begin - piece_start < hits * _DENSE:
+                            dense[index] = _DENSE_PIECES
+                            position = begin + 1
+                            break
+                        at = find(probe, at + 1, piece_end)
+                    else:
+                        continue
+                size = len(word)
+                while position < piece_end:
+                    stop = min(position + _FIND_CHARS, piece_end)
+                    hit = search(text, position, min(stop + size - 1, piece_end))
+                    if hit is None:
+                        position = stop
+                        continue
+                    begin = hit.start()
+                    found.add(rfind("\n", 0, begin) + 1)
+                    position = find("\n", begin, piece_end) + 1 or piece_end
+        return sorted(found)
 
 
 def _check(

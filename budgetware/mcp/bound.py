@@ -33,6 +33,7 @@ from budgetware.core.config import (
 from budgetware.core.fit import PreviewOptions, fit_text
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
+from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
 from budgetware.mcp.pieces import LONG_STRING_BYTES, give_way
 from budgetware.store.select import store_for_config
@@ -591,6 +592,11 @@ def _record(
         shapes.append(dumps_bytes(structured).decode())
         shapes.append(json.dumps(structured, ensure_ascii=False))
         shapes.append(json.dumps(structured))
+    # Only a text that may be a preview is looked up downstream (``may_be_preview``): a
+    # shape with no bounded text in it (the untouched text blocks of a result whose
+    # structured content was cut, or the other way round) is not the boundary's to decide,
+    # and the finalizer persists it itself if it cuts it.
+    shapes = [s for s in shapes if may_be_preview(s)]
     for key in dict.fromkeys(text_key(s) for s in shapes):
         try:
             store.record_decision(key, refs)

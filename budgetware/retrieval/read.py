@@ -9,6 +9,7 @@ from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig, resolve_config
+from budgetware.retrieval import cache
 from budgetware.retrieval.errors import InvalidReadArgument
 from budgetware.store.base import ContentStore
 from budgetware.store.select import store_for_config
@@ -117,13 +118,25 @@ def read_window(
     """``read_artifact``, with where the window starts and the output's full length."""
     offset = count("offset", offset)
     limit = count("limit", limit)
-    store, key = resolve_ref(ref, store=store, config=config)
-    total = store.char_index(key).chars
-    if offset > total:
-        raise InvalidReadArgument(
-            f"offset {offset:,} is past the end of the output ({total:,} chars)"
-        )
-    return Window(store.read_text(key, offset, offset + limit), offset, total)
+    if store is None:
+        store = configured_store(config)
+    # An artifact read lately, and still the same file: one stat and one pread.
+    remembered = cache.window(store, ref, offset, limit)
+    if remembered is not None:
+        return Window(remembered[0], offset, remembered[1])
+    try:
+        store, key = resolve_ref(ref, store=store)
+        total = store.char_index(key).chars
+        if offset > total:
+            raise InvalidReadArgument(
+                f"offset {offset:,} is past the end of the output ({total:,} chars)"
+            )
+        text = store.read_text(key, offset, offset + limit)
+    except ArtifactNotFound:
+        cache.discard(store, ref)
+        raise
+    cache.remember(store, ref, key, store.char_index(key))
+    return Window(text, offset, total)
 
 
 def read_artifact(
@@ -145,4 +158,10 @@ def read_artifact(
     (outside it, ``..``, a symlink, a directory, unknown, evicted, truncated), and
     InvalidReadArgument for a negative offset or limit or an offset past the end.
     """
+    whole = type(offset) is int and type(limit) is int and offset >= 0 and limit >= 0
+    if store is not None and whole:
+        # An artifact read lately, and still the same file: one stat and one pread.
+        remembered = cache.window(store, ref, offset, limit)
+        if remembered is not None:
+            return remembered[0]
     return read_window(ref, offset=offset, limit=limit, store=store, config=config).text

@@ -222,6 +222,13 @@ class ContentStore:
         """Mark the artifact used now; False if it is gone. May defer the work."""
         raise NotImplementedError
 
+    def _still_there(self, key: str) -> bool:
+        """Whether an artifact this process verified is still there, checked on every
+        reuse: False names it no more and has it looked at (and written) again. Only for a
+        backend where the check costs a few microseconds (a ``stat``); by default (S3: a
+        round trip) reuse trusts what was verified."""
+        return True
+
     def _read_decision(self, key: str) -> bytes | None:
         raise NotImplementedError
 
@@ -312,6 +319,23 @@ class ContentStore:
             self._remember(key)
             self._note_size(key, len(data))
         return self.ref_for(key), wrote
+
+    def stored_reference(self, key: str) -> str | None:
+        """The reference of the artifact under ``key`` if it is in the store and its bytes
+        verify, else None (also when the store cannot be reached); writes nothing.
+
+        What this process verified is answered from memory; otherwise it is one look
+        (``_probe``: a stat and a hash locally, one ``HeadObject`` on S3), remembered.
+        The finalizer asks this before its put of a text that no producer can have
+        decided, so an artifact another process wrote costs no upload, and a new one is
+        written by the put that follows (``core/artifacts.FindsArtifacts``)."""
+        check_key(key)
+        ref = self._reuse(key)
+        if ref is not None:
+            return ref
+        found = self._valid_key(key)
+        self._schedule_sweep()  # as a put does: a process that only reuses sweeps too
+        return self.ref_for(key) if found else None
 
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
         """Remember what a producer decided for the text with this key (written once).
@@ -623,6 +647,11 @@ class ContentStore:
             due = now - last >= self._refresh_every
             if due:
                 self._known[key] = now
+        if not self._still_there(key):
+            # Removed since (the store directory deleted, pruned by hand) or altered: look
+            # again, write again, so a preview never names a file that is gone.
+            self._drop(key)
+            return None
         if due and not self._refresh(key):
             self._forget(key)  # deleted since (pruned by hand): look again, write again
             return None
@@ -659,6 +688,11 @@ class ContentStore:
                 self._drop(key)
                 raise ArtifactNotFound("the artifact changed while it was read")
             yield data
+
+    def forget(self, key: str) -> None:
+        """Forget what this process verified and indexed of an artifact: its next use
+        hashes it again (a reader saw another file take its name)."""
+        self._drop(check_key(key))
 
     def changed(self, key: str) -> NoReturn:
         """An artifact was found changed while read: forget it, raise ArtifactNotFound."""

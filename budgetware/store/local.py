@@ -144,12 +144,24 @@ class LocalArtifactStore(ContentStore):
         finally:
             os.close(fd)
 
+    def open_artifact(self, key: str) -> tuple[int, os.stat_result, Folder]:
+        """The artifact opened for reading (never through a symlink; a regular file), its
+        status (``fstat``), and the store directory it was opened in, which the store
+        keeps open as long as the store lives (a reader holding the descriptor can stat
+        the name there to see whether it still names the same file). The caller closes
+        the descriptor. ArtifactNotFound if there is no such file."""
+        return self._open_checked(check_key(key) + ".txt")
+
     def _open_for_reading(self, name: str) -> tuple[int, int]:
         """The artifact opened for reading (never through a symlink), and its size.
 
         Readers keep the store directory open (checked once, as every open checks it),
         so a window costs one open of the artifact; a directory replaced since (removed
         and made again) is opened afresh."""
+        fd, info, _ = self._open_checked(name)
+        return fd, info.st_size
+
+    def _open_checked(self, name: str) -> tuple[int, os.stat_result, Folder]:
         for fresh in (False, True):
             folder = self._reading_folder(fresh)
             try:
@@ -166,7 +178,7 @@ class LocalArtifactStore(ContentStore):
             if not stat.S_ISREG(info.st_mode):
                 os.close(fd)
                 raise ArtifactNotFound("no such artifact in this store")
-            return fd, info.st_size
+            return fd, info, folder
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _reading_folder(self, fresh: bool) -> Folder:
@@ -239,6 +251,18 @@ class LocalArtifactStore(ContentStore):
         finally:
             folder.close()
         return True
+
+    def _still_there(self, key: str) -> bool:
+        # One stat by path on every reuse: a directory removed under a running process
+        # (rm -rf of the cache, a test runner's removed temporary path) or an artifact
+        # deleted by hand is written again before a preview names it.
+        try:
+            info = os.stat(os.path.join(self._dir, key + ".txt"), follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError:
+            return True  # cannot tell (as _refresh): the artifact was verified
+        return stat.S_ISREG(info.st_mode)
 
     def _read_decision(self, key: str) -> bytes | None:
         try:

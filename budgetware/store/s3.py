@@ -260,10 +260,11 @@ class S3ArtifactStore(ContentStore):
         self._no_decision: OrderedDict[str, None] = OrderedDict()
         # LastModified of artifacts just verified, so a fresh one needs no refresh.
         self._modified: dict[str, float] = {}
-        # What a decision lookup's listing just said of an artifact (key -> (monotonic
-        # time, whether it is there)): the put that follows it in the finalizer writes a
-        # new one at once, and verifies one that is there (no upload).
-        self._listed: dict[str, tuple[float, bool]] = {}
+        # What a decision lookup's listing, or a look (HEAD), just found of an artifact
+        # (key -> (monotonic time, "absent", "false", or None: listed, not verified yet)):
+        # the put that follows it in the finalizer writes a new one at once, replaces a
+        # false one at once, and verifies one that is listed (no upload).
+        self._listed: dict[str, tuple[float, Probe | None]] = {}
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore({self._base_ref!r})"
@@ -428,8 +429,12 @@ class S3ArtifactStore(ContentStore):
                 "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
             )
         except _Missing:
+            # A put right after this look (the finalizer's, after ``stored_reference``)
+            # writes at once, with no second look.
+            self._note_listed(key, "absent")
             return "absent"
         if head.get("ChecksumSHA256") != _checksum(key):
+            self._note_listed(key, "false")  # and replaces this one at once
             return "false"
         modified = head.get("LastModified")
         if modified is not None:
@@ -446,7 +451,7 @@ class S3ArtifactStore(ContentStore):
         with self._lock:
             listed = self._listed.pop(key, None)
         if listed is not None and time.monotonic() - listed[0] < _LISTING_TRUSTED:
-            return self._probe(key) if listed[1] else "absent"
+            return self._probe(key) if listed[1] is None else listed[1]
         return "absent" if self._conditional else self._probe(key)
 
     def _put_object(
@@ -530,15 +535,19 @@ class S3ArtifactStore(ContentStore):
             page = {}  # no such bucket yet
         names = {str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", ())}
         if f"{key}.decision.json" not in names:
+            self._note_listed(key, None if f"{key}.txt" in names else "absent")
             with self._lock:
-                self._listed[key] = (time.monotonic(), f"{key}.txt" in names)
-                if len(self._listed) > CACHE_ENTRIES:
-                    self._listed.clear()
                 self._no_decision[key] = None
                 while len(self._no_decision) > CACHE_ENTRIES:
                     self._no_decision.popitem(last=False)
             return None
         return self._fetch_decision(key)
+
+    def _note_listed(self, key: str, found: Probe | None) -> None:
+        with self._lock:
+            self._listed[key] = (time.monotonic(), found)
+            if len(self._listed) > CACHE_ENTRIES:
+                self._listed.clear()
 
     def _fetch_decision(self, key: str) -> bytes | None:
         try:

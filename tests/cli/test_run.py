@@ -47,6 +47,25 @@ reply = client.chat.completions.create(model="m", messages=messages)
 print(json.dumps({"reply": reply.choices[0].message.content, "args": sys.argv[1:]}))
 """
 
+# The same turn sent with httpx alone, for the tests of how `budgetware run` starts a
+# program (its kind, its options, its sitecustomize, its subprocesses): what they check is
+# the same with any client, and the openai SDK's import costs half a second of CPU a start.
+HTTPX_AGENT = """
+import json, os, sys
+import httpx
+
+calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+         for i in range(10)]
+messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
+messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * 300_000}
+             for i in range(10)]
+answer = httpx.post(os.environ["FAKE_URL"] + "/v1/chat/completions", timeout=60,
+                    json={"model": "m", "messages": messages},
+                    headers={"authorization": "Bearer k"})
+reply = answer.json()["choices"][0]["message"]["content"]
+print(json.dumps({"reply": reply, "args": sys.argv[1:]}))
+"""
+
 
 def _env(fake: FakeProvider | None, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
@@ -104,7 +123,7 @@ def test_python_dash_m_a_package(fake_provider: FakeProvider, tmp_path: Path) ->
     package = tmp_path / "myagent"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "__main__.py").write_text(AGENT)
+    (package / "__main__.py").write_text(HTTPX_AGENT)
     done = run(
         ["--batch-budget=30000", "--", "python", "-m", "myagent"],
         _env(fake_provider, tmp_path),
@@ -117,7 +136,7 @@ def test_python_dash_m_a_package(fake_provider: FakeProvider, tmp_path: Path) ->
 def test_a_console_script(fake_provider: FakeProvider, tmp_path: Path) -> None:
     # What pip installs for a console script: a file whose #! line names the interpreter.
     script = tmp_path / "my-agent"
-    script.write_text(f"#!{sys.executable}\n{AGENT}")
+    script.write_text(f"#!{sys.executable}\n{HTTPX_AGENT}")
     script.chmod(0o755)
     env = _env(fake_provider, tmp_path)
     env["BUDGETWARE_BATCH_BUDGET"] = "20000"  # settings from the environment work too
@@ -128,7 +147,7 @@ def test_a_console_script(fake_provider: FakeProvider, tmp_path: Path) -> None:
 
 def test_options_win_over_the_environment(fake_provider: FakeProvider, tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
-    script.write_text(AGENT)
+    script.write_text(HTTPX_AGENT)
     env = _env(fake_provider, tmp_path)
     env["BUDGETWARE_BATCH_BUDGET"] = "20000"
     done = run(["--batch-budget", "35000", "--no-persist", "--", "python", str(script)], env)
@@ -232,7 +251,7 @@ def test_a_program_with_its_own_sitecustomize_gets_both(
     )
     script = tmp_path / "agent.py"
     script.write_text(
-        AGENT
+        HTTPX_AGENT
         + "import sitecustomize\n"
         + "print(os.environ['OWN_SITECUSTOMIZE'], sitecustomize.MARK, file=sys.stderr)\n"
     )
@@ -251,7 +270,7 @@ def test_a_sitecustomize_that_fails_fails_as_without_budgetware(
     own.mkdir()
     (own / "sitecustomize.py").write_text("raise RuntimeError('broken site')\n")
     script = tmp_path / "agent.py"
-    script.write_text(AGENT)
+    script.write_text(HTTPX_AGENT)
     env = _env(fake_provider, tmp_path)
     env["PYTHONPATH"] = str(own)
     done = run(["--batch-budget", "40000", "--", "python", str(script)], env)
@@ -264,7 +283,7 @@ def test_python_subprocesses_of_the_program_are_bounded_too(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
     script = tmp_path / "agent.py"
-    script.write_text(AGENT)
+    script.write_text(HTTPX_AGENT)
     parent = tmp_path / "parent.py"
     parent.write_text(
         f"import subprocess, sys\nsys.exit(subprocess.call([sys.executable, {str(script)!r}]))\n"
@@ -359,7 +378,7 @@ def test_a_boolean_option_never_takes_the_command(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
     script = tmp_path / "agent.py"
-    script.write_text(AGENT)
+    script.write_text(HTTPX_AGENT)
     # --persist used to swallow "python" as its value: "command not found: agent.py".
     done = run(
         ["--batch-budget", "40000", "--persist", "python", str(script)],
@@ -471,7 +490,7 @@ def test_two_bootstrap_folders_on_the_path_start_once_and_chain_to_the_users_own
     copy, link = _copy_bootstrap(tmp_path)
     own = _own_sitecustomize(tmp_path)
     script = tmp_path / "agent.py"
-    script.write_text(AGENT + "print(os.environ['OWN_RUNS'], file=sys.stderr)\n")
+    script.write_text(HTTPX_AGENT + "print(os.environ['OWN_RUNS'], file=sys.stderr)\n")
     env = _env(fake_provider, tmp_path)
     env["PYTHONPATH"] = os.pathsep.join([str(copy), str(link), str(own)])
     done = run(["--batch-budget", "40000", "--", "python", str(script)], env)

@@ -25,6 +25,7 @@ from budgetware import (
     measure,
 )
 from budgetware.core.artifacts import text_key
+from budgetware.core.fit import fit_text
 
 
 def cfg(budget: int, **kw: Any) -> BudgetConfig:
@@ -340,7 +341,8 @@ def test_a_producer_decision_is_used_instead_of_persisting_again(tmp_path: Path)
     producer = LocalArtifactStore(tmp_path)
     full = producer.put("the producer's full output " * 1000)
     store = CountingStore(tmp_path)
-    bounded_by_producer = "m" * 5000
+    # A producer's preview (decisions are only looked up for texts that may be one).
+    bounded_by_producer = fit_text("m" * 20_000, 5000, refs=(full,))
     producer.record_decision(text_key(bounded_by_producer), (full,))
     (result,) = finalize_batch([entry(bounded_by_producer)], config=cfg(1000), store=store)
     assert store.puts == []
@@ -350,7 +352,7 @@ def test_a_producer_decision_is_used_instead_of_persisting_again(tmp_path: Path)
 
 def test_a_producer_decision_without_artifact_names_nothing(tmp_path: Path) -> None:
     store = CountingStore(tmp_path)
-    text = "k" * 5000
+    text = fit_text("k" * 20_000, 5000)  # a producer's preview, naming nothing
     store.record_decision(text_key(text), ())
     (result,) = finalize_batch([entry(text)], config=cfg(1000), store=store)
     assert store.puts == []

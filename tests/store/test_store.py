@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import threading
 from pathlib import Path
@@ -11,7 +12,14 @@ from typing import Any
 import pytest
 from fs_watch import watch_file_system
 
-from budgetware import ArtifactStore, ArtifactStoreError, LocalArtifactStore
+from budgetware import (
+    ArtifactStore,
+    ArtifactStoreError,
+    BudgetConfig,
+    LocalArtifactStore,
+    ToolResult,
+    finalize_batch,
+)
 from budgetware.core.artifacts import text_key
 from budgetware.store import sweeper
 from budgetware.store.local import store_for
@@ -50,6 +58,24 @@ def test_an_existing_artifact_is_reused_not_rewritten(tmp_path: Path) -> None:
     assert second.reserved_bytes == 0
     # Reuse marks the artifact as used (its modification time), for pruning.
     assert after.st_mtime_ns >= before.st_mtime_ns
+
+
+def test_a_store_directory_removed_under_a_running_process_is_written_again(
+    tmp_path: Path,
+) -> None:
+    # rm -rf of the cache (or a test runner reusing a removed temporary path) within the
+    # refresh interval: the next preview must still name a file holding the full output.
+    store = LocalArtifactStore(tmp_path / "cache")
+    text = "the full output " * 2000
+    batch = [ToolResult("c", "t", (text,))]
+    config = BudgetConfig(batch_budget=1000)
+    (first,) = finalize_batch(batch, config=config, store=store)
+    for remove in (lambda ref: os.unlink(ref), lambda ref: shutil.rmtree(store.directory)):
+        remove(first.persisted_output_files[0])
+        (again,) = finalize_batch(batch, config=config, store=store)
+        assert again == first  # the same preview bytes, naming the same path
+        assert Path(again.persisted_output_files[0]).read_text() == text
+        assert store.put(text) == again.persisted_output_files[0]
 
 
 def test_a_symlink_at_the_artifact_path_is_not_followed(tmp_path: Path) -> None:

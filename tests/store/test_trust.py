@@ -21,6 +21,7 @@ from budgetware import (
     instrument,
 )
 from budgetware.core.artifacts import text_key
+from budgetware.core.fit import fit_text
 from budgetware.store import base
 
 URL = "https://api.openai.com/v1/chat/completions"
@@ -130,7 +131,8 @@ def test_a_decision_of_nothing_reusable_is_kept(store: LocalArtifactStore) -> No
 
 def test_a_decision_of_nothing_is_neither_persisted_nor_named(tmp_path: Path) -> None:
     store = LocalArtifactStore(tmp_path / "a")
-    bounded = "a producer's preview, its own write failed " * 200
+    # A producer's preview whose own write failed: it names nothing.
+    bounded = fit_text("the full output " * 2000, 8000)
     store.record_decision(text_key(bounded), ())
     (result,) = finalize_batch(
         [ToolResult("c", "t", (bounded,))],

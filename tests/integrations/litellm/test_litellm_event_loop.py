@@ -25,9 +25,6 @@ from held_s3 import (
     prepare_store,
     ticks_while_held,
 )
-from litellm.caching.dual_cache import DualCache
-from litellm.proxy._types import UserAPIKeyAuth
-from litellm.types.utils import CallTypes
 from litellm_proxy_helpers import proxy_data
 from s3_server import s3_endpoint
 from testing import drivers
@@ -37,6 +34,13 @@ from budgetware.core.config import BudgetConfig
 __all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 SIZE = 200_000
+
+
+def _acompletion() -> Any:
+    # litellm imported when a test runs, not while collecting: seconds of CPU per process.
+    from litellm.types.utils import CallTypes
+
+    return CallTypes.acompletion
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ async def test_the_proxy_hook_bounds_off_the_loop_while_the_store_waits(
 ) -> None:
     data = proxy_data("messages", drivers.openai_chat_messages(["L" * SIZE]))
     data["proxy_server_request"]["headers"]["content-length"] = str(SIZE + 300)
+    from litellm.caching.dual_cache import DualCache
+    from litellm.proxy._types import UserAPIKeyAuth
+
     hook = held_store.callback.async_pre_call_hook
     held = await ticks_while_held(
         held_store.store, hook(UserAPIKeyAuth(), DualCache(), data, "acompletion")
@@ -88,7 +95,7 @@ async def test_the_deployment_hook_bounds_off_the_loop_while_the_store_waits(
 ) -> None:
     kwargs = {"model": "gpt-4o-mini", "messages": drivers.openai_chat_messages(["M" * SIZE])}
     hook = held_store.callback.async_pre_call_deployment_hook
-    held = await ticks_while_held(held_store.store, hook(kwargs, CallTypes.acompletion))
+    held = await ticks_while_held(held_store.store, hook(kwargs, _acompletion()))
     _assert_bounded_off_the_loop(held_store, held)
 
 
@@ -111,6 +118,6 @@ async def test_the_deployment_hook_leaves_the_loop_for_a_large_request_only(
 
     monkeypatch.setattr(_callback, "_bound_conversation", spy)
     kwargs = {"model": "gpt-4o-mini", "messages": drivers.openai_chat_messages(["s" * size])}
-    result = await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion)
+    result = await callback.async_pre_call_deployment_hook(kwargs, _acompletion())
     assert len(result["messages"][-1]["content"]) < size
     assert (threads[0] is not threading.current_thread()) is off_loop

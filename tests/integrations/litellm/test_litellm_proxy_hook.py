@@ -5,11 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from litellm.caching.dual_cache import DualCache
-from litellm.proxy._types import UserAPIKeyAuth
 from litellm_proxy_helpers import (
     BUDGET,
     assert_bounded,
@@ -24,7 +22,24 @@ from testing import drivers
 from budgetware.core.config import BudgetConfig
 from budgetware.core.errors import BudgetwareWarning
 
+if TYPE_CHECKING:
+    from litellm.proxy._types import UserAPIKeyAuth
+
 BIG = big_results()
+
+
+def _key(**fields: Any) -> UserAPIKeyAuth:
+    """litellm's key object, imported when a test makes one: importing litellm's proxy
+    types costs seconds of CPU, which every test process would pay while collecting."""
+    from litellm.proxy._types import UserAPIKeyAuth
+
+    return UserAPIKeyAuth(**fields)
+
+
+def _cache() -> Any:
+    from litellm.caching.dual_cache import DualCache
+
+    return DualCache()
 
 
 async def _hook(
@@ -33,9 +48,7 @@ async def _hook(
     call_type: str = "acompletion",
     key: UserAPIKeyAuth | None = None,
 ) -> Any:
-    return await callback.async_pre_call_hook(
-        key or UserAPIKeyAuth(), DualCache(), data, call_type
-    )
+    return await callback.async_pre_call_hook(key or _key(), _cache(), data, call_type)
 
 
 def _chat(headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -93,33 +106,33 @@ async def test_key_metadata_budget_overrides_the_callback_config(artifact_dir: P
     from budgetware.integrations.litellm import budget_callback
 
     lenient = budget_callback(config=BudgetConfig(batch_budget=10**9, artifact_dir=artifact_dir))
-    key = UserAPIKeyAuth(metadata={"budgetware_batch_budget": 8000})
+    key = _key(metadata={"budgetware_batch_budget": 8000})
     result = await _hook(lenient, _chat(), key=key)
     assert _within_budget(result, 8000)
 
 
 async def test_key_metadata_disable_leaves_the_request_unbounded(callback: Any) -> None:
     data = _chat()
-    key = UserAPIKeyAuth(metadata={"budgetware_disable": True})
+    key = _key(metadata={"budgetware_disable": True})
     assert await _hook(callback, data, key=key) is data
 
 
 async def test_team_metadata_budget_applies(callback: Any) -> None:
-    key = UserAPIKeyAuth(team_metadata={"budgetware_batch_budget": "8000"})
+    key = _key(team_metadata={"budgetware_batch_budget": "8000"})
     result = await _hook(callback, _chat(), key=key)
     assert _within_budget(result, 8000)
 
 
 async def test_key_metadata_wins_over_team_metadata(callback: Any) -> None:
     data = _chat()
-    key = UserAPIKeyAuth(
+    key = _key(
         metadata={"budgetware_disable": True}, team_metadata={"budgetware_batch_budget": 8000}
     )
     assert await _hook(callback, data, key=key) is data
 
 
 async def test_request_header_wins_over_key_metadata(callback: Any) -> None:
-    key = UserAPIKeyAuth(metadata={"budgetware_disable": True})
+    key = _key(metadata={"budgetware_disable": True})
     result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}), key=key)
     assert _within_budget(result, 8000)
 
@@ -159,7 +172,7 @@ def proxy_log(
 async def test_invalid_key_metadata_is_logged_naming_it_and_ignored(
     callback: Any, proxy_log: pytest.LogCaptureFixture
 ) -> None:
-    key = UserAPIKeyAuth(metadata={"budgetware_batch_budget": "lots"})
+    key = _key(metadata={"budgetware_batch_budget": "lots"})
     result = await _hook(callback, _chat(), key=key)
     assert _within_budget(result, BUDGET)
     assert "BudgetwareWarning: budgetware: ignoring key metadata 'budgetware_batch_budget'" in (
@@ -170,7 +183,7 @@ async def test_invalid_key_metadata_is_logged_naming_it_and_ignored(
 async def test_invalid_team_metadata_is_logged_naming_it_and_ignored(
     callback: Any, proxy_log: pytest.LogCaptureFixture
 ) -> None:
-    key = UserAPIKeyAuth(team_metadata={"budgetware_unit": ["chars"]})
+    key = _key(team_metadata={"budgetware_unit": ["chars"]})
     result = await _hook(callback, _chat(), key=key)
     assert _within_budget(result, BUDGET)
     assert "ignoring team metadata 'budgetware_unit'" in proxy_log.text
@@ -324,7 +337,7 @@ async def test_anthropic_request_header_disable_leaves_the_request_unbounded(
 
 
 async def test_anthropic_key_metadata_budget_applies(callback: Any) -> None:
-    key = UserAPIKeyAuth(metadata={"budgetware_batch_budget": 8000})
+    key = _key(metadata={"budgetware_batch_budget": 8000})
     result = await _hook(callback, _messages(), "anthropic_messages", key=key)
     assert _within_budget(result, 8000)
 
@@ -472,7 +485,7 @@ async def test_a_request_without_the_field_is_left_alone_silently(
 
 
 def _pass_through(route: str | None, key: UserAPIKeyAuth | None = None) -> UserAPIKeyAuth:
-    auth = key or UserAPIKeyAuth()
+    auth = key or _key()
     auth.request_route = route
     return auth
 
@@ -533,9 +546,7 @@ async def test_a_pass_through_route_that_is_no_model_api_is_left_alone(
 
 
 async def test_pass_through_key_metadata_applies(callback: Any) -> None:
-    key = _pass_through(
-        "/anthropic/v1/messages", UserAPIKeyAuth(metadata={"budgetware_disable": True})
-    )
+    key = _pass_through("/anthropic/v1/messages", _key(metadata={"budgetware_disable": True}))
     data = _body("messages", drivers.anthropic_messages(BIG))
     assert await _hook(callback, data, "pass_through_endpoint", key=key) is data
 
