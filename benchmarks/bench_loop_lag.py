@@ -9,7 +9,7 @@ artifact: on the loop that stalls every other task; off the loop (a worker threa
 request bodies over 1 MiB) it must add under 10 ms. The worker holds the GIL only for
 short pieces (the long text is decoded, measured, searched and scanned a piece at a time,
 the GIL given away between pieces), so the loop gets in at once. With budgetware[fast]
-installed the salient scan is measured both with the accelerator and in pure re (a
+installed the salient scan is measured both with the accelerator and without it (a
 default install). The cases run interleaved, one request each per round, in a rotating
 order; "added" is each statistic of a case minus the same statistic of the baseline. The
 same message is then measured as one server-sent event (a text/event-stream answer).
@@ -154,7 +154,9 @@ def main() -> None:
     config = BudgetConfig(artifact_dir=directory, max_store_bytes=1 << 36)
     fast = salient.accelerator() is not None
     off = "bounded off the loop" + (
-        " (salient scan: budgetware[fast])" if fast else " (pure re scan: a default install)"
+        " (salient scan: budgetware[fast])"
+        if fast
+        else " (salient scan without accelerator: a default install)"
     )
     cases: dict[str, Case] = {
         "without budgetware": partial(
@@ -166,8 +168,8 @@ def main() -> None:
         off: partial(case, config, bounded=True, threshold=None, accelerated=fast),
     }
     if fast:
-        cases["bounded off the loop (pure re scan: a default install)"] = partial(
-            case, config, bounded=True, threshold=None, accelerated=False
+        cases["bounded off the loop (salient scan without accelerator: a default install)"] = (
+            partial(case, config, bounded=True, threshold=None, accelerated=False)
         )
     answers = {"JSON": "/mcp", "one server-sent event (text/event-stream)": "/sse"}
     tables = {}
