@@ -402,6 +402,8 @@ class _SseTransform(_Transform):
         if kind != b"message" or not data:
             return event
         text = b"\n".join(data)
+        if b'"result"' not in text:
+            return event  # a long notification or request: nothing to bound, nothing to parse
         try:
             message = loads_in_pieces(text)
         except ValueError:

@@ -470,3 +470,30 @@ async def test_a_streamed_json_answer_is_joined_in_the_worker_thread(tmp_path: P
     assert await anyio.to_thread.run_sync(out) == body
     assert joined_in
     assert threading.get_ident() not in joined_in
+
+
+def test_a_long_sse_notification_passes_without_being_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long event is handed to the worker unsearched; one that holds no result is not
+    # parsed there either, only passed on.
+    parsed: list[int] = []
+    real = mcp_http.loads_in_pieces
+
+    def recording(text: bytes) -> Any:
+        parsed.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(mcp_http, "loads_in_pieces", recording)
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "n" * 500_000}}
+    event = b"event: message\ndata: " + json.dumps(note).encode() + b"\n\n"
+    result = result_body(200_000)
+    body = event + b"event: message\ndata: " + result + b"\n\n"
+    request = httpx2.Request("POST", "http://mcp.test/mcp", json=CALL, headers=HEADERS)
+    response = httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body, request=request
+    )
+    new = _rewrite_in_thread(request, response, BudgetConfig(artifact_dir=tmp_path))
+    assert new.content.startswith(event)
+    assert len(new.content) < len(body)
+    assert parsed == [len(result)]
