@@ -108,9 +108,26 @@ def text_digest(text: str) -> bytes:
     cache = _SCOPE.get() or _GLOBAL
     digest = cache.get(text)
     if digest is None:
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        digest = _sha256_in_pieces(text)
         cache.put(text, digest)
     return digest
+
+
+# Characters encoded per piece of a long text's digest. Encoding 4 MB holds the GIL for
+# milliseconds (hashing does not: hashlib releases it for more than 2 KiB), which a worker
+# thread bounding a large MCP response off the event loop would make the loop wait for;
+# between pieces the loop gets in. UTF-8 encodes each code point alone, so the bytes hashed
+# are the same.
+_DIGEST_PIECE_CHARS = 256 * 1024
+
+
+def _sha256_in_pieces(text: str) -> bytes:
+    if len(text) <= _DIGEST_PIECE_CHARS:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    sha = hashlib.sha256()
+    for start in range(0, len(text), _DIGEST_PIECE_CHARS):
+        sha.update(text[start : start + _DIGEST_PIECE_CHARS].encode("utf-8", "surrogatepass"))
+    return sha.digest()
 
 
 @runtime_checkable

@@ -30,6 +30,7 @@ __all__ = [
     "load_before_first_response",
     "load_features",
     "register_response_rewriter",
+    "response_may_wait",
     "rewrite_response",
 ]
 
@@ -40,12 +41,42 @@ else:
     ResponseRewriter = Callable
 
 RESPONSE_REWRITERS: list[ResponseRewriter] = []
+# (request, response, entry point's config) -> whether rewriting this read response may
+# wait for a store over the network (an S3 PUT: seconds, if the endpoint hangs).
+if TYPE_CHECKING:
+    ResponseWait = Callable[[Any, Any, "BudgetConfig | None"], bool]
+else:
+    ResponseWait = Callable
+_RESPONSE_WAITS: list[ResponseWait] = []
 
 
-def register_response_rewriter(rewriter: ResponseRewriter) -> None:
-    """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order)."""
+def register_response_rewriter(
+    rewriter: ResponseRewriter, *, may_wait: ResponseWait | None = None
+) -> None:
+    """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order).
+
+    ``may_wait`` tells the async paths, before the rewrite, whether it may wait for a store
+    over the network: only the feature knows (the MCP boundary: a result over its budget,
+    persisted to S3), and such a rewrite runs in a worker thread, never on the event loop.
+    """
     if rewriter not in RESPONSE_REWRITERS:
         RESPONSE_REWRITERS.append(rewriter)
+    if may_wait is not None and may_wait not in _RESPONSE_WAITS:
+        _RESPONSE_WAITS.append(may_wait)
+
+
+def response_may_wait(
+    request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
+) -> bool:
+    """Whether a registered rewriter may wait for a store over the network rewriting this
+    (read) response; ``config`` and ``load`` as for ``rewrite_response``."""
+    if load and _loaders:
+        load_features()
+    token = _ENTRY_CONFIG.set(config)
+    try:
+        return any(wait(request, response, config) for wait in _RESPONSE_WAITS)
+    finally:
+        _ENTRY_CONFIG.reset(token)
 
 
 _loaders: list[Callable[[], object]] = []

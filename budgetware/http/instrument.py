@@ -193,8 +193,8 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
     return await rewrite_response_off_loop(request, response, config, load=load)
 
 
-# Below this size a response is rewritten on the event loop whatever the store
-# (http/transport.REMOTE_OFFLOAD_BYTES, the smallest size that goes to a worker thread).
+# The answer to a request without a body (which no feature rewrites) below this size is
+# rewritten on the event loop, without importing the bounding layer to decide.
 _OFFLOAD_FLOOR = 64 * 1024
 
 

@@ -14,13 +14,19 @@ from types import ModuleType, TracebackType
 from typing import Any, Final, Protocol, TypeVar, cast
 
 from budgetware.core import observe
-from budgetware.core.config import BudgetConfig, ConfigError, check_settings, resolve_config
+from budgetware.core.config import (
+    BudgetConfig,
+    ConfigError,
+    check_settings,
+    current_overrides,
+    resolve_config,
+)
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.diagnostics import recorder as _recorder
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import attach_report, settle
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
-from budgetware.http.hooks import rewrite_response
+from budgetware.http.hooks import response_may_wait, rewrite_response
 from budgetware.store.select import check_store, remote_store_in_use
 from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.signing import signed_header_names
@@ -314,10 +320,6 @@ class BudgetTransport(_TransportBase):
 # other requests. Above this size the async paths do it in a worker thread (a thread hop
 # costs tens of microseconds, far below a parse of this size).
 OFFLOAD_BYTES = 1 << 20
-# With a store over the network (S3) a response that may hold a cut MCP result may wait
-# for the network (a PUT, seconds if the endpoint hangs): above this size it goes to a
-# worker thread too. Requests have a sharper rule, their budget (``_offload``).
-REMOTE_OFFLOAD_BYTES = 64 * 1024
 
 
 class _Unset(enum.Enum):
@@ -347,7 +349,7 @@ def _offload(
     """
     if size >= OFFLOAD_BYTES:
         return True
-    if size <= 0 or not remote_store_in_use():
+    if size <= 0 or not _remote_store_possible():
         return False  # no store over the network in this process: nothing to wait for
     if config is _UNSET:
         return True
@@ -364,16 +366,26 @@ def _names_remote_store(config: BudgetConfig) -> bool:
     return config.persist and config.store_location().scheme == "s3"
 
 
-def _offload_response(size: int, config: BudgetConfig | None) -> bool:
+def _remote_store_possible() -> bool:
+    """Whether bounding here may reach a store over the network: one was set up in this
+    process (an entry point or a request named it), or the active ``budget(...)`` block
+    names a store (a block sets none up: its first request would, on the loop)."""
+    return remote_store_in_use() or "artifact_store" in current_overrides()
+
+
+def _offload_response(
+    request: Any, response: Any, size: int, config: BudgetConfig | None, load: bool
+) -> bool:
     """Whether rewriting a read response body of ``size`` bytes goes to a worker thread:
-    from ``OFFLOAD_BYTES``, or from ``REMOTE_OFFLOAD_BYTES`` when the store of the entry
-    point delivering it (``config``, as the MCP boundary picks it) is on S3."""
+    from ``OFFLOAD_BYTES`` (the CPU), or when a rewriter says it may wait for a store over
+    the network (the MCP boundary: a result over its budget, whatever its size, with the
+    entry point's store on S3). Below, on the loop: a thread hop would cost more."""
     if size >= OFFLOAD_BYTES:
         return True
-    if size < REMOTE_OFFLOAD_BYTES or not remote_store_in_use():
+    if not _remote_store_possible():
         return False
     try:
-        return _names_remote_store(resolve_config(config, lenient=True))
+        return response_may_wait(request, response, config, load=load)
     except Exception:  # undecidable: a thread hop costs far less than a blocked loop
         return True
 
@@ -402,7 +414,7 @@ async def off_loop(
     except (AttributeError, ValueError):
         return await off_loop_for_size(0, fn, *args, config=config)
     overrides = None
-    if config is not _UNSET and size < OFFLOAD_BYTES and remote_store_in_use():
+    if config is not _UNSET and size < OFFLOAD_BYTES and _remote_store_possible():
         try:
             if any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
                 overrides = header_overrides(headers, warn=_no_warning)
@@ -436,11 +448,14 @@ async def rewrite_response_off_loop(
     request: Any, response: Any, config: Any, *, load: bool = True
 ) -> Any:
     """``rewrite_response`` for the async paths: in a worker thread when the response body
-    is already read and large (a non-streaming ``send``), since a rewriter may parse it,
-    bound it and write an artifact; a streamed body is rewritten chunk by chunk, off the
-    loop already. Small bodies stay on the loop, where a thread hop would cost more."""
+    is already read (a non-streaming ``send``) and large, since a rewriter may parse it,
+    bound it and write an artifact, or when the rewrite may wait for a store over the
+    network (``_offload_response``); a streamed body is rewritten chunk by chunk, off the
+    loop already. Other bodies stay on the loop, where a thread hop would cost more."""
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
-    if not isinstance(content, bytes) or not _offload_response(len(content), config):
+    if not isinstance(content, bytes) or not _offload_response(
+        request, response, len(content), config, load
+    ):
         return rewrite_response(request, response, config, load=load)
     import anyio.to_thread
 

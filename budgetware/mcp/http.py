@@ -18,7 +18,7 @@ from budgetware.core.config import BudgetConfig, register_setting_check, resolve
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import PreviewOptions
-from budgetware.core.jsonio import compact_literal, dumps_faithful, loads_exact
+from budgetware.core.jsonio import compact_literal, dumps_faithful
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
@@ -27,12 +27,20 @@ from budgetware.mcp.bound import (
     bound_response_message,
     default_store,
 )
+from budgetware.mcp.pieces import (
+    LONG_STRING_BYTES,
+    PIECE_BYTES,
+    give_way,
+    loads_in_pieces,
+    loads_outline,
+)
 from budgetware.wire.splice import patch_json
 
 __all__ = [
     "configure_mcp",
     "current_mcp_budget",
     "effective_mcp_budget",
+    "response_may_wait",
     "rewrite_mcp_response",
 ]
 
@@ -93,6 +101,30 @@ def rewrite_mcp_response(
     except Exception:
         fail_open("bound an MCP tool result", config=_effective(config))
         return response
+
+
+def response_may_wait(request: Any, response: Any, config: BudgetConfig | None = None) -> bool:
+    """Whether rewriting this read response may wait for a store over the network: a
+    ``tools/call`` result that may be over its budget (or the message limit), persisted to
+    an S3 store (``config``: the entry point's). The async paths then rewrite it in a
+    worker thread. Every string of a JSON text takes at least as many bytes there as it
+    measures, so a body no longer than its budget is delivered as it is and writes nothing.
+    """
+    content = getattr(response, "_content", None)
+    if not isinstance(content, bytes):
+        return False  # streamed: each event is rewritten in a worker thread already
+    call = _tools_call(request, response)
+    if call is None:
+        return False
+    budget = effective_mcp_budget()
+    limit = _result_budget(budget, None, request, call[1])
+    size = len(content)
+    over_budget = limit > 0 and size > limit
+    over_limit = budget.max_message_bytes > 0 and size > budget.max_message_bytes
+    if not (over_budget or over_limit):
+        return False
+    effective = _effective(config)
+    return effective.persist and effective.store_location().scheme == "s3"
 
 
 def _effective(config: BudgetConfig | None) -> BudgetConfig:
@@ -171,7 +203,9 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     if not isinstance(body, bytes) or _TOOLS_CALL not in body:
         return None
     try:
-        message = loads_exact(body)
+        # Only the id, the method and the tool's name are read: long strings (a large
+        # argument) are left out, not decoded.
+        message = loads_outline(body)
     except ValueError:
         return None
     if not isinstance(message, dict) or message.get("method") != "tools/call":
@@ -229,11 +263,19 @@ class _JsonTransform(_Transform):
         return []
 
     def finish(self) -> list[_Out]:
+        return [self._joined_and_rewritten]
+
+    def _joined_and_rewritten(self) -> bytes:
+        # Joined where it is rewritten: for a streamed answer, in the worker thread (a
+        # 4 MB join on the loop costs the loop a millisecond or two).
         body = b"".join(self._parts)
-        return [partial(_guarded, body, partial(self._rewrite, body), self._config)]
+        self._parts = [body]
+        return _guarded(body, partial(self._rewrite, body), self._config)
 
     def _rewrite(self, body: bytes) -> bytes:
-        message = loads_exact(body)
+        # A long result text is decoded a piece at a time: a worker thread doing this
+        # lets the event loop in between pieces.
+        message = loads_in_pieces(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
         with digest_scope():
@@ -244,6 +286,26 @@ class _JsonTransform(_Transform):
 # A line ends with CRLF, LF or CR (the SSE grammar); a lone CR at the end of a chunk may
 # still be the first half of a CRLF, so it waits for the next chunk.
 _EOL = re.compile(rb"\r\n|\n|\r")
+_CR, _LF = 0x0D, 0x0A
+
+
+def _next_eol(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the first line ending from ``pos``, or None. A long line is searched
+    a window at a time, the GIL given away between windows (one search over a 4 MB data
+    line holds it for milliseconds: a worker thread rewriting it would stall the loop)."""
+    size = len(buf)
+    while pos < size:
+        stop = min(pos + PIECE_BYTES, size)
+        match = _EOL.search(buf, pos, stop)
+        if match is not None:
+            start, end = match.span()
+            if end == stop < size and buf[start] == _CR and buf[stop] == _LF:
+                end += 1  # a CRLF the window cut in two
+            return start, end
+        pos = stop
+        if pos < size:
+            give_way()
+    return None
 
 
 class _SseTransform(_Transform):
@@ -287,20 +349,22 @@ class _SseTransform(_Transform):
         out: list[_Out] = []
         buf = self._buf
         while True:
-            match = _EOL.search(buf, self._scan)
-            if match is None:
+            found = _next_eol(buf, self._scan)
+            if found is None:
                 self._scan = len(buf)
                 break
-            if match.group() == b"\r" and match.end() == len(buf) and not final:
-                self._scan = match.start()
+            start, end = found
+            if end - start == 1 and buf[start] == _CR and end == len(buf) and not final:
+                self._scan = start
                 break
-            empty = match.start() == self._line_start
-            self._scan = self._line_start = match.end()
+            empty = start == self._line_start
+            self._scan = self._line_start = end
             if empty:
-                event = bytes(buf[: match.end()])
-                del buf[: match.end()]
+                event = bytes(buf[:end])
+                del buf[:end]
                 self._scan = self._line_start = 0
-                if b'"result"' in event:
+                # A long event is looked at in the worker thread, not searched here.
+                if len(event) >= LONG_STRING_BYTES or b'"result"' in event:
                     rewrite = partial(self._rewrite, event)
                     out.append(partial(_guarded, event, rewrite, self._config))
                 else:
@@ -308,34 +372,40 @@ class _SseTransform(_Transform):
         return out
 
     def _rewrite(self, event: bytes) -> bytes:
-        terminators = _EOL.findall(event)
-        try:
-            # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by the
-            # JSON parser, so it must not leave the event unbounded.
-            lines = [
-                p.decode("utf-8", "surrogatepass") for p in _EOL.split(event)[: len(terminators)]
-            ]
-        except UnicodeDecodeError:
-            return event
-        data: list[str] = []
+        lines: list[bytes] = []
+        terminators: list[bytes] = []
+        pos = 0
+        while (found := _next_eol(event, pos)) is not None:
+            lines.append(event[pos : found[0]])
+            terminators.append(event[found[0] : found[1]])
+            pos = found[1]
+        data: list[bytes] = []
         other_bytes = 0
-        kind = "message"
+        kind = b"message"
         for line in lines:
-            if not line or line.startswith(":"):
+            if not line or line.startswith(b":"):
                 continue
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "data":
-                data.append(value)
-            else:
-                other_bytes += len(line.encode("utf-8", "surrogatepass"))
-                if field == "event":
-                    kind = value
-        if kind != "message" or not data:
+            field, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if field == b"data":
+                data.append(value)  # its UTF-8 is checked by the JSON parser
+                continue
+            try:
+                # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by
+                # the JSON parser, so it must not leave the event unbounded.
+                line.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                return event
+            other_bytes += len(line)
+            if field == b"event":
+                kind = value
+        if kind != b"message" or not data:
             return event
-        text = "\n".join(data).encode("utf-8", "surrogatepass")
+        text = b"\n".join(data)
+        if b'"result"' not in text:
+            return event  # a long notification or request: nothing to bound, nothing to parse
         try:
-            message = loads_exact(text)
+            message = loads_in_pieces(text)
         except ValueError:
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
@@ -346,14 +416,14 @@ class _SseTransform(_Transform):
     def _bounded_event(
         self,
         event: bytes,
-        lines: list[str],
+        lines: list[bytes],
         terminators: list[bytes],
         text: bytes,
         message: Any,
         other_bytes: int,
-        data: list[str],
+        data: list[bytes],
     ) -> bytes:
-        size = other_bytes + sum(len(f"data: {d}".encode("utf-8", "surrogatepass")) for d in data)
+        size = other_bytes + sum(6 + len(d) for d in data)  # each as "data: <value>"
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):
             bounded = bound_response_message(
@@ -385,13 +455,13 @@ class _SseTransform(_Transform):
         out = bytearray()
         wrote = False
         for line, end in zip(lines, terminators):
-            if line.startswith("data:") or line == "data":
+            if line.startswith(b"data:") or line == b"data":
                 if not wrote:
                     for payload in payload_lines:
                         out += b"data: " + payload + end
                     wrote = True
                 continue
-            out += line.encode("utf-8", "surrogatepass") + end
+            out += line + end
         return bytes(out)
 
 
@@ -499,6 +569,6 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     return new
 
 
-register_response_rewriter(rewrite_mcp_response)
+register_response_rewriter(rewrite_mcp_response, may_wait=response_may_wait)
 # Every entry point that installs this boundary validates BUDGETWARE_MCP_* where it is set up.
 register_setting_check(current_mcp_budget)

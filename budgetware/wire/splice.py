@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -289,10 +290,10 @@ def _diff(
 
 def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: bool) -> bytes:
     if isinstance(value, str):
-        token = body[start:end]
-        if token.startswith(b'"') and not token.isascii():
+        is_string = body.startswith(b'"', start)
+        if is_string and not _is_ascii(body, start, end):
             ascii_only = False  # the old token wrote its non-ASCII text raw
-        elif token.startswith(b'"') and _has_non_ascii_escape(token):
+        elif is_string and _has_non_ascii_escape(body, start, end):
             ascii_only = True
         else:
             ascii_only = body_ascii
@@ -303,9 +304,27 @@ def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: 
     return dumps_faithful(value)
 
 
-def _has_non_ascii_escape(token: bytes) -> bool:
-    # \u0080 and above: the writer escaped its non-ASCII text (ensure_ascii style).
-    return re.search(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])", token) is not None
+# \u0080 and above: the writer escaped its non-ASCII text (ensure_ascii style).
+_NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
+# A long token is searched a window at a time, the GIL given away between windows: one
+# search over a 4 MB tool result holds it for milliseconds (a worker thread bounding an
+# MCP response off the event loop would stall the loop that long).
+_WINDOW = 256 * 1024
+
+
+def _is_ascii(body: bytes, start: int, end: int) -> bool:
+    return all(body[pos : min(pos + _WINDOW, end)].isascii() for pos in range(start, end, _WINDOW))
+
+
+def _has_non_ascii_escape(body: bytes, start: int, end: int) -> bool:
+    search = _NON_ASCII_ESCAPE.search
+    for pos in range(start, end, _WINDOW):
+        # Windows overlap by the longest match (5 bytes), so none is missed between two.
+        if search(body, pos, min(pos + _WINDOW + 5, end)) is not None:
+            return True
+        if pos + _WINDOW < end:
+            time.sleep(0)
+    return False
 
 
 def value_spans(

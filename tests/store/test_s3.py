@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hung_s3 import hung_s3_endpoint
 from s3_server import S3Bucket
 
 from budgetware import (
@@ -315,31 +316,9 @@ def test_two_processes_sharing_a_bucket_write_one_object_and_identical_bytes(
 @pytest.fixture
 def silent_server() -> Iterator[tuple[str, list[socket.socket]]]:
     """An endpoint that accepts connections and never answers (a hung S3)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
     accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
-    finally:
-        stop.set()
-        thread.join()
-        for conn in accepted:
-            conn.close()
-        server.close()
+    with hung_s3_endpoint(accepted) as endpoint:
+        yield endpoint, accepted
 
 
 def test_a_slow_endpoint_gives_a_bounded_preview_with_no_reference(

@@ -1,21 +1,37 @@
-"""The litellm hooks never hold the event loop while a store waits (an S3 store that hangs).
+"""The litellm hooks never hold the event loop while a store waits (an S3 PUT held open).
 
 The proxy hook serves every client of a LiteLLM Proxy from one event loop, the deployment
-hook an SDK process's: a request bounded on the loop while its artifact's S3 calls wait
-for their timeout would stall every other request for seconds. Each test bounds a 200 KB
-request with a store on an endpoint that never answers, beside a ticker: the request waits
-(two calls' timeouts), the ticker's worst lateness stays a small part of that.
+hook an SDK process's: a request bounded on the loop while its artifact's S3 PUT waits
+(seconds, if the endpoint hangs) would stall every other request as long. Each test bounds
+a 200 KB request with an S3 store whose PUT is held until the loop has turned beside it
+(``held_s3``: structural, no wall-time threshold): bounded on the loop, no tick comes in
+before botocore gives up; bounded in a worker thread, the loop turns, however loaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hung_s3 import TIMEOUT, hung_s3_config, hung_s3_endpoint, stalls
+from held_s3 import (
+    TICKS,
+    TIMEOUT,
+    Held,
+    HeldS3,
+    held_s3,
+    held_s3_store_url,
+    prepare_store,
+    ticks_while_held,
+)
 from litellm_proxy_helpers import proxy_data
+from s3_server import s3_endpoint
 from testing import drivers
+
+from budgetware.core.config import BudgetConfig
+
+__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 SIZE = 200_000
 
@@ -27,48 +43,60 @@ def _acompletion() -> Any:
     return CallTypes.acompletion
 
 
+@dataclass(frozen=True)
+class HeldStore:
+    store: HeldS3
+    url: str
+    callback: Any
+
+
 @pytest.fixture
-def hung_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The callback, with a 5,000-character budget and an S3 store that never answers."""
+def held_store(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldStore]:
+    """The callback, with a 5,000-character budget and an S3 store whose PUTs are held."""
     from budgetware.integrations.litellm import budget_callback
 
-    with hung_s3_endpoint() as endpoint:
-        yield budget_callback(config=hung_s3_config(monkeypatch, endpoint))
+    with held_s3(s3_endpoint) as store:
+        url = held_s3_store_url(monkeypatch, store)
+        config = BudgetConfig(
+            batch_budget=5000, artifact_store=url, artifact_store_timeout=TIMEOUT
+        )
+        prepare_store(config)
+        yield HeldStore(store, url, budget_callback(config=config))
 
 
-def _assert_bounded_without_reference(messages: list[dict[str, Any]]) -> None:
-    text = messages[-1]["content"]
+def _assert_bounded_off_the_loop(held_store: HeldStore, held: Held) -> None:
+    # The loop kept turning while the store held the artifact's PUT; the hook waited.
+    assert held.ticks >= TICKS, held
+    assert not held.done_while_held
+    assert held_store.store.abandoned == 0
+    # Released, the write went through: bounded to the budget, naming the artifact.
+    text = held.result["messages"][-1]["content"]
     assert len(text) <= 5000
-    assert "s3://" not in text
+    assert held_store.url + "/" in text
 
 
-def _assert_the_loop_kept_ticking(seconds: float, worst: float) -> None:
-    # The store made the request wait (connect, then read, timed out) ...
-    assert seconds >= TIMEOUT
-    # ... and the loop went on meanwhile: a stall of the whole wait would be `seconds`.
-    assert worst < seconds / 3, (worst, seconds)
-
-
-async def test_the_proxy_hook_bounds_off_the_loop_while_the_store_hangs(hung_store: Any) -> None:
+async def test_the_proxy_hook_bounds_off_the_loop_while_the_store_waits(
+    held_store: HeldStore,
+) -> None:
     data = proxy_data("messages", drivers.openai_chat_messages(["L" * SIZE]))
     data["proxy_server_request"]["headers"]["content-length"] = str(SIZE + 300)
     from litellm.caching.dual_cache import DualCache
     from litellm.proxy._types import UserAPIKeyAuth
 
-    measured = await stalls(
-        hung_store.async_pre_call_hook(UserAPIKeyAuth(), DualCache(), data, "acompletion")
+    hook = held_store.callback.async_pre_call_hook
+    held = await ticks_while_held(
+        held_store.store, hook(UserAPIKeyAuth(), DualCache(), data, "acompletion")
     )
-    _assert_bounded_without_reference(measured.result["messages"])
-    _assert_the_loop_kept_ticking(measured.seconds, measured.worst)
+    _assert_bounded_off_the_loop(held_store, held)
 
 
-async def test_the_deployment_hook_bounds_off_the_loop_while_the_store_hangs(
-    hung_store: Any,
+async def test_the_deployment_hook_bounds_off_the_loop_while_the_store_waits(
+    held_store: HeldStore,
 ) -> None:
     kwargs = {"model": "gpt-4o-mini", "messages": drivers.openai_chat_messages(["M" * SIZE])}
-    measured = await stalls(hung_store.async_pre_call_deployment_hook(kwargs, _acompletion()))
-    _assert_bounded_without_reference(measured.result["messages"])
-    _assert_the_loop_kept_ticking(measured.seconds, measured.worst)
+    hook = held_store.callback.async_pre_call_deployment_hook
+    held = await ticks_while_held(held_store.store, hook(kwargs, _acompletion()))
+    _assert_bounded_off_the_loop(held_store, held)
 
 
 @pytest.mark.parametrize(("size", "off_loop"), [(60_000, False), (2 << 20, True)])
