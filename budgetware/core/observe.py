@@ -71,6 +71,9 @@ else:
 ``boundary`` is ``finalizer`` or ``guard``. Set while anything listens to batches."""
 
 
+_init = object.__setattr__
+
+
 class _Frozen:
     """Reports are values: their fields cannot be assigned after they are made."""
 
@@ -165,11 +168,14 @@ class BatchReport(_Frozen):
         return self.budget <= 0 or self.size_after <= self.budget
 
 
-class RequestReport(_Frozen):
-    """One request body an entry point handled: sizes, counts, the budget, the batches."""
+class _RequestFields:
+    """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
+    makes it a RequestReport (the same layout), whose fields are read-only. One report is
+    made per request while anything watches: assigning a slot directly costs a third of
+    ``object.__setattr__`` (the way frozen dataclasses fill theirs in)."""
 
     __slots__ = (
-        "api",
+        "_api",
         "batch_budget",
         "batches",
         "bytes_after",
@@ -179,22 +185,9 @@ class RequestReport(_Frozen):
         "seconds",
         "telemetry",
         "unit",
-    )
-    _fields = (
-        "api",
-        "bytes_before",
-        "bytes_after",
-        "batch_budget",
-        "unit",
-        "seconds",
-        "batches",
-        "error",
-        "telemetry",
-        "entry",
     )
 
-    api: str | None
-    """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known."""
+    _api: str | Callable[[], str | None] | None
     bytes_before: int
     bytes_after: int
     batch_budget: int
@@ -210,9 +203,27 @@ class RequestReport(_Frozen):
     entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
 
-    def __init__(
-        self,
-        api: str | None,
+
+class RequestReport(_RequestFields, _Frozen):
+    """One request body an entry point handled: sizes, counts, the budget, the batches."""
+
+    __slots__ = ()
+    _fields = (
+        "api",
+        "bytes_before",
+        "bytes_after",
+        "batch_budget",
+        "unit",
+        "seconds",
+        "batches",
+        "error",
+        "telemetry",
+        "entry",
+    )
+
+    def __new__(
+        cls,
+        api: str | Callable[[], str | None] | None,
         bytes_before: int,
         bytes_after: int,
         batch_budget: int,
@@ -222,19 +233,34 @@ class RequestReport(_Frozen):
         error: str | None = None,
         telemetry: bool = True,
         entry: str = "http",
-    ) -> None:
-        self._set(
-            api=api,
-            bytes_before=bytes_before,
-            bytes_after=bytes_after,
-            batch_budget=batch_budget,
-            unit=unit,
-            seconds=seconds,
-            batches=batches,
-            error=error,
-            telemetry=telemetry,
-            entry=entry,
-        )
+    ) -> RequestReport:
+        fields = object.__new__(_RequestFields)
+        fields._api = api
+        fields.bytes_before = bytes_before
+        fields.bytes_after = bytes_after
+        fields.batch_budget = batch_budget
+        fields.unit = unit
+        fields.seconds = seconds
+        fields.batches = batches
+        fields.error = error
+        fields.telemetry = telemetry
+        fields.entry = entry
+        fields.__class__ = cls  # read-only from here on
+        return fields  # type: ignore[return-value]  # a RequestReport now
+
+    @property
+    def api(self) -> str | None:
+        """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known.
+
+        A producer that has not looked it up (a body it did not read) may give a function
+        instead: it is called once, when the format is first asked for (a telemetry
+        subscriber asks only for a body it had to read), never on the request path.
+        """
+        api = self._api
+        if callable(api):
+            api = api()
+            _init(self, "_api", api)
+        return api
 
     @property
     def bounded(self) -> bool:

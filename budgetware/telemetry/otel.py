@@ -196,35 +196,36 @@ _get_current_span: Any = None
 def _on_request(report: observe.RequestReport) -> None:
     if not report.telemetry:
         return
-    labels = {"budgetware.api": report.api or "unknown", "budgetware.entry": report.entry}
-    span_attributes = dict(
-        zip(
-            SPAN_ATTRIBUTES,
-            (
-                report.batch_budget,
-                report.bytes_before,
-                report.bytes_after,
-                report.results_cut,
-                report.artifacts_written,
-            ),
-        )
-    )
-    bounded = report.bounded
+    global _instruments
     try:
         span = _current_span()
+        cut = report.results_cut
         if span.is_recording():
-            span.set_attributes(span_attributes)
-        global _instruments
+            span.set_attributes(
+                {
+                    "budgetware.batch_budget": report.batch_budget,
+                    "budgetware.body.bytes_before": report.bytes_before,
+                    "budgetware.body.bytes_after": report.bytes_after,
+                    "budgetware.tool_results.cut": cut,
+                    "budgetware.artifacts.written": report.artifacts_written,
+                }
+            )
         instruments = _instruments
         if instruments is None:
             instruments = _instruments = _create_instruments()
+        budget = report.batch_budget
+        read = report.bytes_before > budget > 0  # a body it had to read
+        bounded = cut > 0  # report.bounded, without summing the batches again
+        if not (read or bounded):
+            return  # nothing to count: the wire format is not even looked up
+        api = report.api or "unknown"
         totals, duration = instruments
         if bounded:
-            totals.add(
-                (labels["budgetware.api"], report.entry), report.results_cut, report.bytes_saved
+            totals.add((api, report.entry), cut, report.bytes_saved)
+        if read:
+            duration.record(
+                report.seconds, {"budgetware.api": api, "budgetware.entry": report.entry}
             )
-        if report.bytes_before > report.batch_budget > 0:  # a body it had to read
-            duration.record(report.seconds, labels)
     except Exception as exc:  # the application's SDK or exporter: never the request's problem
         name = type(exc).__name__
         if name not in _failed_types:
