@@ -197,3 +197,57 @@ def test_a_report_takes_its_format_as_a_function_called_once() -> None:
         report._api = "x"  # type: ignore[misc]
     assert type(report) is RequestReport
     assert isinstance(report, RequestReport)
+
+
+@pytest.fixture
+def payload_counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """``bound_payload``'s heavy steps: ``encode`` (the payload written as JSON to measure
+    it), ``detect`` and ``hash``."""
+    from budgetware.wire import payload as wire_payload
+
+    counted: Counter[str] = Counter()
+    for owner, name, step in (
+        (wire_payload, "dumps_bytes", "encode"),
+        (wire_payload, "format_for_url", "detect"),
+        (wire_payload, "sniff_format", "detect"),
+        (hashlib, "sha256", "hash"),
+    ):
+        real: Callable[..., Any] = getattr(owner, name)
+
+        def counting(*args: Any, _real: Any = real, _step: str = step, **kwargs: Any) -> Any:
+            counted[_step] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counting)
+    return counted
+
+
+@pytest.mark.parametrize("size", [80_000, 100], ids=["bounded", "within-budget"])
+def test_bound_payload_observed_measures_the_payload_once(
+    payload_counts: Counter[str], tmp_path: Path, size: int
+) -> None:
+    from budgetware.wire.payload import bound_payload
+
+    config = _config(tmp_path)
+    payload = json.loads(chat_body(3, size))
+    bound_payload(URL, payload, config=config)  # the artifacts exist from now on
+    payload_counts.clear()
+    plain = bound_payload(URL, payload, config=config)
+    plain_work = Counter(payload_counts)
+    reports: list[RequestReport] = []
+    payload_counts.clear()
+    with observe.subscribe(request=reports.append):
+        observed = bound_payload(URL, payload, config=config)
+    assert observed == plain
+    assert plain_work["encode"] == 1
+    bounded = plain is not payload
+    assert bounded is (size > 1_000)
+    # The same work, plus measuring the new payload when there is one (never the old again).
+    assert payload_counts == plain_work + Counter(encode=1 if bounded else 0)
+    (report,) = reports
+    payload_counts.clear()
+    assert report.api == "openai_chat"
+    assert report.bytes_before == len(json.dumps(payload, separators=(",", ":")))
+    assert report.bytes_after == len(json.dumps(plain, separators=(",", ":")))
+    assert report.results_cut == (3 if bounded else 0)
+    assert payload_counts == Counter(detect=0 if bounded else 1)
