@@ -72,6 +72,7 @@ else:
 
 
 _init = object.__setattr__
+"""Sets a field of a report once made (a cached value, as the ``api`` looked up)."""
 
 
 class _Frozen:
@@ -86,20 +87,15 @@ class _Frozen:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r} of a {type(self).__name__}")
 
-    def _set(self, **fields: object) -> None:
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({shown})"
 
 
-class BatchReport(_Frozen):
-    """One batch of tool results (one model turn) before and after bounding."""
+class _BatchFields:
+    """The fields of a BatchReport, assignable (see ``_RequestFields``)."""
 
     __slots__ = ("__dict__", "after", "before", "boundary", "budget", "unit", "written")
-    _fields = ("boundary", "before", "after", "budget", "unit", "written")
 
     boundary: str
     """``finalizer`` or ``guard`` (core reports); ``request`` inside a RequestReport."""
@@ -110,37 +106,51 @@ class BatchReport(_Frozen):
     written: tuple[str, ...]
     """References of the artifacts this batch wrote (not the ones it reused)."""
 
-    def __init__(
-        self,
+
+class BatchReport(_BatchFields, _Frozen):
+    """One batch of tool results (one model turn) before and after bounding."""
+
+    __slots__ = ()
+    _fields = ("boundary", "before", "after", "budget", "unit", "written")
+
+    def __new__(
+        cls,
         boundary: str,
         before: Sequence[ToolResult],
         after: Sequence[ToolResult],
         budget: int,
         unit: Unit,
         written: tuple[str, ...] = (),
-    ) -> None:
-        self._set(
-            boundary=boundary,
-            before=before,
-            after=after,
-            budget=budget,
-            unit=unit,
-            written=written,
-        )
+    ) -> BatchReport:
+        fields = object.__new__(_BatchFields)
+        fields.boundary = boundary
+        fields.before = before
+        fields.after = after
+        fields.budget = budget
+        fields.unit = unit
+        fields.written = written
+        fields.__class__ = cls  # read-only from here on
+        return fields  # type: ignore[return-value]  # a BatchReport now
 
     @property
     def results(self) -> int:
         """How many tool results the batch holds."""
         return len(self.after)
 
-    @cached_property
+    @property
     def cut(self) -> int:
         """How many tool results were shortened."""
-        return sum(
-            1
-            for old, new in zip(self.before, self.after)
-            if old is not new and old.slots != new.slots
-        )
+        # Cached by hand: functools.cached_property takes a lock per read on Python 3.11,
+        # and every subscriber of every request reads this.
+        known = self.__dict__
+        cut: int | None = known.get("cut")
+        if cut is None:
+            cut = known["cut"] = sum(
+                1
+                for old, new in zip(self.before, self.after)
+                if old is not new and old.slots != new.slots
+            )
+        return cut
 
     @cached_property
     def referenced(self) -> tuple[str, ...]:

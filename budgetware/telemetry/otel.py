@@ -238,7 +238,10 @@ _get_current_span: Any = None
 def _on_request(report: observe.RequestReport) -> None:
     if not report.telemetry:
         return
-    cut = report.results_cut
+    cut = written = 0  # report.results_cut and .artifacts_written, in one pass
+    for batch in report.batches:
+        cut += batch.cut
+        written += len(batch.written)
     try:
         span = _current_span()
         if span.is_recording():
@@ -248,7 +251,7 @@ def _on_request(report: observe.RequestReport) -> None:
                     "budgetware.body.bytes_before": report.bytes_before,
                     "budgetware.body.bytes_after": report.bytes_after,
                     "budgetware.tool_results.cut": cut,
-                    "budgetware.artifacts.written": report.artifacts_written,
+                    "budgetware.artifacts.written": written,
                 }
             )
     except Exception as exc:  # the application's SDK or exporter: never the request's problem
