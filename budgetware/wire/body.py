@@ -96,7 +96,11 @@ def observed_finalize_body(
             new_body = body
     fmt = seen.fmt
     report = RequestReport(
-        api=(partial(_api_of_url, url, config) if fmt is _UNSEEN else _api_name(fmt)),
+        api=(
+            partial(_api_of_url, url.partition("?")[0], config)
+            if fmt is _UNSEEN
+            else _api_name(fmt)
+        ),
         bytes_before=len(body),
         bytes_after=len(new_body),
         batch_budget=config.batch_budget,
@@ -129,6 +133,8 @@ def _api_name(fmt: WireFormat | None) -> str | None:
 
 
 def _api_of_url(url: str, config: BudgetConfig) -> str | None:
+    """The wire format of ``url`` (given without its query: a key in it, as Gemini's
+    ``?key=``, is not kept in the report)."""
     return _api_name(format_for_url(url, config))
 
 

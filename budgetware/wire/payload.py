@@ -68,7 +68,9 @@ def bound_payload(
     fmt = seen.fmt
     observe.deliver_request(
         RequestReport(
-            api=partial(_api_of_url, url, effective) if fmt is _UNSEEN else _api_name(fmt),
+            api=partial(_api_of_url, url.partition("?")[0], effective)
+            if fmt is _UNSEEN
+            else _api_name(fmt),
             bytes_before=max(before, 0),
             bytes_after=max(after, 0),
             batch_budget=effective.batch_budget,
@@ -103,6 +105,8 @@ def _api_name(fmt: WireFormat | None) -> str | None:
 
 
 def _api_of_url(url: str, config: BudgetConfig) -> str | None:
+    """The wire format of ``url`` (given without its query: a key in it, as Gemini's
+    ``?key=``, is not kept in the report)."""
     return _api_name(format_for_url(url, config))
 
 

@@ -251,3 +251,12 @@ def test_bound_payload_observed_measures_the_payload_once(
     assert report.bytes_after == len(json.dumps(plain, separators=(",", ":")))
     assert report.results_cut == (3 if bounded else 0)
     assert payload_counts == Counter(detect=0 if bounded else 1)
+
+
+def test_a_format_looked_up_later_keeps_no_query_of_the_url(tmp_path: Path) -> None:
+    url = "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=SECRET"
+    _, report = observed_finalize_body(url, b'{"contents": []}', config=_config(tmp_path))
+    pending = report._api  # what the report holds until someone asks for the format
+    assert callable(pending)
+    assert "SECRET" not in repr(pending)
+    assert report.api == "gemini"
