@@ -50,6 +50,7 @@ __all__ = [
     "RequestReport",
     "Subscription",
     "batch_observer",
+    "count_cut",
     "deliver_request",
     "entry_setup",
     "on_entry_setup",
@@ -121,7 +122,11 @@ class BatchReport(_BatchFields, _Frozen):
         budget: int,
         unit: Unit,
         written: tuple[str, ...] = (),
+        *,
+        cut: int | None = None,
     ) -> BatchReport:
+        """``cut``: how many results were shortened, when the producer counted them while
+        it had them at hand (else counted when first asked)."""
         fields = object.__new__(_BatchFields)
         fields.boundary = boundary
         fields.before = before
@@ -129,6 +134,8 @@ class BatchReport(_BatchFields, _Frozen):
         fields.budget = budget
         fields.unit = unit
         fields.written = written
+        if cut is not None:
+            fields.__dict__["cut"] = cut
         fields.__class__ = cls  # read-only from here on
         return fields  # type: ignore[return-value]  # a BatchReport now
 
@@ -145,11 +152,7 @@ class BatchReport(_BatchFields, _Frozen):
         known = self.__dict__
         cut: int | None = known.get("cut")
         if cut is None:
-            cut = known["cut"] = sum(
-                1
-                for old, new in zip(self.before, self.after)
-                if old is not new and old.slots != new.slots
-            )
+            cut = known["cut"] = count_cut(self.before, self.after)
         return cut
 
     @cached_property
@@ -292,6 +295,11 @@ class RequestReport(_RequestFields, _Frozen):
     @property
     def bytes_saved(self) -> int:
         return max(self.bytes_before - self.bytes_after, 0)
+
+
+def count_cut(before: Sequence[ToolResult], after: Sequence[ToolResult]) -> int:
+    """How many of ``after`` are shortened ``before`` entries (``BatchReport.cut``)."""
+    return sum(1 for old, new in zip(before, after) if old is not new and old.slots != new.slots)
 
 
 def _size(entries: Sequence[ToolResult], unit: Unit) -> int:

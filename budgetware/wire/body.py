@@ -14,7 +14,7 @@ from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
 from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
-from budgetware.core.observe import BatchReport, RequestReport
+from budgetware.core.observe import BatchReport, RequestReport, count_cut
 from budgetware.store.select import store_for_config
 from budgetware.wire.detect import (
     SNIFF,
@@ -229,7 +229,9 @@ def _report_batches(
         report = bounded.get(id(batch))
         if report is None:
             entries = tuple(found.entry() for found in batch)
-            report = BatchReport("request", entries, entries, config.batch_budget, config.unit)
+            report = BatchReport(
+                "request", entries, entries, config.batch_budget, config.unit, cut=0
+            )
         out.append(report)
     return out
 
@@ -246,8 +248,15 @@ def _bound(
     guarded = [guard_batch(entries, config=config) for entries, _ in finalized]
     if reports is not None:
         for batch, before, after, (_, written) in zip(batches, originals, guarded, finalized):
+            # Counted here, while the entries are at hand (not by a subscriber later).
             reports[id(batch)] = BatchReport(
-                "request", before, after, config.batch_budget, config.unit, written
+                "request",
+                before,
+                after,
+                config.batch_budget,
+                config.unit,
+                written,
+                cut=count_cut(before, after),
             )
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):

@@ -101,6 +101,8 @@ def test_a_bounded_body_costs_what_the_plain_path_costs(
     assert plain_work["splice"] == 1
     assert observed_work == plain_work
     (report,) = reports
+    # Counted while bounding had the entries at hand, not later by a subscriber.
+    assert [vars(batch).get("cut") for batch in report.batches] == [3]
     counts.clear()
     assert report.api == "openai_chat"  # known where the body was read: no look-up now
     assert report.results_cut == 3
