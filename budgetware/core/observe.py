@@ -50,6 +50,7 @@ __all__ = [
     "RequestReport",
     "Subscription",
     "batch_observer",
+    "count_cut",
     "deliver_request",
     "entry_setup",
     "on_entry_setup",
@@ -71,6 +72,10 @@ else:
 ``boundary`` is ``finalizer`` or ``guard``. Set while anything listens to batches."""
 
 
+_init = object.__setattr__
+"""Sets a field of a report once made (a cached value, as the ``api`` looked up)."""
+
+
 class _Frozen:
     """Reports are values: their fields cannot be assigned after they are made."""
 
@@ -83,20 +88,15 @@ class _Frozen:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r} of a {type(self).__name__}")
 
-    def _set(self, **fields: object) -> None:
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({shown})"
 
 
-class BatchReport(_Frozen):
-    """One batch of tool results (one model turn) before and after bounding."""
+class _BatchFields:
+    """The fields of a BatchReport, assignable (see ``_RequestFields``)."""
 
     __slots__ = ("__dict__", "after", "before", "boundary", "budget", "unit", "written")
-    _fields = ("boundary", "before", "after", "budget", "unit", "written")
 
     boundary: str
     """``finalizer`` or ``guard`` (core reports); ``request`` inside a RequestReport."""
@@ -107,37 +107,53 @@ class BatchReport(_Frozen):
     written: tuple[str, ...]
     """References of the artifacts this batch wrote (not the ones it reused)."""
 
-    def __init__(
-        self,
+
+class BatchReport(_BatchFields, _Frozen):
+    """One batch of tool results (one model turn) before and after bounding."""
+
+    __slots__ = ()
+    _fields = ("boundary", "before", "after", "budget", "unit", "written")
+
+    def __new__(
+        cls,
         boundary: str,
         before: Sequence[ToolResult],
         after: Sequence[ToolResult],
         budget: int,
         unit: Unit,
         written: tuple[str, ...] = (),
-    ) -> None:
-        self._set(
-            boundary=boundary,
-            before=before,
-            after=after,
-            budget=budget,
-            unit=unit,
-            written=written,
-        )
+        *,
+        cut: int | None = None,
+    ) -> BatchReport:
+        """``cut``: how many results were shortened, when the producer counted them while
+        it had them at hand (else counted when first asked)."""
+        fields = object.__new__(_BatchFields)
+        fields.boundary = boundary
+        fields.before = before
+        fields.after = after
+        fields.budget = budget
+        fields.unit = unit
+        fields.written = written
+        if cut is not None:
+            fields.__dict__["cut"] = cut
+        fields.__class__ = cls  # read-only from here on
+        return fields  # type: ignore[return-value]  # a BatchReport now
 
     @property
     def results(self) -> int:
         """How many tool results the batch holds."""
         return len(self.after)
 
-    @cached_property
+    @property
     def cut(self) -> int:
         """How many tool results were shortened."""
-        return sum(
-            1
-            for old, new in zip(self.before, self.after)
-            if old is not new and old.slots != new.slots
-        )
+        # Cached by hand: functools.cached_property takes a lock per read on Python 3.11,
+        # and every subscriber of every request reads this.
+        known = self.__dict__
+        cut: int | None = known.get("cut")
+        if cut is None:
+            cut = known["cut"] = count_cut(self.before, self.after)
+        return cut
 
     @cached_property
     def referenced(self) -> tuple[str, ...]:
@@ -165,11 +181,14 @@ class BatchReport(_Frozen):
         return self.budget <= 0 or self.size_after <= self.budget
 
 
-class RequestReport(_Frozen):
-    """One request body an entry point handled: sizes, counts, the budget, the batches."""
+class _RequestFields:
+    """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
+    makes it a RequestReport (the same layout), whose fields are read-only. One report is
+    made per request while anything watches: assigning a slot directly costs a third of
+    ``object.__setattr__`` (the way frozen dataclasses fill theirs in)."""
 
     __slots__ = (
-        "api",
+        "_api",
         "batch_budget",
         "batches",
         "bytes_after",
@@ -179,22 +198,9 @@ class RequestReport(_Frozen):
         "seconds",
         "telemetry",
         "unit",
-    )
-    _fields = (
-        "api",
-        "bytes_before",
-        "bytes_after",
-        "batch_budget",
-        "unit",
-        "seconds",
-        "batches",
-        "error",
-        "telemetry",
-        "entry",
     )
 
-    api: str | None
-    """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known."""
+    _api: str | Callable[[], str | None] | None
     bytes_before: int
     bytes_after: int
     batch_budget: int
@@ -210,9 +216,27 @@ class RequestReport(_Frozen):
     entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
 
-    def __init__(
-        self,
-        api: str | None,
+
+class RequestReport(_RequestFields, _Frozen):
+    """One request body an entry point handled: sizes, counts, the budget, the batches."""
+
+    __slots__ = ()
+    _fields = (
+        "api",
+        "bytes_before",
+        "bytes_after",
+        "batch_budget",
+        "unit",
+        "seconds",
+        "batches",
+        "error",
+        "telemetry",
+        "entry",
+    )
+
+    def __new__(
+        cls,
+        api: str | Callable[[], str | None] | None,
         bytes_before: int,
         bytes_after: int,
         batch_budget: int,
@@ -222,19 +246,34 @@ class RequestReport(_Frozen):
         error: str | None = None,
         telemetry: bool = True,
         entry: str = "http",
-    ) -> None:
-        self._set(
-            api=api,
-            bytes_before=bytes_before,
-            bytes_after=bytes_after,
-            batch_budget=batch_budget,
-            unit=unit,
-            seconds=seconds,
-            batches=batches,
-            error=error,
-            telemetry=telemetry,
-            entry=entry,
-        )
+    ) -> RequestReport:
+        fields = object.__new__(_RequestFields)
+        fields._api = api
+        fields.bytes_before = bytes_before
+        fields.bytes_after = bytes_after
+        fields.batch_budget = batch_budget
+        fields.unit = unit
+        fields.seconds = seconds
+        fields.batches = batches
+        fields.error = error
+        fields.telemetry = telemetry
+        fields.entry = entry
+        fields.__class__ = cls  # read-only from here on
+        return fields  # type: ignore[return-value]  # a RequestReport now
+
+    @property
+    def api(self) -> str | None:
+        """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known.
+
+        A producer that has not looked it up (a body it did not read) may give a function
+        instead: it is called once, when the format is first asked for (a telemetry
+        subscriber asks only for a body it had to read), never on the request path.
+        """
+        api = self._api
+        if callable(api):
+            api = api()
+            _init(self, "_api", api)
+        return api
 
     @property
     def bounded(self) -> bool:
@@ -256,6 +295,11 @@ class RequestReport(_Frozen):
     @property
     def bytes_saved(self) -> int:
         return max(self.bytes_before - self.bytes_after, 0)
+
+
+def count_cut(before: Sequence[ToolResult], after: Sequence[ToolResult]) -> int:
+    """How many of ``after`` are shortened ``before`` entries (``BatchReport.cut``)."""
+    return sum(1 for old, new in zip(before, after) if old is not new and old.slots != new.slots)
 
 
 def _size(entries: Sequence[ToolResult], unit: Unit) -> int:

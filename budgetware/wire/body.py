@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, cast
 
 from budgetware.core.artifacts import digest_scope
@@ -13,9 +14,16 @@ from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
 from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
-from budgetware.core.observe import BatchReport, RequestReport
+from budgetware.core.observe import BatchReport, RequestReport, count_cut
 from budgetware.store.select import store_for_config
-from budgetware.wire.detect import SNIFF, Batch, JsonPath, format_for_url, read_body
+from budgetware.wire.detect import (
+    SNIFF,
+    Batch,
+    JsonPath,
+    WireFormat,
+    format_for_url,
+    read_body_as,
+)
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import patch_json, replace_values, with_values
 
@@ -69,35 +77,65 @@ def observed_finalize_body(
     """``finalize_body``, and a report of what it did (sizes, counts, batches, time).
 
     For entry points while something watches (``core.observe.watching()``); the caller
-    delivers the report. Every batch found is reported, bounded or not.
+    delivers the report. Every batch found is reported, bounded or not. The work is
+    ``finalize_body``'s: the sizes, counts and wire format come from where it has them
+    (a body it does not read has its format looked up only if a subscriber asks).
     """
     start = time.perf_counter()
     if config is None:
         config = resolve_config(lenient=True)
-    batches: list[BatchReport] = []
+    seen = _Seen()
     error: str | None = None
     new_body = body
     if config.batch_budget > 0 and len(body) > config.batch_budget:
         try:
-            new_body = _finalize(url, body, headers, config, batches)
+            new_body = _finalize(url, body, headers, config, seen)
         except Exception as exc:
             error = type(exc).__name__
             fail_open("bound a request body", config=config)
             new_body = body
-    fmt = format_for_url(url, config)
+    fmt = seen.fmt
     report = RequestReport(
-        api=fmt.name if fmt is not None and fmt is not SNIFF else None,
+        api=(
+            partial(_api_of_url, url.partition("?")[0], config)
+            if fmt is _UNSEEN
+            else _api_name(fmt)
+        ),
         bytes_before=len(body),
         bytes_after=len(new_body),
         batch_budget=config.batch_budget,
         unit=config.unit,
         seconds=time.perf_counter() - start,
-        batches=tuple(batches),
+        batches=tuple(seen.batches),
         error=error,
         telemetry=config.telemetry,
         entry=entry,
     )
     return new_body, report
+
+
+_UNSEEN: Any = object()
+"""The wire format of a body ``_finalize`` stopped short of reading."""
+
+
+class _Seen:
+    """What ``_finalize`` learns of a body on its way, for its report."""
+
+    __slots__ = ("batches", "fmt")
+
+    def __init__(self) -> None:
+        self.batches: list[BatchReport] = []
+        self.fmt: WireFormat | None = _UNSEEN
+
+
+def _api_name(fmt: WireFormat | None) -> str | None:
+    return fmt.name if fmt is not None and fmt is not SNIFF else None
+
+
+def _api_of_url(url: str, config: BudgetConfig) -> str | None:
+    """The wire format of ``url`` (given without its query: a key in it, as Gemini's
+    ``?key=``, is not kept in the report)."""
+    return _api_name(format_for_url(url, config))
 
 
 def is_untouchable(
@@ -122,7 +160,7 @@ def _finalize(
     body: bytes,
     headers: Mapping[str, str] | None,
     config: BudgetConfig,
-    reports: list[BatchReport] | None,
+    seen: _Seen | None,
 ) -> bytes:
     if headers is not None:
         reason = is_untouchable(headers, url)
@@ -130,12 +168,14 @@ def _finalize(
             if reason == "signed":
                 _warn_signed()
             return body
-    read = read_body(url, body, config)
+    fmt, read = read_body_as(url, body, config)
+    if seen is not None:
+        seen.fmt = fmt
     if read is None:
         return body
     decoded, all_batches = read
     with digest_scope():  # the digests of this body's strings, forgotten with them
-        changes = bound_batches(all_batches, config, reports)
+        changes = bound_batches(all_batches, config, None if seen is None else seen.batches)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
@@ -189,7 +229,9 @@ def _report_batches(
         report = bounded.get(id(batch))
         if report is None:
             entries = tuple(found.entry() for found in batch)
-            report = BatchReport("request", entries, entries, config.batch_budget, config.unit)
+            report = BatchReport(
+                "request", entries, entries, config.batch_budget, config.unit, cut=0
+            )
         out.append(report)
     return out
 
@@ -206,8 +248,15 @@ def _bound(
     guarded = [guard_batch(entries, config=config) for entries, _ in finalized]
     if reports is not None:
         for batch, before, after, (_, written) in zip(batches, originals, guarded, finalized):
+            # Counted here, while the entries are at hand (not by a subscriber later).
             reports[id(batch)] = BatchReport(
-                "request", before, after, config.batch_budget, config.unit, written
+                "request",
+                before,
+                after,
+                config.batch_budget,
+                config.unit,
+                written,
+                cut=count_cut(before, after),
             )
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):

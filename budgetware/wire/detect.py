@@ -34,6 +34,7 @@ __all__ = [
     "format_for_path",
     "format_for_url",
     "read_body",
+    "read_body_as",
     "sniff_format",
 ]
 
@@ -74,34 +75,46 @@ def read_body(
     A body that is not a JSON object, not UTF-8, too deep or otherwise undecodable is
     robust input, not an error: None.
     """
+    return read_body_as(url, body, config)[1]
+
+
+def read_body_as(
+    url: str, body: bytes, config: BudgetConfig | None = None
+) -> tuple[WireFormat | None, tuple[dict[str, Any], list[Batch]] | None]:
+    """``read_body``, with the wire format of the request: ``format_for_url``'s, or for an
+    endpoint whose body shape decides, the shape's (``SNIFF`` while none is known).
+
+    The format is given also when the body is then not read (not JSON, a raw NUL): a
+    caller that reports on the request looks nothing up a second time.
+    """
+    fmt = format_for_url(url, config)
+    if fmt is None:
+        return None, None
     # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
     # library would decode, but whose byte offsets the splicer cannot use.
     if b"\x00" in body:
-        return None
-    fmt = format_for_url(url, config)
-    if fmt is None:
-        return None
+        return fmt, None
     if fmt is SNIFF and not any(m in body for f in _SNIFF_ORDER for m in f.sniff_markers):
         # An unknown endpoint whose bytes hold no tool-result marker: not a model request
         # we can bound. Sniffing sees every JSON request of the process; this keeps the
         # cost for the others at a few memory scans instead of a parse.
-        return None
+        return fmt, None
     try:
         decoded = loads(body)
     except (ValueError, RecursionError):
-        return None
+        return fmt, None
     if not isinstance(decoded, dict):
-        return None
+        return fmt, None
     found = sniff_format(decoded) if fmt is SNIFF else fmt
     if found is None:
-        return None
+        return fmt, None
     batches = found.batches(decoded)
     if config is not None and config.text_results:
         # Agents that send tool results as user text (smolagents' "Observation:").
         from budgetware.wire.text_results import text_result_batches
 
         batches += text_result_batches(found.name, decoded, config.text_results)
-    return decoded, batches
+    return found, (decoded, batches)
 
 
 class _Sniff:

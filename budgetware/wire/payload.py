@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from budgetware.core import observe
@@ -15,7 +16,7 @@ from budgetware.core.observe import BatchReport, RequestReport
 
 # The byte path's steps between reading a body and splicing it, shared by the dict path.
 from budgetware.wire.body import bound_batches
-from budgetware.wire.detect import SNIFF, format_for_url, sniff_format
+from budgetware.wire.detect import SNIFF, WireFormat, format_for_url, sniff_format
 from budgetware.wire.splice import with_values
 
 __all__ = ["bound_payload"]
@@ -51,25 +52,31 @@ def bound_payload(
             fail_open("bound a request payload", config=effective)
             return payload
     start = time.perf_counter()
-    batches: list[BatchReport] = []
+    seen = _Seen()
     error: str | None = None
     out = payload
     try:
-        out = _bound(url, payload, effective, batches)
+        out = _bound(url, payload, effective, seen)
     except Exception as exc:
         error = type(exc).__name__
         fail_open("bound a request payload", config=effective)
     seconds = time.perf_counter() - start
-    fmt = format_for_url(url, effective)
+    # Sizes from where bounding had them: the payload's was measured to compare it with
+    # the budget; only a payload that changed is measured again (the new, bounded one).
+    before = seen.size if seen.size is not None else _size(payload)
+    after = before if out is payload else _size(out)
+    fmt = seen.fmt
     observe.deliver_request(
         RequestReport(
-            api=fmt.name if fmt is not None and fmt is not SNIFF else None,
-            bytes_before=max(_size(payload), 0),
-            bytes_after=max(_size(out), 0),
+            api=partial(_api_of_url, url.partition("?")[0], effective)
+            if fmt is _UNSEEN
+            else _api_name(fmt),
+            bytes_before=max(before, 0),
+            bytes_after=max(after, 0),
             batch_budget=effective.batch_budget,
             unit=effective.unit,
             seconds=seconds,
-            batches=tuple(batches),
+            batches=tuple(seen.batches),
             error=error,
             telemetry=effective.telemetry,
             entry="payload",
@@ -78,21 +85,51 @@ def bound_payload(
     return out
 
 
-def _bound(
-    url: str, payload: dict[str, Any], config: BudgetConfig, reports: list[BatchReport] | None
-) -> Any:
+_UNSEEN: Any = object()
+"""The wire format of a payload ``_bound`` stopped short of looking up."""
+
+
+class _Seen:
+    """What ``_bound`` learns of a payload on its way, for its report."""
+
+    __slots__ = ("batches", "fmt", "size")
+
+    def __init__(self) -> None:
+        self.batches: list[BatchReport] = []
+        self.fmt: WireFormat | None = _UNSEEN
+        self.size: int | None = None
+
+
+def _api_name(fmt: WireFormat | None) -> str | None:
+    return fmt.name if fmt is not None and fmt is not SNIFF else None
+
+
+def _api_of_url(url: str, config: BudgetConfig) -> str | None:
+    """The wire format of ``url`` (given without its query: a key in it, as Gemini's
+    ``?key=``, is not kept in the report)."""
+    return _api_name(format_for_url(url, config))
+
+
+def _bound(url: str, payload: dict[str, Any], config: BudgetConfig, seen: _Seen | None) -> Any:
     # As for bodies: every string takes at least as many bytes in the JSON text as it
     # measures, so a payload whose JSON is no longer than the budget holds no batch over it.
     # (orjson writes a few values differently, never a string: the bound holds.)
-    if 0 <= _size(payload) <= config.batch_budget:
+    size = _size(payload)
+    if seen is not None:
+        seen.size = size
+    if 0 <= size <= config.batch_budget:
         return payload
     fmt = format_for_url(url, config)
     if fmt is SNIFF:
-        fmt = sniff_format(payload)
-    if fmt is None:
+        fmt = sniff_format(payload) or SNIFF
+    if seen is not None:
+        seen.fmt = fmt
+    if fmt is None or fmt is SNIFF:
         return payload
     with digest_scope():  # the digests of this payload's strings, forgotten with them
-        changes = bound_batches(fmt.batches(payload), config, reports)
+        changes = bound_batches(
+            fmt.batches(payload), config, None if seen is None else seen.batches
+        )
     if not changes:
         return payload
     return with_values(payload, {path: new for path, (_, new) in changes.items()})

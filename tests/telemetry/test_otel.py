@@ -222,22 +222,86 @@ def test_an_sdk_that_raises_in_budgetwares_own_calls_never_breaks_the_request(
     def broken(self: Any, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("exporter queue full")
 
-    # The histogram is the one metric budgetware records on the request path (the
-    # counters are observable: the SDK reads budgetware's totals when it collects).
+    # On the request path budgetware calls the SDK for the span attributes only (the
+    # metrics are kept here and handed over when the SDK collects): both raise.
     from opentelemetry.sdk.metrics._internal.instrument import _Histogram
+    from opentelemetry.sdk.trace import Span
 
+    monkeypatch.setattr(Span, "set_attributes", broken)
     monkeypatch.setattr(_Histogram, "record", broken)
     monkeypatch.setattr(otel, "_failed_types", set())
     caplog.set_level(logging.WARNING, logger="budgetware")
+    tracer = telemetry.tracer_provider.get_tracer("agent")
     transport = BudgetTransport(httpx.HTTPTransport(), config=BudgetConfig(batch_budget=BUDGET))
-    with httpx.Client(transport=transport) as client:
+    with httpx.Client(transport=transport) as client, tracer.start_as_current_span("turn"):
         for _ in range(2):
             assert _post(client, fake_provider.url, chat_body(2)).status_code == 200
     assert len(json.loads(fake_provider.last.body)["messages"]) == 4
+    # Collecting goes on too: the counters report, the histogram's failure is logged.
+    assert telemetry.total("budgetware.tool_results.cut") == 4
+    assert "budgetware.bounding.duration" not in telemetry.metrics()
     warnings = [r.getMessage() for r in caplog.records if r.name == "budgetware"]
     assert warnings == [
         "budgetware could not report to OpenTelemetry (RuntimeError); requests go on"
     ]
+
+
+@pytest.fixture
+def histogram_records(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, dict[str, Any]]]:
+    """Every record the SDK's histograms get (each also recorded for real)."""
+    from opentelemetry.sdk.metrics._internal.instrument import _Histogram
+
+    records: list[tuple[float, dict[str, Any]]] = []
+    real = _Histogram.record
+
+    def record(self: Any, amount: float, attributes: Any = None, *args: Any) -> None:
+        records.append((amount, dict(attributes or {})))
+        real(self, amount, attributes, *args)
+
+    monkeypatch.setattr(_Histogram, "record", record)
+    return records
+
+
+def test_the_bounding_time_reaches_the_sdk_when_it_collects_not_on_the_request_path(
+    telemetry: Telemetry,
+    fake_provider: FakeProvider,
+    histogram_records: list[tuple[float, dict[str, Any]]],
+) -> None:
+    transport = BudgetTransport(httpx.HTTPTransport(), config=BudgetConfig(batch_budget=BUDGET))
+    with httpx.Client(transport=transport) as client:
+        for _ in range(2):
+            assert _post(client, fake_provider.url, chat_body(2)).status_code == 200
+    assert histogram_records == []  # a synchronous record costs ~1% of a 3 MB request
+    (duration,) = telemetry.metrics()["budgetware.bounding.duration"]
+    assert duration.count == 2
+    assert dict(duration.attributes) == {
+        "budgetware.api": "openai_chat",
+        "budgetware.entry": "http",
+    }
+    assert [attributes for _, attributes in histogram_records] == [dict(duration.attributes)] * 2
+    assert duration.sum == pytest.approx(sum(amount for amount, _ in histogram_records))
+    # Handed over once: the next collection has nothing new to record.
+    assert telemetry.metrics()["budgetware.bounding.duration"][0].count == 2
+    assert len(histogram_records) == 2
+
+
+def test_bounding_times_nothing_collects_stay_bounded(
+    telemetry: Telemetry,
+    histogram_records: list[tuple[float, dict[str, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from budgetware.core import observe
+
+    monkeypatch.setattr(otel, "_DURATIONS_MAX", 3)
+    report = observe.RequestReport("gemini", 900, 100, 500, "utf8_bytes", 0.25, entry="payload")
+    seen = []
+    for _ in range(7):
+        observe.deliver_request(report)
+        seen.append(len(histogram_records))
+    assert seen == [0, 0, 3, 3, 3, 6, 6]  # the request that fills the buffer records it
+    (duration,) = telemetry.metrics()["budgetware.bounding.duration"]
+    assert duration.count == 7
+    assert duration.sum == pytest.approx(7 * 0.25)
 
 
 ENTRY_POINTS = {
