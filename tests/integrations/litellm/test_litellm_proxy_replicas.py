@@ -47,8 +47,9 @@ from budgetware.tools import MAX_LIMIT, TOOL_NAME
 
 __all__ = ["s3_endpoint"]  # a fixture of the S3 pair
 
-# One worker starts this module's proxies (once per backend) and runs all its tests.
-pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_replicas")]
+# The proxy tests' worker runs this module too: its fork server has imported the proxy
+# already (a second worker's own fork server cost about 10 s of CPU to import it again).
+pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]
 
 SIZE = 60_000
 # The proxies' MCP gateway names a server's tools "<server>-<tool>".
