@@ -13,16 +13,22 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
-from faulty_callbacks import MARKER
 from litellm_proxy_helpers import BUDGET
 from proxy_server_helpers import chat, messages_call, only_request, upstream_tool_texts
 from testing import drivers
 
 from budgetware.testing import FakeProvider
 from budgetware.testing.litellm_proxy import LiteLLMProxy
+
+# faulty_callbacks.MARKER, read from the file: importing the module here would import
+# litellm while collecting (seconds of CPU per test process) and plant its fault in this
+# process too; it belongs in the proxy's.
+MARKER = "PLANT-A-FAULT"
+assert f'MARKER = "{MARKER}"' in (Path(__file__).with_name("faulty_callbacks.py")).read_text()
 
 # One worker starts the session's proxies and runs every test that uses them.
 pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]
