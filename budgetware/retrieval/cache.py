@@ -161,10 +161,7 @@ def window(store: ContentStore, ref: object, offset: int, limit: int) -> tuple[s
     if now >= entry.recheck_at:
         return None
     try:
-        if entry.dir_fd is None:
-            info = os.stat(entry.name, follow_symlinks=False)
-        else:
-            info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+        info = _stat_name(entry)
     except OSError:
         cache.drop(entry)  # gone (or unreadable): the store says what happened
         return None
@@ -286,16 +283,20 @@ def discard(store: ContentStore, ref: object) -> None:
         cache.drop(entry)
 
 
+def _stat_name(entry: _Artifact) -> os.stat_result:
+    """The artifact's name as it is now (a symbolic link is not followed)."""
+    if entry.dir_fd is None:
+        return os.stat(entry.name, follow_symlinks=False)
+    return os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+
+
 def _renew(entry: _Artifact, index: CharIndex, now: float) -> bool:
     """Keep a remembered artifact after a recheck when its name still names the file it
     has open (no new open)."""
     if entry.fd is None:
         return False
     try:
-        if entry.dir_fd is None:
-            info = os.stat(entry.name, follow_symlinks=False)
-        else:
-            info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+        info = _stat_name(entry)
     except OSError:
         return False
     if _identity(info) != entry.identity or info.st_size != index.size:
