@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 from pathlib import Path
 
@@ -188,3 +189,26 @@ def test_max_age_below_min_age_is_refused() -> None:
         BudgetConfig.from_env(
             {"BUDGETWARE_ARTIFACT_MAX_AGE": "1h", "BUDGETWARE_ARTIFACT_MIN_AGE": "2h"}
         )
+
+
+def test_settings_read_from_os_environ_are_what_a_plain_mapping_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # os.environ is read through its own store of encoded names (os.environ.get of a missing
+    # name raises inside, for every field, on every request): the same values, at once.
+    from budgetware.core.config import env_values
+
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "1234")
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", "/tmp/caf\u00e9-\udcff")  # not UTF-8 on disk
+    monkeypatch.delenv("BUDGETWARE_UNIT", raising=False)
+    seen = env_values(os.environ)
+    assert seen == env_values(dict(os.environ))
+    assert seen["batch_budget"] == "1234"
+    assert "unit" not in seen
+    assert seen["artifact_dir"] == "/tmp/caf\u00e9-\udcff"
+    monkeypatch.setenv("BUDGETWARE_UNIT", "chars")
+    monkeypatch.delenv("BUDGETWARE_BATCH_BUDGET")
+    seen = env_values(os.environ)
+    assert seen["unit"] == "chars"
+    assert "batch_budget" not in seen
+    assert seen == env_values(dict(os.environ))
