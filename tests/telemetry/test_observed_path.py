@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,13 @@ from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
 from budgetware.core.observe import RequestReport
 from budgetware.http.transport import BudgetTransport
-from budgetware.telemetry import otel
 from budgetware.wire import body as wire_body
 from budgetware.wire import detect
 from budgetware.wire.body import finalize_body, observed_finalize_body
 
-from .test_otel import Telemetry, chat_body
+from .test_otel import Telemetry, chat_body, telemetry
+
+__all__ = ["telemetry"]  # test_otel's fixture: telemetry on, read by in-memory exporters
 
 BUDGET = 50_000
 URL = "https://api.example/v1/chat/completions"
@@ -141,21 +142,8 @@ def test_a_signed_body_left_whole_reports_its_format_on_demand(
     assert report.api == "bedrock_converse"
 
 
-@pytest.fixture
-def reporting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Telemetry]:
-    monkeypatch.setenv("BUDGETWARE_TELEMETRY", "1")
-    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", str(tmp_path))
-    t = Telemetry()
-    assert otel.enable(meter_provider=t.meter_provider)
-    try:
-        yield t
-    finally:
-        otel.disable()
-        t.meter_provider.shutdown()
-
-
 def test_telemetry_on_a_small_request_adds_no_look_up(
-    reporting: Telemetry, counts: Counter[str], tmp_path: Path
+    telemetry: Telemetry, counts: Counter[str], tmp_path: Path
 ) -> None:
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
@@ -178,8 +166,8 @@ def test_telemetry_on_a_small_request_adds_no_look_up(
     assert attributes["budgetware.body.bytes_before"] == len(body)
     assert attributes["budgetware.body.bytes_after"] == len(body)
     assert attributes["budgetware.tool_results.cut"] == 0
-    assert reporting.total("budgetware.requests.bounded") == 0
-    assert "budgetware.bounding.duration" not in reporting.metrics()
+    assert telemetry.total("budgetware.requests.bounded") == 0
+    assert "budgetware.bounding.duration" not in telemetry.metrics()
 
 
 def test_a_report_takes_its_format_as_a_function_called_once() -> None:
