@@ -28,6 +28,8 @@ from budgetware.testing import litellm_proxy as litellm_proxy_module
 from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
 from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
+from . import drivers
+
 # Whether the proxy is installed, without importing it (nor litellm, which a submodule's
 # find_spec would import): the fork server imports it in its own process, and importing it
 # in every test process while collecting cost about 10 s of CPU each.
@@ -77,21 +79,7 @@ def _env(artifact_dir: Path, **settings: str) -> dict[str, str | None]:
 def _chat(proxy: LiteLLMProxy, tool_output: str) -> dict[str, Any]:
     import httpx
 
-    messages = [
-        {"role": "user", "content": "read the file"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "read", "arguments": '{"path": "a.txt"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": tool_output},
-    ]
+    messages = drivers.openai_chat_messages([tool_output])
     with httpx.Client(trust_env=False, timeout=60) as http:
         response = http.post(
             proxy.url + "/v1/chat/completions",
