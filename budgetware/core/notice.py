@@ -145,7 +145,7 @@ TOOL_HINT_WORDING = ToolHintWording()
 # and JSON notices open with "[Tool output truncated: "; the compact text form has the
 # "[...]" marker, the full text form its "[... N omitted ...]" marker (salient lines or
 # not), the minimal form is "[...]" and the tail; the compact JSON notice opens with
-# "[JSON of ". tests/core/test_may_be_preview.py holds every form to it.
+# "[JSON of ". tests/store/test_preview_decisions.py holds every form to it.
 PREVIEW_PHRASES = ("[Tool output truncated: ", "[JSON of ", "[...")
 _MINIMAL = DEFAULT_WORDING.minimal()
 
