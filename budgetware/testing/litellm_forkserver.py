@@ -23,6 +23,12 @@ through it, so a process group is only signalled while its leader is not yet rea
 pid cannot have been reused). It stops when this process closes its stdin (exits, even by
 SIGKILL) or when its parent changes, and then stops every proxy it started (SIGTERM to the
 process group, SIGKILL after 10 s). Standard library only on this side; POSIX only.
+
+``ProxyForkServer(stand_in=path)`` runs a Python file in place of the proxy, for tests of
+the fork server itself (starts, kills, clean-up) that need no LiteLLM: the fork server
+runs the file where it would import the proxy, and each fork calls the file's
+``serve(args)`` (the same arguments as ``litellm``; its return value is the exit code)
+where it would run the proxy's CLI.
 """
 
 from __future__ import annotations
@@ -93,12 +99,21 @@ class ProxyForkServer:
     """One fork server process: ``spawn()`` forks a LiteLLM Proxy from it.
 
     ``environ`` is the fork server's environment (default: this process's, when the server
-    starts); ``start()`` is called by the first ``spawn()``. Thread-safe; ``close()`` stops
-    it and every proxy it started.
+    starts); ``stand_in`` a Python file run instead of the proxy (module docstring);
+    ``start()`` is called by the first ``spawn()``. Thread-safe; ``close()`` stops it and
+    every proxy it started.
     """
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        stand_in: str | os.PathLike[str] | None = None,
+    ) -> None:
         self._environ = dict(os.environ if environ is None else environ)
+        self._stand_in = None if stand_in is None else os.path.abspath(stand_in)
+        if self._stand_in is not None and not os.path.isfile(self._stand_in):
+            raise ForkServerError(f"the fork server's stand-in is not a file: {self._stand_in}")
         self._environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
         self._environ["PYTHONUNBUFFERED"] = "1"
         # numpy's OpenBLAS starts a thread pool at import; a fork keeps only one thread.
@@ -139,7 +154,12 @@ class ProxyForkServer:
             with os.fdopen(descriptor, "wb") as log:
                 self._workdir = tempfile.mkdtemp(prefix="budgetware-litellm-forkserver-")
                 self._process = subprocess.Popen(
-                    [sys.executable, __file__, str(Path(sys.executable).parent)],
+                    [
+                        sys.executable,
+                        __file__,
+                        str(Path(sys.executable).parent),
+                        *([] if self._stand_in is None else [self._stand_in]),
+                    ],
                     cwd=self._workdir,  # empty: the proxies get their own
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -332,7 +352,7 @@ def shared_fork_server() -> ProxyForkServer:
 # --- the fork server process -----------------------------------------------------------------
 
 
-def _serve(bin_dir: str) -> int:  # pragma: no cover - runs in the fork server process
+def _serve(bin_dir: str, stand_in: str | None) -> int:  # pragma: no cover - fork server
     # Like the `litellm` console script: its directory first on sys.path, not this one's.
     sys.path[0] = bin_dir
     # Replies go to the original stdout; anything else printed goes to the server's log.
@@ -347,8 +367,15 @@ def _serve(bin_dir: str) -> int:  # pragma: no cover - runs in the fork server p
     # Importing proxy_cli appends the working directory to sys.path (where the `litellm`
     # command finds a config's custom_auth and callback modules): the proxy's, in a fork.
     path_before = list(sys.path)
-    import litellm.proxy.proxy_cli
-    import litellm.proxy.proxy_server  # noqa: F401
+    if stand_in is None:
+        import litellm.proxy.proxy_cli
+        import litellm.proxy.proxy_server  # noqa: F401
+
+        run: Any = _run_litellm
+    else:
+        import runpy
+
+        run = runpy.run_path(stand_in, run_name="budgetware_fork_server_stand_in")["serve"]
 
     import_cwd = os.getcwd()
     cwd_entries = [
@@ -357,7 +384,7 @@ def _serve(bin_dir: str) -> int:  # pragma: no cover - runs in the fork server p
         if entry == import_cwd and index >= len(path_before)
     ]
 
-    problem = _fork_safety_problem()
+    problem = _fork_safety_problem(litellm=stand_in is None)
     if problem is not None:
         reply({"op": "unsafe", "error": problem})
         return 1
@@ -395,6 +422,7 @@ def _serve(bin_dir: str) -> int:  # pragma: no cover - runs in the fork server p
                     if pid == 0:
                         _child(
                             message,
+                            run,
                             close=(replies.fileno(), wake_read, wake_write),
                             cwd_entries=cwd_entries,
                         )
@@ -414,8 +442,10 @@ def _raise_exit(signum: int, frame: object) -> None:  # pragma: no cover - fork 
     raise SystemExit(128 + signum)
 
 
-def _fork_safety_problem() -> str | None:  # pragma: no cover - runs in the fork server
+def _fork_safety_problem(litellm: bool) -> str | None:  # pragma: no cover - fork server
     try:
+        if not litellm:
+            raise ImportError("a stand-in runs instead of the proxy")
         from litellm.rust_bridge.fork_guard import reserve_process_for_forking
     except ImportError:
         pass  # a litellm without the Rust extension
@@ -468,7 +498,7 @@ def _stop_all(children: set[int], reply: Any) -> None:  # pragma: no cover - for
 
 
 def _child(  # pragma: no cover - runs in a forked proxy
-    message: dict[str, Any], close: tuple[int, ...], cwd_entries: list[int]
+    message: dict[str, Any], run: Any, close: tuple[int, ...], cwd_entries: list[int]
 ) -> None:
     code = 1
     server = os.getppid()
@@ -491,7 +521,7 @@ def _child(  # pragma: no cover - runs in a forked proxy
             sys.path[index] = os.getcwd()
         os.environ.clear()
         os.environ.update(message["env"])
-        code = _run_litellm(message["args"])
+        code = run(message["args"])
     except BaseException:
         import traceback
 
@@ -539,4 +569,4 @@ def _run_litellm(args: list[str]) -> int:  # pragma: no cover - runs in a forked
 
 
 if __name__ == "__main__":  # pragma: no cover - the fork server process
-    sys.exit(_serve(sys.argv[1]))
+    sys.exit(_serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

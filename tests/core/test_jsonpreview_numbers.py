@@ -22,6 +22,8 @@ from budgetware.core import jsonio, jsonpreview
 from budgetware.core.fit import SlotPreview
 from budgetware.core.jsonio import compact_literal, loads_literal, loads_spelled
 
+from .strategies import json_numbers
+
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True
 
@@ -325,7 +327,7 @@ _number = st.one_of(
     _finite.map(json.dumps),  # Python's spelling: 1e-05, 1e+16
     _finite.map(lambda x: orjson.dumps(x).decode()),  # orjson's own
     st.integers(-(2**70), 2**70).map(str),
-    st.from_regex(r"-?(0|[1-9][0-9]{0,25})(\.[0-9]{1,8})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    json_numbers(int_digits=26, fraction_digits=8),
 ).filter(lambda s: math.isfinite(float(s)))
 _text = st.text(max_size=30)
 _leaf = st.one_of(

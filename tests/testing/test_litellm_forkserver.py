@@ -48,6 +48,9 @@ pytestmark = [
 ]
 
 HANDLER = "budgetware.integrations.litellm.proxy.handler"
+# The fork server's life-cycle tests run this instead of the proxy: a fork server of their
+# own that imports LiteLLM would cost about 10 s of CPU each.
+STAND_IN = Path(__file__).with_name("forkserver_stand_in.py")
 BIG = "x" * 6000
 
 
@@ -279,12 +282,13 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
         f"""
         import json, os, signal, sys
         from budgetware.testing.litellm_proxy import LiteLLMProxy
-        from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
+        from budgetware.testing.litellm_forkserver import ProxyForkServer
 
+        server = ProxyForkServer(stand_in={str(STAND_IN)!r})
         config = {json.dumps(_config(upstream, callback=False))!r}
-        proxy = LiteLLMProxy(json.loads(config), workdir={str(tmp_path)!r}, warm=True)
+        proxy = LiteLLMProxy(json.loads(config), workdir={str(tmp_path)!r}, fork_server=server)
         proxy.start()
-        print(json.dumps({{"server": shared_fork_server().pid, "proxy": proxy.pid}}), flush=True)
+        print(json.dumps({{"server": server.pid, "proxy": proxy.pid}}), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
@@ -299,10 +303,10 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
 
 
 def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
-    server = ProxyForkServer()  # its own: the shared one serves the session's proxies
+    server = ProxyForkServer(stand_in=STAND_IN)  # its own, and no LiteLLM (its stand-in)
     try:
-        # A start that gives up before the fork server has imported the proxy: the proxy
-        # it forks later is stopped at once, never left running.
+        # A start that gives up before the fork server has imported the proxy (the stand-in
+        # takes a second): the proxy it forks later is stopped at once, never left running.
         gave_up = LiteLLMProxy(
             _config(upstream, callback=False),
             workdir=tmp_path / "impatient",
