@@ -49,10 +49,22 @@ def loads_in_pieces(body: bytes) -> Any:
 
 
 def loads_outline(body: bytes) -> Any:
-    """The JSON value of ``body`` with every long string value left empty (``""``): for
-    reading the small fields of a large message (a ``tools/call`` request's id, method and
-    tool name) without decoding its long strings at all."""
+    """The JSON value of ``body`` with every long string value left empty (``""``), except
+    the fields a message is recognised by (``_OUTLINE_FIELDS``: a ``tools/call`` request's
+    id, method and tool name), which are decoded whatever their size: for reading those
+    without decoding a large argument at all."""
     return _loads(body, decode=False)
+
+
+def _outline_fields(message: Any) -> list[Any]:
+    """The values of a message's id, method and ``params.name`` (those present)."""
+    if not isinstance(message, dict):
+        return []
+    fields = [message[key] for key in ("id", "method") if key in message]
+    params = message.get("params")
+    if isinstance(params, dict) and "name" in params:
+        fields.append(params["name"])
+    return fields
 
 
 def _loads(body: bytes, *, decode: bool) -> Any:
@@ -72,8 +84,17 @@ def _loads(body: bytes, *, decode: bool) -> Any:
         parts.append(body[previous:])
         outline = loads_exact(b"".join(parts))
         give_way()
-        values = [_decode(body, start, end) if decode else "" for start, end in spans]
-        return _fill(outline, f"\x00{nonce}:", values)
+        prefix = f"\x00{nonce}:"
+        if decode:
+            values = [_decode(body, start, end) for start, end in spans]
+        else:
+            # A 64 KiB id is still the id: read as empty, the response would not match it.
+            values = [""] * len(spans)
+            for field in _outline_fields(outline):
+                if isinstance(field, str) and field.startswith(prefix):
+                    index = int(field[len(prefix) :])
+                    values[index] = _decode(body, *spans[index])
+        return _fill(outline, prefix, values)
     except (ValueError, TypeError, LookupError, _CannotSplit):
         return loads_exact(body)  # the plain way: the same value, or the same error
 

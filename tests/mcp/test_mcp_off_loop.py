@@ -218,6 +218,47 @@ def test_a_large_tools_call_argument_is_not_decoded_to_read_the_call(
     assert max(orjson_sizes) < 300_000
 
 
+@pytest.mark.parametrize("field", ["id", "name"])
+def test_a_long_id_or_tool_name_is_read_whole_while_the_argument_is_not(
+    field: str, tmp_path: Path
+) -> None:
+    # Read as empty, an id of 64 KiB or more matched no response: delivered unbounded.
+    from budgetware.mcp.pieces import LONG_STRING_BYTES, loads_outline
+
+    long = "i" * (LONG_STRING_BYTES + 10)
+    call = {**CALL, "params": {"name": "dump", "arguments": {"data": "x" * 300_000}}}
+    if field == "id":
+        call["id"] = long
+    else:
+        call["params"]["name"] = long  # type: ignore[index]
+    body = json.dumps(call).encode()
+    outline = loads_outline(body)
+    assert outline["params"]["arguments"]["data"] == ""
+    assert (outline["id"], outline["params"]["name"]) == (call["id"], call["params"]["name"])  # type: ignore[index]
+    request = httpx2.Request("POST", "http://mcp.test/mcp", content=body, headers=HEADERS)
+    answer = json.loads(result_body(200_000))
+    answer["id"] = call["id"]
+    response = httpx2.Response(
+        200,
+        headers={"content-type": "application/json"},
+        content=json.dumps(answer).encode(),
+        request=request,
+    )
+    from budgetware.mcp.bound import McpBudget
+    from budgetware.mcp.http import configure_mcp
+
+    # The long tool name is read whole: its own budget applies.
+    configure_mcp(McpBudget(tools={long: 5_000}) if field == "name" else None)
+    try:
+        new = _rewrite_in_thread(request, response, BudgetConfig(artifact_dir=tmp_path))
+    finally:
+        configure_mcp(None)
+    assert new.json()["id"] == call["id"]
+    text = new.json()["result"]["content"][0]["text"]
+    assert text.startswith("[Tool output truncated")
+    assert len(text) <= (5_000 if field == "name" else 100_000)
+
+
 def _long(text: str, *, ensure_ascii: bool = True) -> bytes:
     doc = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": text}]}}
     return json.dumps(doc, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
