@@ -15,7 +15,10 @@ how many round trips a put makes and what budgetware adds to them, not how fast 
 2. Reuse of an existing 300 KB artifact by a process that has not seen it (target: no
    upload, one metadata call) against one ``head_object``: through the finalizer (an
    output, and a producer's preview, which has its decision looked up), and through
-   ``put`` alone (the MCP boundary); and reuse within the process (no call).
+   ``put`` alone (the MCP boundary): in a store whose blind puts have so far written new
+   artifacts (a conditional ``PutObject``, refused, then ``HeadObject``), and in one whose
+   blind puts have been refused (it looks first: ``HeadObject``); and reuse within the
+   process (no call).
 3. Reuse within a process, local store: the stat that checks the artifact is still there
    (a store directory removed under a running process), against the same path without it.
 4. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
@@ -52,6 +55,7 @@ from budgetware.store.local import LocalArtifactStore
 from budgetware.testing.s3 import LocalS3Server, aws_env
 
 SIZE = 300_000
+ROUNDS = 60  # of the interleaved cases
 
 
 def median_time(fn: Callable[[], object], *, rounds: int = 40) -> float:
@@ -64,7 +68,7 @@ def median_time(fn: Callable[[], object], *, rounds: int = 40) -> float:
 
 
 def interleaved(
-    fns: list[Callable[[], object]], *, rounds: int = 60
+    fns: list[Callable[[], object]], *, rounds: int = ROUNDS
 ) -> tuple[list[float], list[float]]:
     """Each function once per round, in turn: the median time of each, and the median of
     its per-round ratio to the first (noise on a shared machine hits a round, not a case)."""
@@ -184,6 +188,8 @@ def s3_benchmarks(endpoint: str) -> None:
     if obstore_put is None:
         rows.append(("obstore.put (another library)", 'not installed: the "bench" extra', ""))
     print_table("1. a new 300 KB artifact, S3 (moto)", rows, ("case", "median", "ratio"))
+    # Only new outputs went through it: its blind puts still start with the PUT.
+    assert not store._looks_first()
 
     text = "R" * SIZE
     key = text_key(text)
@@ -201,6 +207,22 @@ def s3_benchmarks(endpoint: str) -> None:
 
     def reuse_by_new_process_put() -> None:
         new_process().put(text, key=key)
+
+    # Processes whose one blind put so far found its name taken (another process had
+    # stored that output), made before the timing: one for each round, and one more.
+    elsewhere = "stored by another process first " * 100
+    store.put(elsewhere)
+
+    def refused_process() -> S3ArtifactStore:
+        other = new_process()
+        other.put(elsewhere, key=text_key(elsewhere))  # refused (412), then verified
+        assert other._looks_first()
+        return other
+
+    refused = [refused_process() for _ in range(ROUNDS + 1)]
+
+    def reuse_by_refused_process_put() -> None:
+        refused.pop().put(text, key=key)
 
     def reuse_by_new_process_finalizer() -> None:
         finalize_batch(entry, config=config, store=new_process())
@@ -225,13 +247,17 @@ def s3_benchmarks(endpoint: str) -> None:
     calls.clear()
     reuse_by_new_process_put()
     put_calls = list(calls)
+    calls.clear()
+    reuse_by_refused_process_put()
+    refused_calls = list(calls)
     (
-        (head, through_finalizer, through_preview, through_put),
+        (head, through_finalizer, through_preview, through_put, through_refused),
         (
             _,
             finalizer_ratio,
             preview_ratio,
             put_ratio,
+            refused_ratio,
         ),
     ) = interleaved(
         [
@@ -239,8 +265,11 @@ def s3_benchmarks(endpoint: str) -> None:
             reuse_by_new_process_finalizer,
             preview_by_new_process_finalizer,
             reuse_by_new_process_put,
-        ]
+            reuse_by_refused_process_put,
+        ],
+        rounds=ROUNDS,
     )
+    assert refused == [], len(refused)
     calls.clear()
     same = median_time(lambda: store.put(text, key=key), rounds=1000)
     rows = [
@@ -262,6 +291,12 @@ def s3_benchmarks(endpoint: str) -> None:
             f"{through_put * 1000:.2f} ms",
             f"{put_ratio:.2f}x",
             " ".join(put_calls) + " (the PUT refused: 412)",
+        ),
+        (
+            "through put (the MCP boundary), in a store that has seen its blind puts refused",
+            f"{through_refused * 1000:.2f} ms",
+            f"{refused_ratio:.2f}x",
+            " ".join(refused_calls) + " (no upload)",
         ),
         ("again in the process", f"{same * 1e6:.1f} us", f"{same / head:.4f}x", "none"),
     ]

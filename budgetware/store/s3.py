@@ -23,6 +23,29 @@ A new artifact is one conditional ``PutObject`` (``If-None-Match: *``): a server
 already holds the name answers 412 and the object there is verified (``HeadObject``) as
 before; a server without conditional writes is written with ``HeadObject`` +
 ``PutObject`` from then on.
+
+A blind put (one that knows nothing of its name yet: the MCP boundary's; the finalizer
+has looked or listed first) learns, per store and process, which way is cheaper. A
+refused conditional PUT has sent the whole body for nothing and still needs its
+``HeadObject``, so with ``p`` the share of blind puts that find their name taken:
+
+- PUT first costs ``p * (PUT + HEAD) + (1 - p) * PUT = PUT + p * HEAD``;
+- HEAD first costs ``p * HEAD + (1 - p) * (HEAD + PUT) = HEAD + (1 - p) * PUT``;
+
+and HEAD first is cheaper when ``(1 - p) * HEAD < p * PUT``, that is when ``p > HEAD /
+(HEAD + PUT)``. At 300 KB a PUT costs about a HEAD (moto: 15 ms and 12 ms; S3 is bound by
+latency at that size), and never less, since it carries the body: the break-even point
+is ``1/2`` or a little under, and ``1/2`` errs on the side of the starting mode. So the
+store keeps whether each of its last ``BLIND_OUTCOMES`` blind puts found the name taken
+(refused with 412, or found by its ``HeadObject``, verified or not) or wrote it, and a
+blind put looks first (``HeadObject``) while more than half of them found it taken: an
+object that verifies then costs that one call and no upload, a false one one ``PutObject``
+that replaces it, an absent one a conditional ``PutObject`` (so a writer that got there
+in between is found and verified as before). The store starts with no record, putting
+first (a tool's output is new more often than not), and every blind put, either way,
+adds its outcome, so it goes back to putting first when new outputs are the majority
+again. Only the calls change, never what is stored or named; the choice depends on the
+sequence of outcomes alone (no clock, no randomness), kept under the store's lock.
 """
 
 from __future__ import annotations
@@ -35,7 +58,7 @@ import queue
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
@@ -52,7 +75,7 @@ from budgetware.store.base import (
 )
 from budgetware.store.lifecycle import Entry
 
-__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
+__all__ = ["BLIND_OUTCOMES", "BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
 
 _INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
 # After a failed call the store is skipped this long (no network at all).
@@ -78,6 +101,9 @@ MAX_WORKERS = 32
 # many seconds per MiB sent or read (1 MiB/s: the slowest transfer the store waits for).
 _BACKOFF_SECONDS = 1.0
 _SECONDS_PER_MIB = 1.0
+# How many blind puts' outcomes (name taken, or written) a store keeps to choose how the
+# next one starts: HEAD first while more than half of them found the name taken.
+BLIND_OUTCOMES = 16
 
 
 def require_boto3() -> Any:
@@ -265,6 +291,10 @@ class S3ArtifactStore(ContentStore):
         # the put that follows it in the finalizer writes a new one at once, replaces a
         # false one at once, and verifies one that is listed (no upload).
         self._listed: dict[str, tuple[float, Probe | None]] = {}
+        # The outcomes of the last blind puts (True: the name was taken), and the put of
+        # this thread that is blind and has not reached its write yet (its key).
+        self._blind_outcomes: deque[bool] = deque(maxlen=BLIND_OUTCOMES)
+        self._blind = threading.local()
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore({self._base_ref!r})"
@@ -445,14 +475,44 @@ class S3ArtifactStore(ContentStore):
         return "verified"
 
     def _probe_for_write(self, key: str) -> Probe:
-        # A listing just said (the finalizer's decision lookup): a new artifact is written
-        # at once, one that is there is verified with no upload. Otherwise a new artifact
-        # costs one conditional PUT, which finds out itself whether the name is taken.
+        # A listing or a look just said (the finalizer's): a new artifact is written at
+        # once, one that is there is verified with no upload. Otherwise the put is blind:
+        # a new artifact costs one conditional PUT, which finds out itself whether the
+        # name is taken, unless this store's blind puts have mostly found it taken of
+        # late, when one HEAD comes first (the module's docstring).
+        self._blind.key = None
         with self._lock:
             listed = self._listed.pop(key, None)
         if listed is not None and time.monotonic() - listed[0] < _LISTING_TRUSTED:
             return self._probe(key) if listed[1] is None else listed[1]
-        return "absent" if self._conditional else self._probe(key)
+        if not self._conditional:
+            return self._look(key)
+        if not self._looks_first():
+            self._blind.key = key  # _write records what its conditional PUT met
+            return "absent"
+        found = self._look(key)
+        if found == "absent":
+            self._blind.key = key
+        else:
+            self._note_blind(taken=True)  # verified: no upload; false: replaced at once
+        return found
+
+    def _looks_first(self) -> bool:
+        """Whether this store's next blind put starts with a ``HeadObject`` (more than half
+        of its last ``BLIND_OUTCOMES`` blind puts found their name taken)."""
+        with self._lock:
+            return 2 * sum(self._blind_outcomes) > len(self._blind_outcomes)
+
+    def _note_blind(self, *, taken: bool) -> None:
+        with self._lock:
+            self._blind_outcomes.append(taken)
+
+    def _look(self, key: str) -> Probe:
+        """``_probe`` for the put that follows it at once (no note for a later put)."""
+        found = self._probe(key)
+        with self._lock:
+            self._listed.pop(key, None)
+        return found
 
     def _put_object(
         self, name: str, data: bytes, checksum: str, *, if_absent: bool = False
@@ -478,12 +538,17 @@ class S3ArtifactStore(ContentStore):
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
         name, checksum = self._name(key), _checksum(key)
+        blind = getattr(self._blind, "key", None) == key  # the put is blind (not a replace)
+        self._blind.key = None
         if not replace and self._conditional:
             try:
                 self._put_object(name, data, checksum, if_absent=True)
+                if blind:
+                    self._note_blind(taken=False)
                 return True
-            except _Exists:
-                pass  # another writer got there: look at what it wrote
+            except _Exists:  # another writer got there: look at what it wrote
+                if blind:
+                    self._note_blind(taken=True)
             except _NoConditional:
                 self._conditional = False  # this server: HEAD + PUT from now on
             if self._probe(key) == "verified":
