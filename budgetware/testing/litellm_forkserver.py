@@ -430,12 +430,23 @@ def _serve(bin_dir: str, stand_in: str | None) -> int:  # pragma: no cover - for
                     reply({"op": "spawned", "id": message["id"], "pid": pid})
                 elif message["op"] == "signal" and message["pid"] in children:
                     # Not reaped yet, so the pid is still this child's: safe to signal.
-                    try:
-                        os.killpg(message["pid"], message["sig"])
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                    _signal_child(message["pid"], message["sig"])
     finally:
         _stop_all(children, reply)
+
+
+def _signal_child(pid: int, sig: int) -> None:  # pragma: no cover - runs in the fork server
+    """Signal a child's process group; a child that has not called ``setsid()`` yet (just
+    forked) has no group of its own and is signalled alone (it has started nothing)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    except PermissionError:
+        pass
 
 
 def _raise_exit(signum: int, frame: object) -> None:  # pragma: no cover - fork server
@@ -484,10 +495,7 @@ def _reap(children: set[int], reply: Any) -> None:  # pragma: no cover - fork se
 def _stop_all(children: set[int], reply: Any) -> None:  # pragma: no cover - fork server
     for sig, grace in ((signal.SIGTERM, _STOP_GRACE), (signal.SIGKILL, _STOP_GRACE)):
         for pid in children:
-            try:
-                os.killpg(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _signal_child(pid, sig)
         deadline = time.monotonic() + grace
         while children and time.monotonic() < deadline:
             try:

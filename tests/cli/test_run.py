@@ -165,12 +165,19 @@ def test_exit_codes_pass_through(tmp_path: Path) -> None:
     assert done.stderr.strip() == "bye"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(code: str, tmp_path: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "budgetware", "run", "--", "python", "-c", code],
         stdout=subprocess.PIPE,
         text=True,
         env=_env(None, tmp_path),
+        # SIGINT as a terminal gives it: a suite started in the background of a
+        # non-interactive shell inherits it ignored, and so would the program.
+        preexec_fn=_default_sigint,
     )
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready"
