@@ -68,6 +68,8 @@ class _Sweeper:
                         what,
                         type(exc).__name__,
                     )
+                # The job holds its store: the thread must not keep it while it waits.
+                del job
 
 
 def _lower_priority() -> None:

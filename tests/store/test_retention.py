@@ -5,11 +5,13 @@ files go."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -179,6 +181,28 @@ def drain() -> None:
     done = threading.Event()
     sweeper.submit("test", done.set)
     assert done.wait(30)
+
+
+def test_the_sweeper_keeps_no_job_alive_once_it_has_run() -> None:
+    # A job holds its store (a bound method): the idle thread used to keep the last one.
+    class Owner:
+        def __init__(self) -> None:
+            self.done = threading.Event()
+
+        def job(self) -> None:
+            self.done.set()
+
+    owner = Owner()
+    gone = threading.Event()
+    weakref.finalize(owner, gone.set)
+    sweeper.submit("test", owner.job)
+    assert owner.done.wait(10)
+    del owner
+    deadline = time.monotonic() + 10
+    while not gone.is_set() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert gone.is_set(), "the sweeper thread still holds the job that ran"
 
 
 def test_an_entry_points_store_sweeps_by_default(tmp_path: Path) -> None:
