@@ -12,10 +12,14 @@ spans, in newline-aligned pieces of 256 KiB (between them the scanning thread gi
 away, so a worker scanning a large output lets an event loop run):
 
 - **anchor words, pure Python** (the default patterns, always there): words that every
-  default match contains (``_ANCHORS``: a test holds them complete) are found one by one,
-  each by its rarest character (``str.find`` of one character is a memchr) and, where that
-  character is dense in the output, by a literal ``re`` search capped at ``_FIND_CHARS``
-  per call; only the lines that hold a word are checked alone as above;
+  default match contains (``_ANCHORS``: a test holds them complete) are found by a plan
+  made from how dense their characters are in a piece (``_Words``): a word with a sparse
+  character is followed by it (``str.find`` of one character is a memchr; one memchr per
+  character rules out or finds all the words that hold it), the others by ``re`` searches
+  keyed on a character they share (one pass finds ``rror``, ``tion:``, ``goroutine`` ...
+  from their ``o``), or at line starts only (``E  ``, ``panic:``: one search of the
+  newlines); each search call covers at most ``_FIND_CHARS`` characters; only the lines
+  that hold a word are checked alone as above;
 - **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): the same words,
   all at once in C;
 - **the combined ``re`` pattern searched** at every line start, for user patterns (they
@@ -395,8 +399,10 @@ _RANK = {char: rank for rank, char in enumerate(_RARITY)}
 # words that hold it tried there) while it is sparser than one in this many characters of
 # a piece; the words that hold only denser characters are found by searches in C.
 _SPARSE = 2048
-# Densities are estimated from the occurrences in this many characters at a piece's start.
+# Densities are estimated from the occurrences in this many characters of a piece, in
+# windows spread over it.
 _WINDOW = 2048
+_WINDOWS = 4
 # The rarest characters of a word that may be followed to find it.
 _PROBE_CHARS = 4
 # Costs, in characters passed by a search (about 0.4 ns each): per occurrence of a search's
@@ -410,7 +416,7 @@ _LINE_COST = 112
 _MEMCHR = 1 / 16
 _STEP = 1500
 # A followed character is given up for a search (in that piece) after this many more
-# misses than 4 times its estimated occurrences.
+# misses than twice its estimated occurrences.
 _MISSES = 64
 # The plan (which character finds which words) is made again after this many pieces, or
 # at once where a followed character turns out denser than it looked.
@@ -569,9 +575,10 @@ class _Words:
     Python (``str.find`` of one character, a memchr, from one occurrence to the next, and
     the words that hold the character tried there with ``startswith``; a character that is
     not in a piece costs one memchr, whatever number of words it rules out), or found by a
-    search in C (``_search_words``), one search for all the words that share its key. The
-    plan is made from how dense characters are at the start of a piece and kept for a few
-    pieces: it only picks the way of finding, every plan finds the same lines.
+    search in C (``_search_words``), one search for all the words that share its key (or,
+    for words of ``_AT_LINE_START``, the newline). The plan is made from how dense
+    characters are in windows of a piece (``_plan``) and kept for ``_PLAN_PIECES`` pieces:
+    it only picks the way of finding, every plan finds the same lines.
     """
 
     __slots__ = ("_ascii", "_pieces", "_plan")
@@ -657,17 +664,20 @@ def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Pla
     cost (a memchr over the piece, plus a Python step per occurrence).
     """
     size = max(piece_end - piece_start, 1)
-    window = min(piece_end, piece_start + _WINDOW)
-    scale = size / max(window - piece_start, 1)
+    step = max(size // _WINDOWS, 1)
+    width = max(min(_WINDOW // _WINDOWS, step), 1)
+    windows = [(start, start + width) for start in range(piece_start, piece_end, step)]
+    scale = size / (width * len(windows))
     counts: dict[str, float] = {}
     count = text.count
 
     def density(char: str) -> float:
-        """About how many times ``char`` is in the piece (from its first characters; a
-        character not among them counts as half an occurrence there)."""
+        """About how many times ``char`` is in the piece (from windows spread over it; a
+        character not in them counts as half an occurrence there)."""
         estimate = counts.get(char)
         if estimate is None:
-            estimate = counts[char] = (count(char, piece_start, window) or 0.5) * scale
+            seen = sum(count(char, start, stop) for start, stop in windows)
+            estimate = counts[char] = (seen or 0.5) * scale
         return estimate
 
     eligible = _ASCII if ascii_only else _ALL
@@ -727,7 +737,7 @@ def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Pla
         by_offset: dict[int, list[str]] = {}
         for word in _words(holders):
             by_offset.setdefault(word.index(char), []).append(word)
-        limit = int(4 * density(char)) + _MISSES
+        limit = int(2 * density(char)) + _MISSES
         groups = tuple((at, tuple(group)) for at, group in sorted(by_offset.items()))
         follows.append((char, limit, groups))
         left &= ~holders
