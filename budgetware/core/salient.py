@@ -424,6 +424,10 @@ _PLAN_PIECES = 16
 # The search of words at line starts allows this much indentation before one (a line
 # indented more is a candidate whatever it holds), so its matches are short.
 _INDENT_CAP = 64
+# Pieces smaller than this use one plan made once (``_small_plan``), which takes these
+# characters as sparse (rare in logs) and all others as dense.
+_SMALL = 1 << 16
+_SMALL_SPARSE = frozenset("●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNqzxjkvbpygfw")
 # A search is capped at this many characters per call, and a memchr at 8 times as many, so
 # no call holds the GIL for long even in a piece that is one huge line.
 _FIND_CHARS = 1 << 18
@@ -594,13 +598,17 @@ class _Words:
         No anchor holds a newline: an anchor that starts in the piece ends in it (pieces
         end after a newline, or at the end of the range, where a line is not whole).
         """
-        if self._plan is None or self._pieces <= 0:
-            if self._ascii is None:
-                self._ascii = text.isascii()
-            self._plan = _plan(text, piece_start, piece_end, self._ascii)
-            self._pieces = _PLAN_PIECES
-        self._pieces -= 1
-        follows, searches = self._plan
+        if self._ascii is None:
+            self._ascii = text.isascii()
+        if piece_end - piece_start < _SMALL:
+            plan = _small_plan(self._ascii)
+        else:
+            if self._plan is None or self._pieces <= 0:
+                self._plan = _plan(text, piece_start, piece_end, self._ascii)
+                self._pieces = _PLAN_PIECES
+            self._pieces -= 1
+            plan = self._plan
+        follows, searches = plan
         found: set[int] = set()
         find = text.find
         rfind = text.rfind
@@ -655,7 +663,56 @@ def _find(find: Callable[..., int], char: str, position: int, end: int) -> int:
 
 
 def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Plan:
-    """A plan for pieces like ``[piece_start, piece_end)``: how to find every anchor.
+    """A plan for pieces like ``[piece_start, piece_end)``, from how dense characters are
+    in windows spread over it: each character's count there, to a power of two (a plan
+    is made once per set of such levels)."""
+    size = max(piece_end - piece_start, 1)
+    step = max(size // _WINDOWS, 1)
+    width = max(min(_WINDOW // _WINDOWS, step), 1)
+    sample = "".join(
+        [
+            text[start : min(start + width, piece_end)]
+            for start in range(piece_start, piece_end, step)
+        ]
+    )
+    count = sample.count
+    levels = tuple(count(char).bit_length() for char in _SAMPLED)
+    return _planned(levels, size.bit_length(), len(sample).bit_length(), ascii_only)
+
+
+# The characters whose densities make a plan: those of the anchors, and the newline.
+_SAMPLED = (*sorted(_HOLDERS), "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def _planned(levels: tuple[int, ...], size: int, sample: int, ascii_only: bool) -> _Plan:
+    """The plan for these levels of counts in a sample (its length and the piece's to a
+    power of two, as ``bit_length``): a count of level ``n`` is about ``1.5 * 2**(n-1)``,
+    one of level 0 half an occurrence."""
+    piece = 1 << (size - 1) if size else 1
+    scale = piece / (1 << (sample - 1) if sample else 1)
+    densities = {
+        char: (1.5 * (1 << (level - 1)) if level else 0.5) * scale
+        for char, level in zip(_SAMPLED, levels)
+    }
+    return _cover(densities.__getitem__, piece, ascii_only)
+
+
+@functools.lru_cache(maxsize=2)
+def _small_plan(ascii_only: bool) -> _Plan:
+    """The plan of small pieces, made once: the characters of ``_SMALL_SPARSE`` taken as
+    sparse, all others as dense (a plan made from densities costs more than it saves in
+    a piece this small)."""
+    size = _SMALL
+
+    def density(char: str) -> float:
+        return 0.5 if char in _SMALL_SPARSE else size / 8
+
+    return _cover(density, size, ascii_only)
+
+
+def _cover(density: Callable[[str], float], size: int, ascii_only: bool) -> _Plan:
+    """How to find every anchor in a piece of ``size`` characters with these densities.
 
     The words that hold no sparse character are found by searches: repeatedly the key that
     finds the most of them for the least cost (a pass over the piece, plus a step per
@@ -663,23 +720,6 @@ def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Pla
     rarest characters that finds or rules out the most of the words left for the least
     cost (a memchr over the piece, plus a Python step per occurrence).
     """
-    size = max(piece_end - piece_start, 1)
-    step = max(size // _WINDOWS, 1)
-    width = max(min(_WINDOW // _WINDOWS, step), 1)
-    windows = [(start, start + width) for start in range(piece_start, piece_end, step)]
-    scale = size / (width * len(windows))
-    counts: dict[str, float] = {}
-    count = text.count
-
-    def density(char: str) -> float:
-        """About how many times ``char`` is in the piece (from windows spread over it; a
-        character not in them counts as half an occurrence there)."""
-        estimate = counts.get(char)
-        if estimate is None:
-            seen = sum(count(char, start, stop) for start, stop in windows)
-            estimate = counts[char] = (seen or 0.5) * scale
-        return estimate
-
     eligible = _ASCII if ascii_only else _ALL
     sparse = size / _SPARSE
     dense = 0

@@ -108,15 +108,26 @@ LINES = [
 
 # Knobs that change the plan, never the spans: every word followed (_SPARSE 1) or every
 # word searched (_SPARSE huge); a followed character given up for a search at its first
-# miss (_MISSES); plans remade every piece; tiny density windows, indentation caps and
-# search slices, so that lines, words and slices fall on every edge.
+# miss (_MISSES); plans made from densities for small pieces too (_SMALL 0) and remade
+# every piece; tiny density windows, indentation caps and search slices, so that lines,
+# words and slices fall on every edge.
 PLANS = {
     "default": {},
-    "followed": {"_SPARSE": 1, "_PLAN_PIECES": 1},
-    "searched": {"_SPARSE": 1 << 40, "_INDENT_CAP": 2},
-    "given up": {"_SPARSE": 1, "_MISSES": -(1 << 40), "_WINDOW": 3},
-    "small": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1},
+    "dynamic": {"_SMALL": 0},
+    "followed": {"_SPARSE": 1, "_PLAN_PIECES": 1, "_SMALL": 0},
+    "followed small": {"_SPARSE": 1},
+    "searched": {"_SPARSE": 1 << 40, "_INDENT_CAP": 2, "_SMALL": 0},
+    "searched small": {"_SPARSE": 1 << 40, "_INDENT_CAP": 3},
+    "given up": {"_SPARSE": 1, "_MISSES": -(1 << 40), "_WINDOW": 3, "_SMALL": 0},
+    "small windows": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1, "_SMALL": 0},
 }
+
+
+def _clear() -> None:
+    """Forget the patterns and plans made under other knobs."""
+    salient._keyed.cache_clear()
+    salient._planned.cache_clear()
+    salient._small_plan.cache_clear()
 
 
 def _knobs(monkeypatch: pytest.MonkeyPatch, plan: str, piece: int) -> None:
@@ -124,7 +135,7 @@ def _knobs(monkeypatch: pytest.MonkeyPatch, plan: str, piece: int) -> None:
     monkeypatch.setattr(salient, "_FIND_CHARS", max(piece // 3, 1))
     for name, value in PLANS[plan].items():
         monkeypatch.setattr(salient, name, value)
-    salient._keyed.cache_clear()  # patterns depend on _INDENT_CAP
+    _clear()
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
@@ -145,7 +156,7 @@ def test_the_word_scan_gives_the_same_spans_as_the_re_search(
         end = rng.randrange(start, len(text) + 1) if rng.random() < 0.5 else len(text)
         words = salient._spans(text, start, end, pattern, None)
         assert words == _reference(text, start, end, pattern), (text, start, end)
-    salient._keyed.cache_clear()
+    _clear()
 
 
 _FRAGMENTS = st.sampled_from(
@@ -204,7 +215,7 @@ def test_the_word_scan_agrees_on_generated_texts(parts: list[str], data: st.Data
             with pytest.MonkeyPatch.context() as monkeypatch:
                 _knobs(monkeypatch, plan, piece)
                 assert salient._spans(text, start, end, pattern, None) == expected, plan
-    salient._keyed.cache_clear()
+    _clear()
 
 
 def _adversarial(kind: str, rng: random.Random) -> str:
@@ -269,7 +280,7 @@ def test_the_word_scan_agrees_on_adversarial_corpora(
         _knobs(monkeypatch, plan, piece)
         for (start, end), spans in zip(ranges, expected):
             assert salient._spans(text, start, end, pattern, None) == spans, (piece, start, end)
-    salient._keyed.cache_clear()
+    _clear()
 
 
 @pytest.mark.parametrize("corpus", ["pytest", "service"])
@@ -366,6 +377,7 @@ def test_no_word_search_covers_more_than_a_slice(monkeypatch: pytest.MonkeyPatch
         searched.clear()
         memchrs.clear()
         keyed.cache_clear()
+        salient._planned.cache_clear()
         for name, value in PLANS[plan].items():
             monkeypatch.setattr(salient, name, value)
         found = salient._spans(text, 0, len(text), pattern, None)
@@ -378,3 +390,4 @@ def test_no_word_search_covers_more_than_a_slice(monkeypatch: pytest.MonkeyPatch
         assert max(searched, default=0) <= salient._FIND_CHARS + longest
         assert max(memchrs, default=0) <= 8 * salient._FIND_CHARS
     keyed.cache_clear()
+    salient._planned.cache_clear()
