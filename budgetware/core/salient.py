@@ -401,7 +401,7 @@ _RANK = {char: rank for rank, char in enumerate(_RARITY)}
 _SPARSE = 2048
 # Densities are estimated from the occurrences in this many characters of a piece, in
 # windows spread over it.
-_WINDOW = 2048
+_WINDOW = 8192
 _WINDOWS = 4
 # The rarest characters of a word that may be followed to find it.
 _PROBE_CHARS = 4
