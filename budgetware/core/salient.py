@@ -429,8 +429,11 @@ _INDENT_CAP = 64
 _SMALL = 1 << 16
 _SMALL_SPARSE = frozenset("●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNqzxjkvbpygfw")
 # A search is capped at this many characters per call, and a memchr at 8 times as many, so
-# no call holds the GIL for long even in a piece that is one huge line.
+# no call holds the GIL for long even in a piece that is one huge line; the matches of a
+# search and the checks of candidate lines are taken at most this many a call (C-level
+# maps: no Python step, but no switch to another thread either).
 _FIND_CHARS = 1 << 18
+_BATCH = 256
 
 
 def _chars(word: str) -> tuple[str, ...]:
@@ -538,8 +541,8 @@ def _search_words(
     """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``;
     ``floor`` is the newline before the line of ``position`` (see ``_floor``).
 
-    All the matches of a slice of at most ``_FIND_CHARS`` characters (and of a match's
-    start past it) come from one call, their line starts from C-level maps (one ``rfind``
+    The matches of a slice of at most ``_FIND_CHARS`` characters (and of a match's start
+    past it) come ``_BATCH`` at a time, their line starts from C-level maps (one ``rfind``
     back to the line's newline each, never past the last newline of the slice before): no
     Python step per match. Slices overlap by less than a match's start, so every match of
     a line starts in one of them.
@@ -551,10 +554,13 @@ def _search_words(
         position = floor  # the newline before the first line
     while position < piece_end:
         stop = min(position + _FIND_CHARS, piece_end)
-        starts = map(_START, finditer(text, position, min(stop + longest - 1, piece_end)))
-        if key != "\n":
-            starts = map(rfind, repeat("\n"), repeat(floor), starts)
-        found.update(map(_NEXT, starts))
+        matches = map(_START, finditer(text, position, min(stop + longest - 1, piece_end)))
+        while True:
+            starts = list(islice(matches, _BATCH))
+            lines = starts if key == "\n" else map(rfind, repeat("\n"), repeat(floor), starts)
+            found.update(map(_NEXT, lines))
+            if len(starts) < _BATCH:
+                break
         last = rfind("\n", position, stop)
         if last >= 0:
             floor = last
@@ -794,15 +800,22 @@ def _check(
 ) -> None:
     """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
     each line matched alone, from the newline before it to its end. C-level maps and
-    ``compress`` take no Python step per line."""
+    ``compress`` take no Python step per line, ``_BATCH`` lines a call."""
     first = bisect.bisect_left(lines, max(start, 1))  # the first line is checked already
-    lines = lines[first:]
-    ends = list(map(text.find, repeat("\n"), lines, repeat(end)))
-    if ends and ends[-1] < 0:
-        whole = ends.index(-1)  # the last line runs past ``end``: not wholly inside
-        lines, ends = lines[:whole], ends[:whole]
-    matched = map(regex.match, repeat(text), map(_BEFORE, lines), ends)
-    spans.extend(compress(zip(lines, ends), matched))
+    match = regex.match
+    find = text.find
+    for at in range(first, len(lines), _BATCH):
+        batch = lines[at : at + _BATCH]
+        ends = list(map(find, repeat("\n"), batch, repeat(end)))
+        whole = ends[-1] >= 0
+        if not whole:  # the last lines run past ``end``: not wholly inside
+            cut = ends.index(-1)
+            batch, ends = batch[:cut], ends[:cut]
+        spans.extend(
+            compress(zip(batch, ends), map(match, repeat(text), map(_BEFORE, batch), ends))
+        )
+        if not whole:
+            return
 
 
 _BEFORE = (-1).__add__

@@ -109,8 +109,8 @@ LINES = [
 # Knobs that change the plan, never the spans: every word followed (_SPARSE 1) or every
 # word searched (_SPARSE huge); a followed character given up for a search at its first
 # miss (_MISSES); plans made from densities for small pieces too (_SMALL 0) and remade
-# every piece; tiny density windows, indentation caps and search slices, so that lines,
-# words and slices fall on every edge.
+# every piece; tiny density windows, indentation caps, search slices and batches of
+# matches and checks, so that lines, words, slices and batches fall on every edge.
 PLANS = {
     "default": {},
     "dynamic": {"_SMALL": 0},
@@ -119,7 +119,8 @@ PLANS = {
     "searched": {"_SPARSE": 1 << 40, "_INDENT_CAP": 2, "_SMALL": 0},
     "searched small": {"_SPARSE": 1 << 40, "_INDENT_CAP": 3},
     "given up": {"_SPARSE": 1, "_MISSES": -(1 << 40), "_WINDOW": 3, "_SMALL": 0},
-    "small windows": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1, "_SMALL": 0},
+    "small windows": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1, "_SMALL": 0, "_BATCH": 2},
+    "small batches": {"_BATCH": 1},
 }
 
 
