@@ -1,6 +1,7 @@
 """Preview quality and speed: what the model reads, against a plain 20/80 head and tail.
 
-Run: scripts/bench benchmarks/bench_preview.py
+Run: scripts/bench benchmarks/bench_preview.py (the speed part alone, without making the
+corpus: .venv/bin/python benchmarks/bench_preview.py --speed)
 
 Quality is measured on a corpus this script makes by running real tools on this machine
 (pytest with failures, a Python program that prints tracebacks, gcc on broken C, git log,
@@ -664,6 +665,9 @@ def conversation() -> None:
 
 
 def main() -> None:
+    if "--speed" in sys.argv[1:]:
+        speed()
+        return
     work = Path(tempfile.mkdtemp(prefix="budgetware-previews-"))
     try:
         outputs = corpus(work)

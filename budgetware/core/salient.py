@@ -12,10 +12,14 @@ spans, in newline-aligned pieces of 256 KiB (between them the scanning thread gi
 away, so a worker scanning a large output lets an event loop run):
 
 - **anchor words, pure Python** (the default patterns, always there): words that every
-  default match contains (``_ANCHORS``: a test holds them complete) are found one by one,
-  each by its rarest character (``str.find`` of one character is a memchr) and, where that
-  character is dense in the output, by a literal ``re`` search capped at ``_FIND_CHARS``
-  per call; only the lines that hold a word are checked alone as above;
+  default match contains (``_ANCHORS``: a test holds them complete) are found by a plan
+  made from how dense their characters are in a piece (``_Words``): a word with a sparse
+  character is followed by it (``str.find`` of one character is a memchr; one memchr per
+  character rules out or finds all the words that hold it), the others by ``re`` searches
+  keyed on a character they share (one pass finds ``rror``, ``tion:``, ``goroutine`` ...
+  from their ``o``), or at line starts only (``E  ``, ``panic:``: one search of the
+  newlines); each search call covers at most ``_FIND_CHARS`` characters; only the lines
+  that hold a word are checked alone as above;
 - **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): the same words,
   all at once in C;
 - **the combined ``re`` pattern searched** at every line start, for user patterns (they
@@ -39,8 +43,9 @@ import time
 import warnings
 from array import array
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, islice, repeat
 from typing import Any
 
 from budgetware.core.regexcost import regex_problem
@@ -129,6 +134,7 @@ _ANCHORS: tuple[str, ...] = (
     "fatal",
     "PANIC",
     "panic",  # panic:, panicked
+    "' panicked",  # thread 'main' panicked (the pure-Python scan looks for panic: at line starts)
     "CRITICAL",
     "SEVERE",
     "EMERG",
@@ -155,6 +161,27 @@ _ANCHORS: tuple[str, ...] = (
     "not found",
     "No such file",
     "Permission denied",
+)
+
+# Anchors that the default patterns need only at the start of a line, right after its
+# indentation (``E  `` of ``E {2,}\S``, ``panic:``, ``goroutine 1 [running]``, ...; ``panic``
+# elsewhere in a line is ``' panicked``): the pure-Python scan may look for these at line
+# starts only, all of them in one search. A test holds every default match to this.
+_AT_LINE_START = frozenset(
+    {
+        "E  ",
+        "panic",
+        "goroutine ",
+        "Traceback (most recent call last)",
+        "Uncaught",
+        "Unhandled",
+        "Caused by: ",
+        "Segmentation fault",
+        "Killed",
+        "Aborted",
+        "undefined reference to",
+        "failures:",
+    }
 )
 
 # The scan reads lines in pieces of about this many characters, each ending at a newline.
@@ -359,58 +386,217 @@ def _search(
             return found
 
 
-# -- the pure-Python prefilter: the anchors by memchr and find -----------------------------
+# -- the pure-Python prefilter: the anchors by memchr and keyed searches --------------------
 
 # Characters from the rarest in logs to the most common (a guess, never a result: any
-# order finds the same lines). An anchor is first looked for by its rarest character,
-# which ``str.find`` of one character finds at memchr speed; where that character turns
-# out dense, by the whole word.
+# order finds the same lines): it orders a word's characters, and breaks ties.
 _RARITY = (
-    "●✕✗×*!'`\"#QZXJKVWYBGUMHFLPCDNRIOTSAEqzxjkvbpygfwmucldrhsnioate"
+    "●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNRIOTSAEqzxjkvbpygfwmucldrhsnioate"
     "0123456789$%&+,-./;<=>?@[]^_{|}~:\t "
 )
 _RANK = {char: rank for rank, char in enumerate(_RARITY)}
-# A probe character found more often than once in this many characters costs more (a
-# Python step each) than a find of the whole word (a C loop): the word is found instead.
-_DENSE = 512
-_DENSE_AFTER = 32
-_DENSE_PIECES = 8
-# The rarest characters of an anchor checked in each piece.
+# A character is followed in Python (``str.find`` from one occurrence to the next, and the
+# words that hold it tried there) while it is sparser than one in this many characters of
+# a piece; the words that hold only denser characters are found by searches in C.
+_SPARSE = 2048
+# Densities are estimated from the occurrences in this many characters of a piece, in
+# windows spread over it.
+_WINDOW = 8192
+_WINDOWS = 4
+# The rarest characters of a word that may be followed to find it.
 _PROBE_CHARS = 4
-# A find of a word in a piece of an output is capped at this many characters per call,
-# so no call holds the GIL for long even in a piece that is one huge line.
+# Costs, in characters passed by a search (about 0.4 ns each): per occurrence of a search's
+# key (where the engine leaves its tight loop to try the words there), of a key that one
+# word holds with two characters or more after it (left at once), and per line start for
+# the search of words at line starts; a memchr per character; a Python step (a find and a
+# startswith) per occurrence of a followed character.
+_KEY_COST = 80
+_LOOP_COST = 40
+_LINE_COST = 112
+_MEMCHR = 1 / 16
+_STEP = 1500
+# A followed character is given up for a search (in that piece) after this many more
+# misses than twice its estimated occurrences.
+_MISSES = 64
+# The plan (which character finds which words) is made again after this many pieces, or
+# at once where a followed character turns out denser than it looked.
+_PLAN_PIECES = 16
+# The search of words at line starts allows this much indentation before one (a line
+# indented more is a candidate whatever it holds), so its matches are short.
+_INDENT_CAP = 64
+# Pieces smaller than this use one plan made once (``_small_plan``), which takes these
+# characters as sparse (rare in logs) and all others as dense.
+_SMALL = 1 << 16
+_SMALL_SPARSE = frozenset("●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNqzxjkvbpygfw")
+# A search is capped at this many characters per call, and a memchr at 8 times as many, so
+# no call holds the GIL for long even in a piece that is one huge line; the matches of a
+# search and the checks of candidate lines are taken at most this many a call (C-level
+# maps: no Python step, but no switch to another thread either).
 _FIND_CHARS = 1 << 18
+_BATCH = 256
 
 
-def _probes(word: str) -> tuple[tuple[str, int], ...]:
-    """The distinct characters of ``word`` with their offsets in it, the rarest first."""
-    offsets: dict[str, int] = {}
-    for offset, char in enumerate(word):
-        offsets.setdefault(char, offset)
-    order = sorted(offsets.items(), key=lambda item: (_RANK.get(item[0], -1), item[1]))
-    return tuple(order[:_PROBE_CHARS])
+def _chars(word: str) -> tuple[str, ...]:
+    """The distinct characters of ``word``, the rarest (by ``_RARITY``) first."""
+    return tuple(sorted(set(word), key=lambda char: (_RANK.get(char, -1), char)))
 
 
-# Each anchor: the word, its rarest characters, and a literal search for the whole word.
-# ``re`` finds a literal in one tight loop (about 3 times faster than ``str.find`` for a
-# short word whose characters are all common).
-_WORDS = tuple((word, _probes(word), re.compile(re.escape(word)).search) for word in _ANCHORS)
+# Each anchor with its characters, the rarest first.
+_WORDS = tuple((word, _chars(word)) for word in _ANCHORS)
+
+
+def _masks(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
+    masks: dict[str, int] = {}
+    for char, index in pairs:
+        masks[char] = masks.get(char, 0) | 1 << index
+    return masks
+
+
+# Sets of anchors as bits (by index in _WORDS): for each character the anchors that hold
+# it; those looked for at line starts; all; those an ASCII output can hold (``str.isascii``
+# tells in constant time).
+_HOLDERS = _masks((char, i) for i, (_, chars) in enumerate(_WORDS) for char in chars)
+_LINE_STARTS = sum(1 << i for i, (word, _) in enumerate(_WORDS) if word in _AT_LINE_START)
+_ALL = (1 << len(_WORDS)) - 1
+_ASCII = sum(1 << i for i, (word, _) in enumerate(_WORDS) if word.isascii())
+
+
+def _bits(mask: int) -> list[int]:
+    """The indexes of the bits set in ``mask``, in order."""
+    return [index for index in range(mask.bit_length()) if mask >> index & 1]
+
+
+def _words(mask: int) -> tuple[str, ...]:
+    """The anchors whose bits are set in ``mask``, sorted."""
+    return tuple(sorted(_WORDS[index][0] for index in _bits(mask)))
+
+
+@functools.lru_cache(maxsize=256)
+def _keyed(key: str, words: tuple[str, ...]) -> tuple[re.Pattern[str], int]:
+    """A search for any of ``words`` (each holds ``key``; the newline: at line starts), and
+    how long the part of a match before the rest of its line is at most.
+
+    A match starts at the key's first place in the word and holds the rest of the word and
+    of its line (the next match is on another line); the part of the word before the key
+    is a lookbehind. Every branch starts with the key, so the engine looks for it in its
+    tight loop (the literal prefix of the pattern); the rests of the words after it are a
+    tree by their characters, tried only where the key is. The newline's search: the
+    newline, the indentation (up to ``_INDENT_CAP``, or a line indented more), a word.
+    """
+    if key == "\n":
+        cap = _INDENT_CAP
+        body = _tree([(word, word, False) for word in words])
+        if _POSSESSIVE:
+            pattern = f"\\n[ \\t]{{0,{cap}}}+(?:{body}|[ \\t])[^\\n]*"
+        else:
+            pattern = f"\\n(?:[ \\t]{{0,{cap}}}(?![ \\t]){body}|[ \\t]{{{cap}}})[^\\n]*"
+        return re.compile(pattern), 1 + cap + max(map(len, words))
+    items = []
+    longest = 1
+    for word in words:
+        at = word.index(key)
+        items.append((word[at + 1 :], word, at > 0))
+        longest = max(longest, len(word) - at)
+    return re.compile(re.escape(key) + _tree(items) + "[^\\n]*"), longest
+
+
+def _tree(items: list[tuple[str, str, bool]]) -> str:
+    """An expression for the rests of words: (rest, word, whether it needs a lookbehind)."""
+    branches = []
+    by_next: dict[str, list[tuple[str, str, bool]]] = {}
+    for rest, word, behind in items:
+        if rest:
+            by_next.setdefault(rest[0], []).append((rest[1:], word, behind))
+        else:
+            branches.append(f"(?<={re.escape(word)})" if behind else "")
+    if "" in branches:
+        return ""  # a word ends here: whatever follows, a match
+    for char, group in sorted(by_next.items()):
+        if len(group) == 1:
+            rest, word, behind = group[0]
+            branches.append(re.escape(char + rest) + (f"(?<={re.escape(word)})" if behind else ""))
+        else:
+            branches.append(re.escape(char) + _tree(group))
+    return "(?:" + "|".join(branches) + ")"
+
+
+def _floor(text: str, piece_start: int) -> int:
+    """Where a piece's line starts are looked for backwards from: the newline before it
+    (a line found to start at ``floor + 1`` or later), or the piece's start where a range
+    starts inside a line (whose first line is not whole: found as line 0, never checked)."""
+    if piece_start and text[piece_start - 1] == "\n":
+        return piece_start - 1
+    return piece_start
+
+
+def _search_words(
+    text: str,
+    key: str,
+    words: tuple[str, ...],
+    position: int,
+    piece_end: int,
+    floor: int,
+    found: set[int],
+) -> None:
+    """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``;
+    ``floor`` is the newline before the line of ``position`` (see ``_floor``).
+
+    The matches of a slice of at most ``_FIND_CHARS`` characters (and of a match's start
+    past it) come ``_BATCH`` at a time, their line starts from C-level maps (one ``rfind``
+    back to the line's newline each, never past the last newline of the slice before): no
+    Python step per match. Slices overlap by less than a match's start, so every match of
+    a line starts in one of them.
+    """
+    pattern, longest = _keyed(key, words)
+    finditer = pattern.finditer
+    rfind = text.rfind
+    if key == "\n":
+        position = floor  # the newline before the first line
+    while position < piece_end:
+        stop = min(position + _FIND_CHARS, piece_end)
+        matches = map(_START, finditer(text, position, min(stop + longest - 1, piece_end)))
+        while True:
+            starts = list(islice(matches, _BATCH))
+            lines = starts if key == "\n" else map(rfind, repeat("\n"), repeat(floor), starts)
+            found.update(map(_NEXT, lines))
+            if len(starts) < _BATCH:
+                break
+        last = rfind("\n", position, stop)
+        if last >= 0:
+            floor = last
+        position = stop
+
+
+_START = re.Match.start
+_NEXT = (1).__add__
+
+
+# A plan: the characters followed, each with the misses (occurrences that start no word)
+# after which it is given up for a search, and its words grouped by the character's offset
+# in them; and the searches, each a key and the words it finds.
+_Follow = tuple[str, int, tuple[tuple[int, tuple[str, ...]], ...]]
+_Plan = tuple[tuple[_Follow, ...], tuple[tuple[str, tuple[str, ...]], ...]]
 
 
 class _Words:
     """Candidate lines of one scan: the lines that hold an anchor, found piece by piece.
 
-    In each piece, an anchor is skipped when one of its rarest characters is not there
-    (memchr); otherwise it is looked for by the character of those first seen furthest
-    into the piece (likely the rarest), until that character turns out dense, and then by
-    the whole word, also for the next ``_DENSE_PIECES`` pieces. What is remembered only
-    picks the way of finding: every way finds the same lines.
+    A plan covers every anchor: each is either followed by one of its characters, in
+    Python (``str.find`` of one character, a memchr, from one occurrence to the next, and
+    the words that hold the character tried there with ``startswith``; a character that is
+    not in a piece costs one memchr, whatever number of words it rules out), or found by a
+    search in C (``_search_words``), one search for all the words that share its key (or,
+    for words of ``_AT_LINE_START``, the newline). The plan is made from how dense
+    characters are in windows of a piece (``_plan``) and kept for ``_PLAN_PIECES`` pieces:
+    it only picks the way of finding, every plan finds the same lines.
     """
 
-    __slots__ = ("_dense",)
+    __slots__ = ("_ascii", "_pieces", "_plan")
 
     def __init__(self) -> None:
-        self._dense = [0] * len(_WORDS)
+        self._ascii: bool | None = None
+        self._plan: _Plan | None = None
+        self._pieces = 0
 
     def candidates(self, text: str, piece_start: int, piece_end: int) -> list[int]:
         """Starts of the lines of ``[piece_start, piece_end)`` holding an anchor, in order.
@@ -418,54 +604,190 @@ class _Words:
         No anchor holds a newline: an anchor that starts in the piece ends in it (pieces
         end after a newline, or at the end of the range, where a line is not whole).
         """
+        if self._ascii is None:
+            self._ascii = text.isascii()
+        if piece_end - piece_start < _SMALL:
+            plan = _small_plan(self._ascii)
+        else:
+            if self._plan is None or self._pieces <= 0:
+                self._plan = _plan(text, piece_start, piece_end, self._ascii)
+                self._pieces = _PLAN_PIECES
+            self._pieces -= 1
+            plan = self._plan
+        follows, searches = plan
         found: set[int] = set()
         find = text.find
         rfind = text.rfind
         startswith = text.startswith
-        dense = self._dense
-        for index, (word, probes, search) in enumerate(_WORDS):
-            probe = ""
-            offset = 0
-            at = furthest = -1
-            for char, char_offset in probes:
-                first = find(char, piece_start + char_offset, piece_end)
-                if first == -1:
-                    break  # memchr: a character of the word is not in the piece
-                if first - char_offset > furthest:
-                    furthest = first - char_offset
-                    probe, offset, at = char, char_offset, first
-            else:
-                position = piece_start  # where a search for the whole word starts
-                if dense[index]:
-                    dense[index] -= 1
+        floor = _floor(text, piece_start)
+        huge = piece_end - piece_start > 8 * _FIND_CHARS
+        for char, limit, groups in follows:
+            misses = 0
+            at = (
+                _find(find, char, piece_start, piece_end)
+                if huge
+                else find(char, piece_start, piece_end)
+            )
+            while at >= 0:
+                for offset, words in groups:
+                    begin = at - offset
+                    if begin >= piece_start and startswith(words, begin):
+                        found.add(rfind("\n", floor, begin) + 1)
+                        at = find("\n", at, piece_end)  # the rest of the line: found
+                        break
                 else:
-                    hits = 0
-                    while at != -1:
-                        begin = at - offset
-                        if startswith(word, begin):
-                            found.add(rfind("\n", 0, begin) + 1)
-                            position = find("\n", begin, piece_end) + 1 or piece_end
-                            at = find(probe, position + offset, piece_end)
-                            continue
-                        hits += 1
-                        if hits >= _DENSE_AFTER and begin - piece_start < hits * _DENSE:
-                            dense[index] = _DENSE_PIECES
-                            position = begin + 1
-                            break
-                        at = find(probe, at + 1, piece_end)
-                    else:
-                        continue
-                size = len(word)
-                while position < piece_end:
-                    stop = min(position + _FIND_CHARS, piece_end)
-                    hit = search(text, position, min(stop + size - 1, piece_end))
-                    if hit is None:
-                        position = stop
-                        continue
-                    begin = hit.start()
-                    found.add(rfind("\n", 0, begin) + 1)
-                    position = find("\n", begin, piece_end) + 1 or piece_end
+                    misses += 1
+                    if misses > limit:
+                        # Denser than it looked: the rest of the piece by a search, and a
+                        # new plan for the next piece.
+                        every = tuple(sorted({word for _, group in groups for word in group}))
+                        start = max(piece_start, at - max(map(len, every)))
+                        before = rfind("\n", floor, start)
+                        line = before if before >= 0 else floor
+                        _search_words(text, char, every, start, piece_end, line, found)
+                        self._pieces = 0
+                        break
+                if at >= 0:
+                    at = (
+                        _find(find, char, at + 1, piece_end)
+                        if huge
+                        else find(char, at + 1, piece_end)
+                    )
+        for key, words in searches:
+            _search_words(text, key, words, piece_start, piece_end, floor, found)
         return sorted(found)
+
+
+def _find(find: Callable[..., int], char: str, position: int, end: int) -> int:
+    """``find(char, position, end)`` in calls of at most 8 times ``_FIND_CHARS``."""
+    while True:
+        stop = min(position + 8 * _FIND_CHARS, end)
+        at = find(char, position, stop)
+        if at >= 0 or stop >= end:
+            return at
+        position = stop
+
+
+def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Plan:
+    """A plan for pieces like ``[piece_start, piece_end)``, from how dense characters are
+    in windows spread over it: each character's count there, to a power of two (a plan
+    is made once per set of such levels)."""
+    size = max(piece_end - piece_start, 1)
+    step = max(size // _WINDOWS, 1)
+    width = max(min(_WINDOW // _WINDOWS, step), 1)
+    sample = "".join(
+        [
+            text[start : min(start + width, piece_end)]
+            for start in range(piece_start, piece_end, step)
+        ]
+    )
+    count = sample.count
+    levels = tuple(count(char).bit_length() for char in _SAMPLED)
+    return _planned(levels, size.bit_length(), len(sample).bit_length(), ascii_only)
+
+
+# The characters whose densities make a plan: those of the anchors, and the newline.
+_SAMPLED = (*sorted(_HOLDERS), "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def _planned(levels: tuple[int, ...], size: int, sample: int, ascii_only: bool) -> _Plan:
+    """The plan for these levels of counts in a sample (its length and the piece's to a
+    power of two, as ``bit_length``): a count of level ``n`` is about ``1.5 * 2**(n-1)``,
+    one of level 0 half an occurrence."""
+    piece = 1 << (size - 1) if size else 1
+    scale = piece / (1 << (sample - 1) if sample else 1)
+    densities = {
+        char: (1.5 * (1 << (level - 1)) if level else 0.5) * scale
+        for char, level in zip(_SAMPLED, levels)
+    }
+    return _cover(densities.__getitem__, piece, ascii_only)
+
+
+@functools.lru_cache(maxsize=2)
+def _small_plan(ascii_only: bool) -> _Plan:
+    """The plan of small pieces, made once: the characters of ``_SMALL_SPARSE`` taken as
+    sparse, all others as dense (a plan made from densities costs more than it saves in
+    a piece this small)."""
+    size = _SMALL
+
+    def density(char: str) -> float:
+        return 0.5 if char in _SMALL_SPARSE else size / 8
+
+    return _cover(density, size, ascii_only)
+
+
+def _cover(density: Callable[[str], float], size: int, ascii_only: bool) -> _Plan:
+    """How to find every anchor in a piece of ``size`` characters with these densities.
+
+    The words that hold no sparse character are found by searches: repeatedly the key that
+    finds the most of them for the least cost (a pass over the piece, plus a step per
+    occurrence of the key). The others by followed characters: for each, the one of its
+    rarest characters that finds or rules out the most of the words left for the least
+    cost (a memchr over the piece, plus a Python step per occurrence).
+    """
+    eligible = _ASCII if ascii_only else _ALL
+    sparse = size / _SPARSE
+    dense = 0
+    for index in _bits(eligible):
+        if all(density(char) > sparse for char in _WORDS[index][1]):
+            dense |= 1 << index
+    searches = []
+    left = dense
+    keys = sorted(
+        {char for index in _bits(dense) for char in _WORDS[index][1]},
+        key=lambda char: (_RANK.get(char, -1), char),
+    )
+    if dense & _LINE_STARTS:
+        keys.append("\n")
+    while left:
+        best: tuple[float, str, int] | None = None
+        for key in keys:
+            holders = (_LINE_STARTS if key == "\n" else _HOLDERS[key]) & left
+            if not holders:
+                continue
+            n = holders.bit_count()
+            each = _KEY_COST
+            if key == "\n":
+                each = _LINE_COST
+            elif n == 1:
+                word = _WORDS[holders.bit_length() - 1][0]
+                each = _LOOP_COST if len(word) - word.index(key) >= 2 else _KEY_COST
+            cost = (size + each * density(key)) / n
+            if best is None or cost < best[0]:
+                best = (cost, key, holders)
+        assert best is not None
+        _, key, holders = best
+        searches.append((key, _words(holders)))
+        left &= ~holders
+    follows = []
+    left = eligible & ~dense
+    for index in _bits(left):
+        if not left >> index & 1:
+            continue  # followed already, by a character of another word
+        choice: tuple[float, str, int] | None = None
+        for char in _WORDS[index][1][:_PROBE_CHARS]:
+            if density(char) > sparse:
+                continue
+            holders = _HOLDERS[char] & left
+            cost = (_MEMCHR * size + _STEP * density(char)) / holders.bit_count()
+            if choice is None or cost < choice[0]:
+                choice = (cost, char, holders)
+        if choice is None:  # sparse only past its rarest characters: by a search
+            char = _WORDS[index][1][0]
+            holders = _HOLDERS[char] & left
+            searches.append((char, _words(holders)))
+            left &= ~holders
+            continue
+        _, char, holders = choice
+        by_offset: dict[int, list[str]] = {}
+        for word in _words(holders):
+            by_offset.setdefault(word.index(char), []).append(word)
+        limit = int(2 * density(char)) + _MISSES
+        groups = tuple((at, tuple(group)) for at, group in sorted(by_offset.items()))
+        follows.append((char, limit, groups))
+        left &= ~holders
+    return tuple(follows), tuple(searches)
 
 
 def _check(
@@ -477,17 +799,26 @@ def _check(
     spans: _Collected,
 ) -> None:
     """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
-    each line matched alone, from the newline before it to its end."""
+    each line matched alone, from the newline before it to its end. C-level maps and
+    ``compress`` take no Python step per line, ``_BATCH`` lines a call."""
+    first = bisect.bisect_left(lines, max(start, 1))  # the first line is checked already
     match = regex.match
     find = text.find
-    for line in lines:
-        if line < start or line == 0:
-            continue  # before the range, or the first line (checked already)
-        line_end = find("\n", line, end)
-        if line_end == -1:
-            return  # the last line runs past ``end``: not wholly inside
-        if match(text, line - 1, line_end):
-            spans.add((line, line_end))
+    for at in range(first, len(lines), _BATCH):
+        batch = lines[at : at + _BATCH]
+        ends = list(map(find, repeat("\n"), batch, repeat(end)))
+        whole = ends[-1] >= 0
+        if not whole:  # the last lines run past ``end``: not wholly inside
+            cut = ends.index(-1)
+            batch, ends = batch[:cut], ends[:cut]
+        spans.extend(
+            compress(zip(batch, ends), map(match, repeat(text), map(_BEFORE, batch), ends))
+        )
+        if not whole:
+            return
+
+
+_BEFORE = (-1).__add__
 
 
 class _Collected:
@@ -505,6 +836,13 @@ class _Collected:
             self._first.append(span)
         else:
             self._last.append(span)
+
+    def extend(self, spans: Iterable[tuple[int, int]]) -> None:
+        rest = iter(spans)
+        room = self._half - len(self._first)
+        if room > 0:
+            self._first.extend(islice(rest, room))
+        self._last.extend(rest)
 
     def spans(self) -> list[tuple[int, int]]:
         return self._first + list(self._last)

@@ -491,6 +491,19 @@ def test_every_default_match_holds_an_anchor(data: st.DataObject) -> None:
     assert pattern is not None
     if pattern.regex.match("\n" + line):
         assert any(anchor in line for anchor in _ANCHORS), line
+        assert _found_without_the_accelerator(line), line
+
+
+def _found_without_the_accelerator(line: str) -> bool:
+    """Whether the pure-Python scan finds ``line`` whatever its plan: it holds an anchor
+    that may be looked for anywhere, or starts (after its indentation) with one that may be
+    looked for at line starts only."""
+    from budgetware.core.salient import _ANCHORS, _AT_LINE_START
+
+    anywhere = [anchor for anchor in _ANCHORS if anchor not in _AT_LINE_START]
+    return any(anchor in line for anchor in anywhere) or line.lstrip(" \t").startswith(
+        tuple(_AT_LINE_START)
+    )
 
 
 @pytest.mark.parametrize("line", SALIENT)
@@ -498,6 +511,7 @@ def test_every_listed_salient_line_holds_an_anchor(line: str) -> None:
     from budgetware.core.salient import _ANCHORS
 
     assert any(anchor in line for anchor in _ANCHORS)
+    assert _found_without_the_accelerator(line)
 
 
 def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(

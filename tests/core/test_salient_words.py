@@ -1,9 +1,10 @@
 """The pure-Python scan of the default patterns (anchor words, issue 17) against the re search.
 
-Without the accelerator, the default patterns' candidate lines come from ``_Words``: each
-anchor found by its rarest character (memchr) or, where that is dense, by a literal ``re``
-search. The reference is the search of the combined pattern at every line start (the scan
-before): both must give the same spans, byte for byte, on every input.
+Without the accelerator, the default patterns' candidate lines come from ``_Words``: a plan
+follows some anchors by one of their characters (memchr) and finds the others by keyed
+``re`` searches, some at line starts only. The reference is the search of the combined
+pattern at every line start (the scan before): both must give the same spans, byte for
+byte, on every input and with every plan.
 """
 
 from __future__ import annotations
@@ -88,24 +89,67 @@ LINES = [
     "warning: odd",
     "NOTE: uses (?i)",
     "rrorrorrror tion:tion: panicpanic",
+    "  E   indented assertion",
+    "\tpanic: tabbed",
+    " " * 70 + "E   deep",
+    "\t" * 3 + "goroutine 9 [running]:",
+    "x panic: not first",
+    "xE   not first",
+    "thread 'w' panicked at here",
+    "a thread 'w' panicked",
+    "    Traceback (most recent call last):",
+    "see Traceback (most recent call last)",
+    "Killed",
+    "  Caused by: x",
+    "𝔘nicode 😀 ERROR wide",
+    "😀 Segmentation fault",
 ]
 
 
+# Knobs that change the plan, never the spans: every word followed (_SPARSE 1) or every
+# word searched (_SPARSE huge); a followed character given up for a search at its first
+# miss (_MISSES); plans made from densities for small pieces too (_SMALL 0) and remade
+# every piece; tiny density windows, indentation caps, search slices and batches of
+# matches and checks, so that lines, words, slices and batches fall on every edge.
+PLANS = {
+    "default": {},
+    "dynamic": {"_SMALL": 0},
+    "followed": {"_SPARSE": 1, "_PLAN_PIECES": 1, "_SMALL": 0},
+    "followed small": {"_SPARSE": 1},
+    "searched": {"_SPARSE": 1 << 40, "_INDENT_CAP": 2, "_SMALL": 0},
+    "searched small": {"_SPARSE": 1 << 40, "_INDENT_CAP": 3},
+    "given up": {"_SPARSE": 1, "_MISSES": -(1 << 40), "_WINDOW": 3, "_SMALL": 0},
+    "small windows": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1, "_SMALL": 0, "_BATCH": 2},
+    "small batches": {"_BATCH": 1},
+}
+
+
+def _clear() -> None:
+    """Forget the patterns and plans made under other knobs."""
+    salient._keyed.cache_clear()
+    salient._planned.cache_clear()
+    salient._small_plan.cache_clear()
+
+
+def _knobs(monkeypatch: pytest.MonkeyPatch, plan: str, piece: int) -> None:
+    monkeypatch.setattr(salient, "PIECE_CHARS", piece)
+    monkeypatch.setattr(salient, "_FIND_CHARS", max(piece // 3, 1))
+    for name, value in PLANS[plan].items():
+        monkeypatch.setattr(salient, name, value)
+    _clear()
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
 @pytest.mark.parametrize("piece", [7, 64, 1 << 18])
 @pytest.mark.parametrize("extra", [(), ("(?i)warn", "note:"), (".*?lone",)])
 def test_the_word_scan_gives_the_same_spans_as_the_re_search(
-    piece: int, extra: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+    piece: int, extra: tuple[str, ...], plan: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Small pieces, slices and density thresholds: lines, anchors and probe characters
-    # fall on every edge, and every anchor switches between memchr and the word search.
-    monkeypatch.setattr(salient, "PIECE_CHARS", piece)
-    monkeypatch.setattr(salient, "_FIND_CHARS", max(piece // 3, 1))
-    monkeypatch.setattr(salient, "_DENSE_AFTER", 2)
-    monkeypatch.setattr(salient, "_DENSE_PIECES", 2)
+    _knobs(monkeypatch, plan, piece)
     pattern = compile_salient(extra)
     assert pattern is not None
     rng = random.Random(17)
-    for _ in range(300):
+    for _ in range(100):
         lines = [rng.choice(LINES) for _ in range(rng.randrange(1, 40))]
         sep = "\r\n" if rng.random() < 0.2 else "\n"
         text = sep.join(lines) + (sep if rng.random() < 0.7 else "")
@@ -113,6 +157,7 @@ def test_the_word_scan_gives_the_same_spans_as_the_re_search(
         end = rng.randrange(start, len(text) + 1) if rng.random() < 0.5 else len(text)
         words = salient._spans(text, start, end, pattern, None)
         assert words == _reference(text, start, end, pattern), (text, start, end)
+    _clear()
 
 
 _FRAGMENTS = st.sampled_from(
@@ -147,6 +192,12 @@ _FRAGMENTS = st.sampled_from(
         "é",
         "a",
         "word",
+        "goroutine ",
+        "' panicked",
+        "\t",
+        "    ",
+        "😀",
+        "Killed",
     ]
 )
 
@@ -159,18 +210,78 @@ def test_the_word_scan_agrees_on_generated_texts(parts: list[str], data: st.Data
     assert pattern is not None
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
-    for piece, dense_after in ((1 << 18, 32), (5, 1)):
-        saved = salient.PIECE_CHARS, salient._FIND_CHARS, salient._DENSE_AFTER
-        salient.PIECE_CHARS, salient._FIND_CHARS, salient._DENSE_AFTER = (
-            piece,
-            piece,
-            dense_after,
-        )
-        try:
-            words = salient._spans(text, start, end, pattern, None)
-            assert words == _reference(text, start, end, pattern)
-        finally:
-            salient.PIECE_CHARS, salient._FIND_CHARS, salient._DENSE_AFTER = saved
+    expected = _reference(text, start, end, pattern)
+    for plan in sorted(PLANS):
+        for piece in (5, 1 << 18):
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                _knobs(monkeypatch, plan, piece)
+                assert salient._spans(text, start, end, pattern, None) == expected, plan
+    _clear()
+
+
+def _adversarial(kind: str, rng: random.Random) -> str:
+    """Texts where the plan's guesses go wrong: the anchors' characters everywhere, words on
+    slice and piece edges, wide characters, CRLF, huge lines and indentation."""
+    anchors = list(salient._ANCHORS)
+    letters = "".join(sorted({c for word in anchors for c in word})) + "\t"
+    if kind == "dense":
+        lines = []
+        for _ in range(400):
+            line = "".join(rng.choice(letters) for _ in range(rng.randrange(0, 80)))
+            if rng.random() < 0.2:
+                at = rng.randrange(len(line) + 1)
+                line = line[:at] + rng.choice(anchors) + line[at:]
+            lines.append(line)
+        return "\n".join(lines) + "\n"
+    if kind == "edges":
+        # Lines of every length around small piece and slice sizes, a word at each end.
+        lines = []
+        for n in range(300):
+            word = rng.choice(anchors)
+            pad = "y" * (n % 70)
+            lines.append(word + pad if n % 3 else pad + word)
+        return "\n".join(lines)  # no final newline: the last line runs to the end
+    if kind == "wide":
+        wide = ["Ω", "日本語", "😀", "𝔘", "●", "é", "\ud800"]
+        lines = []
+        for _ in range(300):
+            parts = [rng.choice(wide + anchors + ["x", " ", "E  "]) for _ in range(6)]
+            lines.append(("  " if rng.random() < 0.3 else "") + "".join(parts))
+        return "\n".join(lines) + "\n"
+    if kind == "crlf":
+        return "\r\n".join(rng.choice(LINES) for _ in range(400)) + "\r\n"
+    assert kind == "long"
+    lines = []
+    for _ in range(12):
+        body = ["z" * rng.randrange(1_000, 20_000)]
+        for _ in range(rng.randrange(0, 4)):
+            at = rng.randrange(len(body[0]) + 1)
+            body[0] = body[0][:at] + rng.choice(anchors) + body[0][at:]
+        indent = rng.choice(["", " " * 200, "\t" * 90, " \t" * 40])
+        lines.append(indent + rng.choice(["", "E   ", "panic: ", "goroutine 1 "]) + body[0])
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+@pytest.mark.parametrize("kind", ["dense", "edges", "wide", "crlf", "long"])
+def test_the_word_scan_agrees_on_adversarial_corpora(
+    kind: str, plan: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(kind)
+    text = _adversarial(kind, rng)
+    pattern = compile_salient()
+    assert pattern is not None
+    ranges = [(0, len(text))] + [
+        tuple(sorted((rng.randrange(len(text) + 1), rng.randrange(len(text) + 1))))
+        for _ in range(3)
+    ]
+    expected = [_reference(text, start, end, pattern) for start, end in ranges]
+    assert expected[0], kind  # the corpus has salient lines to find
+    for piece in (37, 256, 4_099, 1 << 18):
+        _knobs(monkeypatch, plan, piece)
+        for (start, end), spans in zip(ranges, expected):
+            assert salient._spans(text, start, end, pattern, None) == spans, (piece, start, end)
+    _clear()
 
 
 @pytest.mark.parametrize("corpus", ["pytest", "service"])
@@ -230,24 +341,54 @@ def test_the_default_scan_checks_only_lines_that_hold_an_anchor() -> None:
 
 def test_no_word_search_covers_more_than_a_slice(monkeypatch: pytest.MonkeyPatch) -> None:
     # One line of 3 MB (no newline to cut pieces at) whose characters are those of every
-    # anchor: each literal search still covers at most _FIND_CHARS (issue 12: the GIL).
-    spans: list[int] = []
-    words = []
-    for word, probes, search in salient._WORDS:
+    # anchor: each search still covers at most _FIND_CHARS (and a match's start past it),
+    # each memchr of a followed character 8 times that (issue 12: the GIL).
+    searched: list[int] = []
+    memchrs: list[int] = []
+    keyed = salient._keyed
 
-        def spy(text: str, pos: int, endpos: int, search: Any = search) -> Any:
-            spans.append(endpos - pos)
-            return search(text, pos, endpos)
+    class Spy:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
 
-        words.append((word, probes, spy))
-    monkeypatch.setattr(salient, "_WORDS", tuple(words))
+        def finditer(self, text: str, pos: int, endpos: int) -> Any:
+            searched.append(endpos - pos)
+            return self.pattern.finditer(text, pos, endpos)
+
+    def spy_keyed(key: str, words: tuple[str, ...]) -> Any:
+        pattern, longest = keyed(key, words)
+        return Spy(pattern), longest
+
+    find = salient._find
+
+    def spy_find(text_find: Any, char: str, position: int, end: int) -> int:
+        def recorded(char: str, start: int, stop: int) -> int:
+            memchrs.append(stop - start)
+            return int(text_find(char, start, stop))
+
+        return find(recorded, char, position, end)
+
+    monkeypatch.setattr(salient, "_keyed", spy_keyed)
+    monkeypatch.setattr(salient, "_find", spy_find)
     noise = "".join(sorted({c for word in salient._ANCHORS for c in word if c != "\n"}))
     text = "ok\n" + (noise.replace(" ", "_") * (3_000_000 // len(noise))) + " ERROR x\nok\n"
     pattern = compile_salient()
     assert pattern is not None
-    found = salient._spans(text, 0, len(text), pattern, None)
-    assert found == _reference(text, 0, len(text), pattern)
-    assert len(found) == 1
-    assert spans
-    longest = max(len(word) for word in salient._ANCHORS)
-    assert max(spans) <= salient._FIND_CHARS + longest
+    for plan in ("default", "followed", "searched"):
+        searched.clear()
+        memchrs.clear()
+        keyed.cache_clear()
+        salient._planned.cache_clear()
+        for name, value in PLANS[plan].items():
+            monkeypatch.setattr(salient, name, value)
+        found = salient._spans(text, 0, len(text), pattern, None)
+        assert found == _reference(text, 0, len(text), pattern)
+        assert len(found) == 1
+        assert searched or plan == "followed"
+        assert memchrs or plan == "searched"
+        # A match's start: the newline and indentation of a line start, and a word.
+        longest = 1 + salient._INDENT_CAP + max(len(word) for word in salient._ANCHORS)
+        assert max(searched, default=0) <= salient._FIND_CHARS + longest
+        assert max(memchrs, default=0) <= 8 * salient._FIND_CHARS
+    keyed.cache_clear()
+    salient._planned.cache_clear()
