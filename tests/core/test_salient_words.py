@@ -149,7 +149,7 @@ def test_the_word_scan_gives_the_same_spans_as_the_re_search(
     pattern = compile_salient(extra)
     assert pattern is not None
     rng = random.Random(17)
-    for _ in range(100):
+    for _ in range(50):  # 81 cases: 4,050 texts a run
         lines = [rng.choice(LINES) for _ in range(rng.randrange(1, 40))]
         sep = "\r\n" if rng.random() < 0.2 else "\n"
         text = sep.join(lines) + (sep if rng.random() < 0.7 else "")
