@@ -50,7 +50,7 @@ def loads_in_pieces(body: bytes) -> Any:
 
 def loads_outline(body: bytes) -> Any:
     """The JSON value of ``body`` with every long string value left empty (``""``), except
-    the fields a message is recognised by (``_OUTLINE_FIELDS``: a ``tools/call`` request's
+    the fields a message is recognised by (``_outline_fields``: a ``tools/call`` request's
     id, method and tool name), which are decoded whatever their size: for reading those
     without decoding a large argument at all."""
     return _loads(body, decode=False)

@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -371,7 +371,7 @@ def _serve(bin_dir: str, stand_in: str | None) -> int:  # pragma: no cover - for
         import litellm.proxy.proxy_cli
         import litellm.proxy.proxy_server  # noqa: F401
 
-        run: Any = _run_litellm
+        run: Callable[[list[str]], int] = _run_litellm
     else:
         import runpy
 
@@ -384,7 +384,7 @@ def _serve(bin_dir: str, stand_in: str | None) -> int:  # pragma: no cover - for
         if entry == import_cwd and index >= len(path_before)
     ]
 
-    problem = _fork_safety_problem(litellm=stand_in is None)
+    problem = _fork_safety_problem(reserve_litellm=stand_in is None)
     if problem is not None:
         reply({"op": "unsafe", "error": problem})
         return 1
@@ -453,23 +453,29 @@ def _raise_exit(signum: int, frame: object) -> None:  # pragma: no cover - fork 
     raise SystemExit(128 + signum)
 
 
-def _fork_safety_problem(litellm: bool) -> str | None:  # pragma: no cover - fork server
-    try:
-        if not litellm:
-            raise ImportError("a stand-in runs instead of the proxy")
-        from litellm.rust_bridge.fork_guard import reserve_process_for_forking
-    except ImportError:
-        pass  # a litellm without the Rust extension
-    else:
-        try:
-            # From now on a native call here raises instead of starting runtime threads.
-            reserve_process_for_forking("the budgetware LiteLLM fork server")
-        except RuntimeError as error:
-            return str(error)
+def _fork_safety_problem(reserve_litellm: bool) -> str | None:  # pragma: no cover
+    # Runs in the fork server; a stand-in (no LiteLLM imported) has no runtime to reserve.
+    if reserve_litellm:
+        problem = _reserve_litellm()
+        if problem is not None:
+            return problem
     tasks = Path("/proc/self/task")
     threads = len(list(tasks.iterdir())) if tasks.is_dir() else threading.active_count()
     if threads != 1:
         return f"{threads} threads run after importing the proxy (fork() keeps only one)"
+    return None
+
+
+def _reserve_litellm() -> str | None:  # pragma: no cover - runs in the fork server
+    try:
+        from litellm.rust_bridge.fork_guard import reserve_process_for_forking
+    except ImportError:
+        return None  # a litellm without the Rust extension
+    try:
+        # From now on a native call here raises instead of starting runtime threads.
+        reserve_process_for_forking("the budgetware LiteLLM fork server")
+    except RuntimeError as error:
+        return str(error)
     return None
 
 
@@ -506,7 +512,10 @@ def _stop_all(children: set[int], reply: Any) -> None:  # pragma: no cover - for
 
 
 def _child(  # pragma: no cover - runs in a forked proxy
-    message: dict[str, Any], run: Any, close: tuple[int, ...], cwd_entries: list[int]
+    message: dict[str, Any],
+    run: Callable[[list[str]], int],
+    close: tuple[int, ...],
+    cwd_entries: list[int],
 ) -> None:
     code = 1
     server = os.getppid()
