@@ -39,7 +39,6 @@ import functools
 import re
 import sys
 import threading
-import time
 import warnings
 from array import array
 from collections import OrderedDict, deque
@@ -48,6 +47,7 @@ from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
 from typing import Any
 
+from budgetware.core.gil import give_way
 from budgetware.core.regexcost import regex_problem
 
 __all__ = [
@@ -346,7 +346,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """``[start, end)`` in pieces of about ``PIECE_CHARS``, each ending after a newline.
 
     No line crosses a piece: each piece holds whole lines (the last one may run past
-    ``end``). Between pieces the scanning thread gives the GIL away (``time.sleep(0)``,
+    ``end``). Between pieces the scanning thread gives the GIL away (``gil.give_way``,
     which reads no clock and decides nothing): a thread waiting for it, an event loop,
     runs at once instead of after the interpreter's switch interval (5 ms).
     """
@@ -358,7 +358,7 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
         yield position, stop
         position = stop
         if position < end:
-            time.sleep(0)
+            give_way()
 
 
 def _search(
@@ -948,9 +948,8 @@ def _collect(_id: int, _start: int, end: int, _flags: int, hits: list[int]) -> N
 
 def _line_starts(piece: str, data: bytes, hits: list[int], offset: int) -> list[int]:
     """The distinct line starts (as text offsets plus ``offset``) of byte offsets ``hits``."""
-    rfind = data.rfind
-    found = {rfind(b"\n", 0, hit) + 1 for hit in hits}
-    starts = sorted(found)
+    # C-level maps: no Python step per hit (a dense log has thousands a piece).
+    starts = sorted(set(map(_NEXT, map(data.rfind, repeat(b"\n"), repeat(0), hits))))
     if len(data) == len(piece):  # ASCII: byte and character offsets agree
         return [offset + s for s in starts]
     out = []

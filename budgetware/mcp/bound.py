@@ -31,11 +31,12 @@ from budgetware.core.config import (
     warn_setting_once,
 )
 from budgetware.core.fit import PreviewOptions, fit_text
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
-from budgetware.mcp.pieces import LONG_STRING_BYTES, give_way
+from budgetware.mcp.pieces import LONG_STRING_BYTES
 from budgetware.store.select import store_for_config
 
 __all__ = [

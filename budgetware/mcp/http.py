@@ -18,6 +18,7 @@ from budgetware.core.config import BudgetConfig, register_setting_check, resolve
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import PreviewOptions
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import compact_literal, dumps_faithful
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
@@ -30,7 +31,6 @@ from budgetware.mcp.bound import (
 from budgetware.mcp.pieces import (
     LONG_STRING_BYTES,
     PIECE_BYTES,
-    give_way,
     loads_in_pieces,
     loads_outline,
 )

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from typing import Any
 
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import loads, loads_exact
 
-__all__ = ["LONG_STRING_BYTES", "PIECE_BYTES", "give_way", "loads_in_pieces", "loads_outline"]
+__all__ = ["LONG_STRING_BYTES", "PIECE_BYTES", "loads_in_pieces", "loads_outline"]
 
 LONG_STRING_BYTES = 64 * 1024
 """String tokens at least this long are decoded apart from the rest of the message."""
@@ -35,12 +35,6 @@ _QUOTE, _BACKSLASH = 0x22, 0x5C
 # The inside of a string token up to its closing quote (or the end of the window).
 _INSIDE = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
 _WS = re.compile(rb"[ \t\r\n]*")
-
-
-def give_way() -> None:
-    """Let a thread waiting for the GIL (the event loop's) take it now, not after the
-    switch interval (5 ms) or the end of the next long C call."""
-    time.sleep(0)
 
 
 def loads_in_pieces(body: bytes) -> Any:

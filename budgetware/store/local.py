@@ -8,11 +8,11 @@ import os
 import re
 import stat
 import threading
-import time
 import weakref
 from pathlib import Path
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.gil import give_way
 from budgetware.store import sweeper
 from budgetware.store.base import DAY, HOUR, MIB, ContentStore, Listing, Probe, check_key
 from budgetware.store.files import Folder, open_private_dir
@@ -328,7 +328,7 @@ class LocalArtifactStore(ContentStore):
                     if count % 64 == 0:
                         # Hand the GIL to a request thread that waits for it (after a
                         # write, say) every ~0.1 ms, not after the 5 ms switch interval.
-                        time.sleep(0)
+                        give_way()
                         sweeper.check_stopping()
                     match = _LISTED.fullmatch(item.name)
                     if match is None or match.lastindex is None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_faithful, dumps_str_bytes
 from budgetware.wire.formats.base import JsonPath
 
@@ -323,7 +323,7 @@ def _has_non_ascii_escape(body: bytes, start: int, end: int) -> bool:
         if search(body, pos, min(pos + _WINDOW + 5, end)) is not None:
             return True
         if pos + _WINDOW < end:
-            time.sleep(0)
+            give_way()
     return False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 from typing import Any
 
 import orjson
@@ -534,16 +535,22 @@ def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(
 def test_a_scan_gives_the_gil_away_between_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     # A worker thread scanning a large output must let an event loop run (issue 12): the
     # scan gives the GIL away between its newline-aligned pieces, whatever finds the lines.
-    from budgetware.core import salient
+    from budgetware.core import gil, salient
 
-    yields: list[float] = []
-    monkeypatch.setattr(salient.time, "sleep", yields.append)
+    yields: list[None] = []
+    monkeypatch.setattr(gil, "_YIELD", lambda: yields.append(None))
     text = _log(30_000, {15_000: "ERROR: x"})  # about 1.5 MB: 6 pieces of 256 KiB
     pattern = compile_salient()
     assert pattern is not None
-    for fast in (None, accelerator()):
-        yields.clear()
-        spans = salient._spans(text, 0, len(text), pattern, fast)
-        assert [text[s:e] for s, e in spans] == ["ERROR: x"]
-        assert len(yields) == len(text) // salient.PIECE_CHARS
-        assert set(yields) == {0}
+    waiting = threading.Event()
+    other = threading.Thread(target=waiting.wait)  # a thread that could take the GIL
+    other.start()
+    try:
+        for fast in (None, accelerator()):
+            yields.clear()
+            spans = salient._spans(text, 0, len(text), pattern, fast)
+            assert [text[s:e] for s, e in spans] == ["ERROR: x"]
+            assert len(yields) == len(text) // salient.PIECE_CHARS
+    finally:
+        waiting.set()
+        other.join()
