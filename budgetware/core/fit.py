@@ -16,14 +16,14 @@ whole or not at all. When no form leaves half of the room for content, the previ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from budgetware.core.jsonpreview import parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
-from budgetware.core.salient import SalientPattern, compile_salient, scan
+from budgetware.core.salient import SalientPattern, Scanned, compile_salient, scan
 
 __all__ = [
     "DEFAULT_PREVIEW",
@@ -118,7 +118,7 @@ class SlotPreview:
         self.key = key
         self._json: Any = _UNSET
         self._salient: dict[int, list[tuple[int, int, int]]] = {}
-        self._scanned: Callable[[int, int], list[tuple[int, int]]] | None = None
+        self._scanned: Scanned | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
         """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
@@ -245,16 +245,9 @@ class SlotPreview:
         end = len(text) - len(cut_suffix(text, allocation - head_room, unit))
         if self._scanned is None:
             self._scanned = scan(text, pattern, self.key)
-        spans = self._scanned(start, end) if start < end else []
-        seen: set[str] = set()
-        distinct: list[tuple[int, int]] = []
-        for line_start, line_end in spans:
-            line = text[line_start:line_end].rstrip()
-            if line not in seen:
-                seen.add(line)
-                distinct.append((line_start, line_end))
-        if len(distinct) > 2 * _SALIENT_CANDIDATES:
-            distinct = distinct[:_SALIENT_CANDIDATES] + distinct[-_SALIENT_CANDIDATES:]
+        distinct = (
+            self._scanned.distinct(text, start, end, _SALIENT_CANDIDATES) if start < end else []
+        )
         numbered: list[tuple[int, int, int]] = []
         line_number, position = 1, 0
         for line_start, line_end in distinct:

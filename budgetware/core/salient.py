@@ -41,7 +41,7 @@ import sys
 import threading
 import warnings
 from array import array
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
@@ -56,6 +56,7 @@ __all__ = [
     "PIECE_CHARS",
     "SCAN_LIMIT",
     "SalientPattern",
+    "Scanned",
     "accelerator",
     "check_patterns",
     "compile_salient",
@@ -317,16 +318,25 @@ def salient_spans(
 def _spans(
     text: str, start: int, end: int, pattern: SalientPattern, fast: _Accelerator | None
 ) -> list[tuple[int, int]]:
+    starts, ends = _span_arrays(text, start, end, pattern, fast)
+    return list(zip(starts, ends))
+
+
+def _span_arrays(
+    text: str, start: int, end: int, pattern: SalientPattern, fast: _Accelerator | None
+) -> tuple[array[int], array[int]]:
+    """The spans of ``_spans`` as two arrays, their starts and their ends: 16 bytes a line
+    and no object per line (a log whose every line is an error has a million of them)."""
     start = max(start, 0)
     end = min(end, len(text))
-    if start >= end or text.find("\n", start, end) == -1:
-        return []  # no line ends inside: none is wholly inside
     spans = _Collected(MAX_SPANS)
+    if start >= end or text.find("\n", start, end) == -1:
+        return spans.arrays()  # no line ends inside: none is wholly inside
     regex = pattern.regex
     if start == 0:
         first = text.find("\n", 0, end)
         if regex.match("\n" + text[:first]):
-            spans.add((0, first))
+            spans.extend((0,), (first,))
     words = _Words() if fast is None and pattern.defaults else None
     for piece_start, piece_end in _pieces(text, start, end):
         if fast is not None and pattern.defaults:
@@ -339,7 +349,7 @@ def _spans(
             extra = _search(text, piece_start, piece_end, start, pattern.extra)
             lines = sorted(set(lines).union(extra))
         _check(text, lines, start, end, regex, spans)
-    return spans.spans()
+    return spans.arrays()
 
 
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -800,7 +810,8 @@ def _check(
 ) -> None:
     """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
     each line matched alone, from the newline before it to its end. C-level maps and
-    ``compress`` take no Python step per line, ``_BATCH`` lines a call."""
+    ``compress`` take no Python step per line, ``_BATCH`` lines a call, and make no object
+    per line kept (its start and end go to arrays)."""
     first = bisect.bisect_left(lines, max(start, 1))  # the first line is checked already
     match = regex.match
     find = text.find
@@ -811,9 +822,8 @@ def _check(
         if not whole:  # the last lines run past ``end``: not wholly inside
             cut = ends.index(-1)
             batch, ends = batch[:cut], ends[:cut]
-        spans.extend(
-            compress(zip(batch, ends), map(match, repeat(text), map(_BEFORE, batch), ends))
-        )
+        matched = list(map(match, repeat(text), map(_BEFORE, batch), ends))
+        spans.extend(compress(batch, matched), compress(ends, matched))
         if not whole:
             return
 
@@ -822,65 +832,152 @@ _BEFORE = (-1).__add__
 
 
 class _Collected:
-    """Spans in order, the first and the last ``limit // 2`` of them past ``limit``."""
+    """Spans in order as arrays of starts and ends, the first and the last ``limit // 2``
+    of them past ``limit`` (the last ones trimmed once they are twice that many)."""
 
-    __slots__ = ("_first", "_half", "_last")
+    __slots__ = ("_ends", "_half", "_last_ends", "_last_starts", "_starts")
 
     def __init__(self, limit: int) -> None:
         self._half = max(limit // 2, 1)
-        self._first: list[tuple[int, int]] = []
-        self._last: deque[tuple[int, int]] = deque(maxlen=self._half)
+        self._starts: array[int] = array("q")
+        self._ends: array[int] = array("q")
+        self._last_starts: array[int] = array("q")
+        self._last_ends: array[int] = array("q")
 
-    def add(self, span: tuple[int, int]) -> None:
-        if len(self._first) < self._half:
-            self._first.append(span)
-        else:
-            self._last.append(span)
-
-    def extend(self, spans: Iterable[tuple[int, int]]) -> None:
-        rest = iter(spans)
-        room = self._half - len(self._first)
+    def extend(self, starts: Iterable[int], ends: Iterable[int]) -> None:
+        """Add spans: ``starts`` and ``ends`` of the same length, in order."""
+        starts, ends = iter(starts), iter(ends)
+        room = self._half - len(self._starts)
         if room > 0:
-            self._first.extend(islice(rest, room))
-        self._last.extend(rest)
+            self._starts.extend(islice(starts, room))
+            self._ends.extend(islice(ends, room))
+        self._last_starts.extend(starts)
+        self._last_ends.extend(ends)
+        over = len(self._last_starts) - 2 * self._half
+        if over > 0:
+            over += self._half  # trimmed to half: the cost of a trim is paid once a half
+            del self._last_starts[:over]
+            del self._last_ends[:over]
 
-    def spans(self) -> list[tuple[int, int]]:
-        return self._first + list(self._last)
+    def arrays(self) -> tuple[array[int], array[int]]:
+        """The starts and the ends of the spans kept, in order."""
+        keep = len(self._last_starts) - min(len(self._last_starts), self._half)
+        return (
+            self._starts + self._last_starts[keep:],
+            self._ends + self._last_ends[keep:],
+        )
 
 
 # -- the whole output, once per process -------------------------------------------------
 
+# Spans walked per call while looking for distinct lines (between them the GIL is given
+# away): a few milliseconds of C-level maps each.
+_DISTINCT_BATCH = 4096
+_rstrip = str.rstrip
 
-class _Scanned:
+
+class Scanned:
+    """The salient lines of one output (its spans as two arrays), as ``scan`` returns them.
+
+    Called with ``(start, end)``, the spans wholly inside that range, as ``salient_spans``
+    would give them; ``distinct`` gives a bounded selection without a list of every span.
+    """
+
     __slots__ = ("ends", "starts")
 
-    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
-        self.starts = array("q", (s for s, _ in spans))
-        self.ends = array("q", (e for _, e in spans))
+    def __init__(self, starts: array[int], ends: array[int]) -> None:
+        self.starts = starts
+        self.ends = ends
 
-    def within(self, start: int, end: int) -> list[tuple[int, int]]:
+    def _range(self, start: int, end: int) -> tuple[int, int]:
         first = bisect.bisect_left(self.starts, start)
         last = bisect.bisect_left(self.ends, end)  # ends ascend too: lines do not overlap
+        return first, max(first, last)
+
+    def __call__(self, start: int, end: int) -> list[tuple[int, int]]:
+        first, last = self._range(start, end)
         return list(zip(self.starts[first:last], self.ends[first:last]))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def distinct(self, text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+        """Spans inside ``[start, end)`` of distinct lines (their text without trailing
+        whitespace), in order: the first ``limit`` distinct lines from the start, each at
+        its first occurrence, then up to ``limit`` more from the end, each at its last
+        occurrence; every distinct line when there are no more than ``2 * limit``.
+
+        The walk from the start stops once it has ``limit`` lines, the walk from the end
+        where that one stopped: a log of a million distinct errors reads a few batches,
+        not every line. Spans are read ``_DISTINCT_BATCH`` at a time by C-level maps (a
+        dict of a batch's lines, set differences with the lines seen before), with the
+        GIL given away between batches, so no call holds it for long.
+        """
+        first, last = self._range(start, end)
+        head: list[int] = []  # indexes of spans, ascending
+        seen: set[str] = set()
+        at = first
+        while at < last and len(head) < limit:
+            stop = min(at + _DISTINCT_BATCH, last)
+            lines = self._lines(text, at, stop)
+            # Each line at its first index in the batch (a dict keeps the last value of a
+            # key: the pairs go in reversed), the lines not in earlier batches.
+            firsts = dict(zip(reversed(lines), range(stop - 1, at - 1, -1)))
+            fresh = sorted(map(firsts.__getitem__, firsts.keys() - seen))
+            head.extend(fresh[: limit - len(head)])
+            seen.update(firsts)
+            at = stop
+            if at < last:
+                give_way()
+        if len(head) < limit:
+            return self._spans_at(head)  # every distinct line of the range
+        # Every line before the last one kept is one of those kept (the walk took each
+        # new line in order): the walk from the end stops there.
+        floor = head[-1] + 1
+        starts, ends = self.starts, self.ends
+        seen = {text[starts[i] : ends[i]].rstrip() for i in head}  # the lines kept
+        tail: list[int] = []  # descending
+        stop = last
+        while stop > floor and len(tail) < limit:
+            at = max(stop - _DISTINCT_BATCH, floor)
+            lines = self._lines(text, at, stop)
+            lasts = dict(zip(lines, range(at, stop)))  # each line at its last index
+            fresh = sorted(map(lasts.__getitem__, lasts.keys() - seen), reverse=True)
+            tail.extend(fresh[: limit - len(tail)])
+            seen.update(lasts)
+            stop = at
+            if stop > floor:
+                give_way()
+        tail.reverse()
+        return self._spans_at(head + tail)
+
+    def _lines(self, text: str, at: int, stop: int) -> list[str]:
+        """The text of spans ``at`` to ``stop`` without trailing whitespace."""
+        pieces = map(slice, self.starts[at:stop], self.ends[at:stop])
+        return list(map(_rstrip, map(text.__getitem__, pieces)))
+
+    def _spans_at(self, indexes: list[int]) -> list[tuple[int, int]]:
+        return list(
+            zip(map(self.starts.__getitem__, indexes), map(self.ends.__getitem__, indexes))
+        )
 
 
 # Scans by content address and patterns: an output re-sent every turn is scanned once per
 # process. Bounded by entries and by the spans they hold (16 bytes each).
-_SCANNED: OrderedDict[tuple[object, ...], _Scanned] = OrderedDict()
+_SCANNED: OrderedDict[tuple[object, ...], Scanned] = OrderedDict()
 _SCANNED_MAX_ENTRIES = 256
 _SCANNED_MAX_SPANS = 1 << 20
 _scanned_spans = 0
 _SCANNED_LOCK = threading.Lock()
 
 
-def scan(
-    text: str, pattern: SalientPattern, key: str | None = None
-) -> Callable[[int, int], list[tuple[int, int]]]:
+def scan(text: str, pattern: SalientPattern, key: str | None = None) -> Scanned:
     """The salient lines of all of ``text`` (up to ``SCAN_LIMIT``), as a function of a range.
 
-    The returned function gives the spans wholly inside ``[start, end)``, as
-    ``salient_spans`` would. With ``key`` (the text's content address), the scan is
-    remembered: the same output is scanned once per process.
+    The returned ``Scanned`` gives the spans wholly inside ``[start, end)``, as
+    ``salient_spans`` would (or a bounded choice of distinct ones). With ``key`` (the
+    text's content address), the scan is remembered: the same output is scanned once per
+    process.
     """
     global _scanned_spans
     memo = (key, pattern.name) if key is not None else None
@@ -889,25 +986,29 @@ def scan(
             found = _SCANNED.get(memo)
             if found is not None:
                 _SCANNED.move_to_end(memo)
-                return found.within
+                return found
+    fast = accelerator()
     if len(text) <= SCAN_LIMIT:
-        spans = salient_spans(text, 0, len(text), pattern)
+        starts, ends = _span_arrays(text, 0, len(text), pattern, fast)
     else:
         half = SCAN_LIMIT // 2
-        spans = salient_spans(text, 0, half, pattern)
-        spans += salient_spans(text, len(text) - half, len(text), pattern)
-    scanned = _Scanned(spans)
-    if memo is not None and len(spans) <= _SCANNED_MAX_SPANS:
+        starts, ends = _span_arrays(text, 0, half, pattern, fast)
+        more_starts, more_ends = _span_arrays(text, len(text) - half, len(text), pattern, fast)
+        starts += more_starts
+        ends += more_ends
+    scanned = Scanned(starts, ends)
+    count = len(scanned)
+    if memo is not None and count <= _SCANNED_MAX_SPANS:
         with _SCANNED_LOCK:
             while _SCANNED and (
                 len(_SCANNED) >= _SCANNED_MAX_ENTRIES
-                or _scanned_spans + len(spans) > _SCANNED_MAX_SPANS
+                or _scanned_spans + count > _SCANNED_MAX_SPANS
             ):
                 _, old = _SCANNED.popitem(last=False)
-                _scanned_spans -= len(old.starts)
+                _scanned_spans -= len(old)
             _SCANNED[memo] = scanned
-            _scanned_spans += len(spans)
-    return scanned.within
+            _scanned_spans += count
+    return scanned
 
 
 # -- the accelerator (budgetware[fast]) ------------------------------------------------------

@@ -220,13 +220,13 @@ def test_a_re_sent_output_is_scanned_once_per_process(monkeypatch: pytest.Monkey
 
     text = _log(20_000, {10_000: "ERROR: disk full"})
     calls = []
-    real = salient.salient_spans
+    real = salient._span_arrays
 
-    def counting(*args: Any) -> list[tuple[int, int]]:
+    def counting(*args: Any) -> Any:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(salient, "salient_spans", counting)
+    monkeypatch.setattr(salient, "_span_arrays", counting)
     monkeypatch.setattr(salient, "_SCANNED", salient.OrderedDict())
     monkeypatch.setattr(salient, "_scanned_spans", 0)
     pattern = compile_salient()
@@ -554,3 +554,121 @@ def test_a_scan_gives_the_gil_away_between_pieces(monkeypatch: pytest.MonkeyPatc
     finally:
         waiting.set()
         other.join()
+
+
+def _distinct_reference(
+    text: str, spans: list[tuple[int, int]], limit: int
+) -> list[tuple[int, int]]:
+    """Scanned.distinct by its definition, one line at a time."""
+
+    def line(span: tuple[int, int]) -> str:
+        return text[span[0] : span[1]].rstrip()
+
+    head: list[tuple[int, int]] = []
+    seen: set[str] = set()
+    for span in spans:
+        if line(span) not in seen:
+            seen.add(line(span))
+            head.append(span)
+    if len(head) <= limit:
+        return head
+    head = head[:limit]
+    shown = {line(span) for span in head}
+    tail: list[tuple[int, int]] = []
+    for span in reversed(spans):
+        if span <= head[-1] or len(tail) == limit:
+            break
+        if line(span) not in shown:
+            shown.add(line(span))
+            tail.append(span)
+    return head + tail[::-1]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(["ERROR: a", "ERROR: b ", "ERROR: c", "error: d", "ok"]), max_size=60
+    ),
+    st.integers(1, 5),
+    st.integers(1, 7),
+    st.data(),
+)
+def test_distinct_lines_are_the_first_and_the_last_ones(
+    words: list[str], limit: int, batch: int, data: st.DataObject
+) -> None:
+    # Every batch size (the walks cross batches), repeated and trailing-space lines, ranges
+    # that start and end anywhere: the same spans as the definition.
+    from budgetware.core import salient
+
+    text = "".join(
+        f"{word}{n % 3 if data.draw(st.booleans()) else ''}\n" for n, word in enumerate(words)
+    )
+    pattern = compile_salient()
+    assert pattern is not None
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    old = salient._DISTINCT_BATCH
+    salient._DISTINCT_BATCH = batch
+    try:
+        scanned = salient.scan(text, pattern)
+        got = scanned.distinct(text, start, end, limit)
+    finally:
+        salient._DISTINCT_BATCH = old
+    assert got == _distinct_reference(text, scanned(start, end), limit)
+
+
+def test_a_unique_error_in_a_flood_of_one_repeated_error_is_found() -> None:
+    from budgetware.core import salient
+
+    text = "ERROR: disk full\n" * 20_000 + "FATAL: index corrupt\n" + "ERROR: disk full\n" * 20_000
+    pattern = compile_salient()
+    assert pattern is not None
+    scanned = salient.scan(text, pattern)
+    shown = [text[s:e] for s, e in scanned.distinct(text, 0, len(text), 64)]
+    assert shown == ["ERROR: disk full", "FATAL: index corrupt"]
+
+
+def test_a_log_of_distinct_errors_is_chosen_from_without_reading_every_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 200,000 distinct errors: the walks read the batches at both ends only.
+    from budgetware.core import salient
+
+    text = "".join(f"error: request {n} failed\n" for n in range(200_000))
+    pattern = compile_salient()
+    assert pattern is not None
+    scanned = salient.scan(text, pattern)
+    read: list[int] = []
+    real = salient.Scanned._lines
+
+    def counting(self: Any, text: str, at: int, stop: int) -> list[str]:
+        read.append(stop - at)
+        return real(self, text, at, stop)
+
+    monkeypatch.setattr(salient.Scanned, "_lines", counting)
+    shown = [text[s:e] for s, e in scanned.distinct(text, 0, len(text), 64)]
+    assert shown[:2] == ["error: request 0 failed", "error: request 1 failed"]
+    assert shown[-1] == "error: request 199999 failed"
+    assert len(shown) == 128
+    assert sum(read) <= 2 * salient._DISTINCT_BATCH
+
+
+def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
+    # 16 bytes a line in two arrays (a list of tuples held about 120): a 10 MB log of
+    # errors no longer costs a hundred MB, nor a long collection of its tuples.
+    import tracemalloc
+
+    from budgetware.core import salient
+
+    lines = 200_000
+    text = "".join(f"error: request {n} failed\n" for n in range(lines))
+    pattern = compile_salient()
+    assert pattern is not None
+    tracemalloc.start()
+    try:
+        scanned = salient.scan(text, pattern)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(scanned) == lines
+    assert peak < 48 * lines
