@@ -845,16 +845,20 @@ def test_a_trickling_endpoint_costs_one_request_a_bounded_wait(
 def test_an_abandoned_call_sends_no_later_attempt(
     s3_bucket: S3Bucket, trickle: Callable[[float], Trickle], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The server drops the connection after 3 s, past the call's deadline (2 s): botocore
+    # The server drops the connection after 2.5 s, past the call's deadline (2 s): botocore
     # would retry it then, long after the caller gave up on it.
-    server = trickle(3.0)
+    hold = 2.5
+    server = trickle(hold)
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint)
     store = S3ArtifactStore(s3_bucket.name, "late", timeout=0.5)
+    assert store.deadline() < hold
     start = time.monotonic()
     with pytest.raises(OSError, match="no answer within"):
         store.put("late output " * 1000)
     assert time.monotonic() - start < 10
-    time.sleep(5.5)  # the dropped connection, botocore's backoff, and a retry would follow
+    # The dropped connection, botocore's backoff (at most 1 s in its standard mode) and a
+    # retry would follow: watched until a second after the latest it could come.
+    time.sleep(max(0.0, start + hold + 2.0 - time.monotonic()))
     puts = [r for r in server.requests if r.startswith("PUT ") and "/late/" in r]
     assert len(puts) == 1
 
