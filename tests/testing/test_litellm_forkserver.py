@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -342,6 +343,18 @@ def test_warm_proxies_share_one_fork_server(upstream: FakeProvider, tmp_path: Pa
     server = shared_fork_server()
     with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "a", warm=True):
         first = server.pid
+        # It did once what each proxy would do before its first answer: the server's
+        # modules imported, every route's state built, the imported objects frozen.
+        warm_up = re.search(
+            r"warm-up: (\d+) of (\d+) modules imported, (\d+) routes matched, "
+            r"(\d+) objects frozen",
+            server.log_tail(),
+        )
+        assert warm_up is not None, server.log_tail()
+        imported, modules, routes, frozen = map(int, warm_up.groups())
+        assert imported == modules
+        assert routes > 50
+        assert frozen > 100_000
     with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "b", warm=True):
         assert server.pid == first
     assert first is not None
