@@ -58,8 +58,10 @@ atexit.register(shutil.rmtree, os.environ["BUDGETWARE_ARTIFACT_DIR"], ignore_err
 otel.disable()
 
 # The pytest plugin's tests run pytest on test modules they write; xdist_groups keeps each
-# xdist_group on one worker under scripts/test.
-pytest_plugins = ["pytester", "xdist_groups"]
+# xdist_group on one worker under scripts/test. s3_server's fixtures are registered here,
+# once: a session fixture imported into several test modules or conftest files is a
+# separate fixture in each, and each started its own moto server (16 a run, not 2).
+pytest_plugins = ["pytester", "xdist_groups", "s3_server"]
 
 
 @pytest.fixture

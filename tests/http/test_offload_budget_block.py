@@ -26,7 +26,6 @@ from held_s3 import (
     ticks_while_held,
 )
 from http_helpers import tool_result_texts
-from s3_server import s3_endpoint
 from testing import drivers
 
 from budgetware.core.config import BudgetConfig, budget
@@ -37,7 +36,6 @@ from budgetware.testing import FakeProvider
 
 pytestmark = pytest.mark.sdk
 
-__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 RESULT = "r" * 30_000
 """One tool result: far below the size that goes to a worker thread for the CPU."""

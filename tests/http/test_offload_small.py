@@ -29,7 +29,6 @@ from held_s3 import (
     ticks_while_held,
 )
 from http_helpers import tool_result_texts
-from s3_server import s3_endpoint
 from testing import drivers
 
 from budgetware.core.config import BudgetConfig
@@ -45,7 +44,6 @@ from budgetware.testing import FakeProvider
 
 pytestmark = pytest.mark.sdk
 
-__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 RESULT = "r" * 30_000
 """One tool result: far below OFFLOAD_BYTES, over a 2,000-character budget."""

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from held_s3 import TICKS, TIMEOUT, held_s3, held_s3_store_url, prepare_store, ticks_while_held
-from s3_server import s3_endpoint
 from testing import drivers
 
 from budgetware.core.config import BudgetConfig
@@ -23,8 +22,6 @@ from budgetware.store import s3 as store_s3
 from budgetware.testing import FakeProvider
 
 pytestmark = pytest.mark.sdk
-
-__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 
 def _client(url: str, config: Any) -> Any:

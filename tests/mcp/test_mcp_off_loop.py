@@ -22,15 +22,12 @@ from held_s3 import (
     prepare_store,
     ticks_while_held,
 )
-from s3_server import s3_endpoint
 
 from budgetware.core.config import BudgetConfig, budget
 from budgetware.http.instrument import instrument
 from budgetware.http.transport import OFFLOAD_BYTES
 from budgetware.mcp import http as mcp_http
 from budgetware.store import select
-
-__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}

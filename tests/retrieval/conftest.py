@@ -4,11 +4,11 @@ directory, reached by directory descriptor and by path; an S3 bucket on a local 
 from __future__ import annotations
 
 import pytest
-from s3_server import S3Bucket, s3_bucket, s3_endpoint
+from s3_server import S3Bucket
 
 from budgetware.store.base import ContentStore
 
-__all__ = ["any_store", "s3_bucket", "s3_endpoint"]
+__all__ = ["any_store"]
 
 
 @pytest.fixture(params=["local", "local-paths", "s3"])

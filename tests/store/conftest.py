@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from fs_watch import file_system_watch, parametrize_file_api, store, store_file_api
-from s3_server import s3_bucket, s3_endpoint
 
-__all__ = ["file_system_watch", "s3_bucket", "s3_endpoint", "store", "store_file_api"]
+__all__ = ["file_system_watch", "store", "store_file_api"]
 
 pytest_generate_tests = parametrize_file_api

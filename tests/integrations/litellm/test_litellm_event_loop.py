@@ -26,12 +26,9 @@ from held_s3 import (
     ticks_while_held,
 )
 from litellm_proxy_helpers import proxy_data
-from s3_server import s3_endpoint
 from testing import drivers
 
 from budgetware.core.config import BudgetConfig
-
-__all__ = ["s3_endpoint"]  # the session's S3 server (a fixture)
 
 SIZE = 200_000
 

@@ -38,14 +38,12 @@ from proxy_server_helpers import (
     proxy_config,
     proxy_env,
 )
-from s3_server import new_bucket, s3_endpoint
+from s3_server import new_bucket
 from wire._bodies import anthropic, openai_chat
 
 from budgetware.testing import FakeProvider, RecordedRequest
 from budgetware.testing.litellm_proxy import LiteLLMProxy
 from budgetware.tools import MAX_LIMIT, TOOL_NAME
-
-__all__ = ["s3_endpoint"]  # a fixture of the S3 pair
 
 # The proxy tests' worker runs this module too: its fork server has imported the proxy
 # already (a second worker's own fork server cost about 10 s of CPU to import it again).
