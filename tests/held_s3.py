@@ -22,13 +22,14 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import pytest
+from local_servers import serving
 
 from budgetware.store import select as store_select
 from budgetware.store.s3 import S3ArtifactStore
@@ -82,8 +83,8 @@ class HeldS3:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
+        self._serving = ExitStack()
+        self._serving.enter_context(serving(self.server))
 
     @property
     def endpoint(self) -> str:
@@ -103,9 +104,7 @@ class HeldS3:
 
     def close(self) -> None:
         self.release()
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join()
+        self._serving.close()
 
     def _read_body(self, handler: BaseHTTPRequestHandler) -> bytes:
         if handler.headers.get("transfer-encoding", "").lower() == "chunked":

@@ -1,17 +1,20 @@
-"""Servers the tests start on 127.0.0.1: a free port for one, and ``budgetware mcp-server``
-over streamable HTTP in a subprocess (read directly by an MCP client, or reached through a
-LiteLLM Proxy's MCP gateway)."""
+"""Servers the tests start on 127.0.0.1: a free port for one, a standard-library server in a
+thread that stops at once, and ``budgetware mcp-server`` over streamable HTTP in a
+subprocess (read directly by an MCP client, or reached through a LiteLLM Proxy's MCP
+gateway)."""
 
 from __future__ import annotations
 
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-__all__ = ["free_port", "mcp_http_server"]
+__all__ = ["free_port", "mcp_http_server", "serving"]
 
 
 def free_port() -> int:
@@ -19,6 +22,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(server: socketserver.BaseServer) -> Iterator[socketserver.BaseServer]:
+    """``server`` answering in a daemon thread for the block, then shut down and closed.
+
+    ``serve_forever`` looks for a shutdown request between ``select`` calls of its poll
+    interval: with the default (0.5 s), each ``shutdown()`` waited about half a second
+    (some 30 tests, 12 s of waiting a run).
+    """
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from held_s3 import (
     prepare_store,
     ticks_while_held,
 )
+from local_servers import serving
 
 from budgetware.core.config import BudgetConfig, budget
 from budgetware.http.instrument import instrument
@@ -56,14 +57,8 @@ def mcp_json_url() -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -14,10 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from hung_s3 import hung_s3_endpoint
+from local_servers import serving
 from s3_server import S3Bucket
 
 from budgetware import (
@@ -889,12 +891,8 @@ def empty_answers() -> Iterator[str]:
 
         do_GET = do_PUT = do_POST = do_HEAD = _answer
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def test_a_put_the_server_did_not_confirm_names_nothing(
@@ -966,16 +964,15 @@ class Proxy:
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self._serving = ExitStack()
+        self._serving.enter_context(serving(self.server))
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serving.close()
 
 
 @pytest.fixture
