@@ -13,11 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import unquote
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -32,8 +33,11 @@ __all__ = [
     "ENV_PREFIX",
     "FORMAT_NAMES",
     "NO_FORMAT",
+    "UNIT_NAMES",
     "BudgetConfig",
     "ConfigError",
+    "Count",
+    "Number",
     "Priority",
     "StoreLocation",
     "ToolPolicy",
@@ -41,6 +45,7 @@ __all__ = [
     "check_settings",
     "current_overrides",
     "default_artifact_dir",
+    "is_unset",
     "parse_duration",
     "parse_store_url",
     "register_setting_check",
@@ -130,6 +135,23 @@ def default_artifact_dir() -> Path:
 
 Priority = Literal["high", "normal", "low"]
 
+# The budget units a setting takes, as their names (``x-budgetware-unit``, messages).
+UNIT_NAMES: tuple[str, ...] = get_args(Unit)
+
+
+def _not_a_bool(value: Any) -> Any:
+    # pydantic's lax int and float take True and False as 1 and 0: ``batch_budget=True``
+    # would be a budget of one character. No number setting means a switch.
+    if isinstance(value, bool):
+        raise ValueError("a number, not True/False")
+    return value
+
+
+# Every number setting of the configuration models (``BudgetConfig``, ``ToolPolicy``, the
+# MCP models) is one of these: they refuse booleans, with one validator for all of them.
+Count = Annotated[int, BeforeValidator(_not_a_bool)]
+Number = Annotated[float, BeforeValidator(_not_a_bool)]
+
 
 def check_unit(unit: str) -> str:
     """``unit`` itself, or a ValueError saying what an exact token unit needs installed."""
@@ -154,7 +176,7 @@ class ToolPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
-    min_room: int = Field(0, ge=0, description="Room a result keeps first, in the unit.")
+    min_room: Count = Field(0, ge=0, description="Room a result keeps first, in the unit.")
 
 
 class BudgetConfig(BaseModel):
@@ -162,7 +184,7 @@ class BudgetConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    batch_budget: int = Field(
+    batch_budget: Count = Field(
         200_000,
         description="Budget per batch of tool results, in `unit`; 0 or less, inf or nan disables.",
     )
@@ -186,32 +208,32 @@ class BudgetConfig(BaseModel):
         description="The artifact store as a URL: a path or file:// URL (a local directory) "
         "or s3://bucket/prefix (any S3-compatible store); wins over artifact_dir.",
     )
-    max_artifact_bytes: int = Field(50 * MIB, gt=0, description="Largest single artifact.")
-    max_store_bytes: int = Field(
+    max_artifact_bytes: Count = Field(50 * MIB, gt=0, description="Largest single artifact.")
+    max_store_bytes: Count = Field(
         500 * MIB,
         gt=0,
         description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
         "(least recently used first), and a write past it gets no artifact.",
     )
-    artifact_max_age: float = Field(
+    artifact_max_age: Number = Field(
         30 * DAY,
         ge=0,
         description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
         "0 keeps them.",
     )
-    artifact_min_age: float = Field(
+    artifact_min_age: Number = Field(
         HOUR,
         ge=0,
         description="The sweep never deletes an artifact used more recently than this "
         "(seconds or 1h): one a live conversation still names.",
     )
-    artifact_sweep_interval: float = Field(
+    artifact_sweep_interval: Number = Field(
         600.0,
         ge=0,
         description="How often a process sweeps the store, off the request path (seconds "
         "or 10m); 0 never.",
     )
-    artifact_store_timeout: float = Field(
+    artifact_store_timeout: Number = Field(
         2.0,
         gt=0,
         description="Seconds an S3 store call may wait to connect or read before the "
@@ -260,7 +282,7 @@ class BudgetConfig(BaseModel):
         True,
         description="Shorten a JSON document to valid JSON of the same shape (else a text cut).",
     )
-    preview_salient_percent: int = Field(
+    preview_salient_percent: Count = Field(
         25,
         ge=0,
         le=90,
@@ -466,7 +488,11 @@ class BudgetConfig(BaseModel):
 
 
 def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The settings present in ``environ`` as ``BUDGETWARE_<FIELD>``, unvalidated."""
+    """The settings present in ``environ`` as ``BUDGETWARE_<FIELD>``, unvalidated.
+
+    An empty value (or only spaces) counts as unset: ``export BUDGETWARE_<FIELD>=`` clears
+    a setting.
+    """
     found: dict[str, Any] = {}
     if environ is os.environ:
         # Every request resolves its settings. ``os.environ.get`` of a missing name raises
@@ -480,13 +506,20 @@ def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
             for name, key in names:
                 raw = data.get(key)
                 if raw is not None:
-                    found[name] = decode(raw)
+                    value = decode(raw)
+                    if not is_unset(value):
+                        found[name] = value
             return found
     for name, variable in _ENV_NAMES:
         value = environ.get(variable)
-        if value is not None:
+        if value is not None and not is_unset(value):
             found[name] = value
     return found
+
+
+def is_unset(value: str) -> bool:
+    """Whether an environment value means "unset": empty, or only whitespace."""
+    return not value or value.isspace()
 
 
 # Each field and its environment variable, in the model's order.

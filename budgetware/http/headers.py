@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from budgetware.core.config import ConfigError, check_overrides
+from budgetware.core.config import UNIT_NAMES, ConfigError, check_overrides
 from budgetware.core.errors import BudgetwareWarning
 
 __all__ = ["REQUEST_HEADER_PREFIX", "header_overrides", "split_headers"]
 
 REQUEST_HEADER_PREFIX = "x-budgetware-"
+
+# The headers that carry a setting, and the setting: their values follow the setting's own
+# rules, as in the environment (``inf`` or 0 disables a batch budget).
+_SETTING_HEADERS = {"batch-budget": "batch_budget", "unit": "unit"}
+_EXPECTED = (
+    "expected x-budgetware-batch-budget: <integer, or inf; 0 or less disables>, "
+    "x-budgetware-disable: 1, "
+    f"x-budgetware-unit: {'|'.join(UNIT_NAMES)}"
+)
 
 
 def _is_truthy(value: str) -> bool | None:
@@ -21,6 +31,16 @@ def _is_truthy(value: str) -> bool | None:
     if lowered in {"0", "false", "no", "off", ""}:
         return False
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _setting(setting: str, value: str) -> tuple[tuple[str, Any], ...] | None:
+    """The validated setting a header value stands for (None if invalid); the same few
+    values recur on every request, so each is validated once."""
+    try:
+        return tuple(check_overrides({setting: value.strip()}).items())
+    except ConfigError:
+        return None
 
 
 def header_overrides(
@@ -38,21 +58,15 @@ def header_overrides(
         if setting == "disable":
             flag = _is_truthy(value)
             parsed = None if flag is None else ({"batch_budget": 0} if flag else {})
-        elif setting == "batch-budget":
-            try:
-                parsed = {"batch_budget": int(value.strip())}
-            except ValueError:
-                parsed = None
-        elif setting == "unit":
-            try:
-                parsed = check_overrides({"unit": value.strip()})
-            except ConfigError:
-                parsed = None
+        elif setting in _SETTING_HEADERS:
+            # A long value is no setting: validated without filling the cache.
+            check = _setting if len(value) <= 64 else _setting.__wrapped__
+            checked = check(_SETTING_HEADERS[setting], value)
+            parsed = None if checked is None else dict(checked)
         if parsed is None:
             message = (
                 f"budgetware: ignoring request header {lowered!r}: invalid or unknown value "
-                f"{value[:40]!r} (expected x-budgetware-batch-budget: <int>, "
-                "x-budgetware-disable: 1, x-budgetware-unit: chars|utf8_bytes|tokens)"
+                f"{value[:40]!r} ({_EXPECTED})"
             )
             if warn is None:
                 warnings.warn(message, BudgetwareWarning, stacklevel=2)

@@ -25,8 +25,10 @@ from budgetware.core.config import (
     ENV_PREFIX,
     BudgetConfig,
     ConfigError,
+    Count,
     Priority,
     check_unit,
+    is_unset,
     resolve_config,
     warn_setting_once,
 )
@@ -86,9 +88,9 @@ class McpToolPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result_budget: int | None = Field(None, description="Per tools/call result of this tool.")
+    result_budget: Count | None = Field(None, description="Per tools/call result of this tool.")
     priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
-    min_room: int = Field(0, ge=0, description="The least result budget this tool gets.")
+    min_room: Count = Field(0, ge=0, description="The least result budget this tool gets.")
 
 
 def _tool_entries(value: Any) -> Any:
@@ -100,7 +102,7 @@ def _tool_entries(value: Any) -> Any:
 
 # Per-tool overrides, for the whole boundary and for one server alike.
 _ToolOverrides = Annotated[
-    dict[str, int | McpToolPolicy],
+    dict[str, Count | McpToolPolicy],
     BeforeValidator(_tool_entries),
     Field(
         default_factory=dict,
@@ -117,7 +119,7 @@ class McpServerBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result_budget: int | None = Field(
+    result_budget: Count | None = Field(
         None, description="Budget per tools/call result of this server; None: the global one."
     )
     tools: _ToolOverrides
@@ -137,7 +139,7 @@ class McpBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result_budget: int = Field(
+    result_budget: Count = Field(
         DEFAULT_RESULT_BUDGET,
         description="Budget per tools/call result (its distinct text), in `unit`; 0 or less "
         "disables.",
@@ -149,7 +151,7 @@ class McpBudget(BaseModel):
             "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
         ),
     )
-    max_message_bytes: int = Field(
+    max_message_bytes: Count = Field(
         DEFAULT_MAX_MESSAGE_BYTES,
         description="Largest rewritten result message on the wire, in bytes (the mcp client's "
         "limit for one server-sent event); 0 or less disables.",
@@ -179,15 +181,15 @@ class McpBudget(BaseModel):
 
         ``BUDGETWARE_MCP_RESULT_BUDGET``, ``BUDGETWARE_MCP_UNIT``,
         ``BUDGETWARE_MCP_MAX_MESSAGE_BYTES``, and ``BUDGETWARE_MCP_TOOLS`` /
-        ``BUDGETWARE_MCP_SERVERS`` as JSON objects. An invalid value raises ``ConfigError``
-        naming its variable; with ``lenient`` (a call in flight) it is left out and logged
-        once.
+        ``BUDGETWARE_MCP_SERVERS`` as JSON objects; an empty one is unset. An invalid value
+        raises ``ConfigError`` naming its variable; with ``lenient`` (a call in flight) it
+        is left out and logged once.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name in cls.model_fields:
             raw = env.get(_ENV_MCP + name.upper())
-            if raw is None:
+            if raw is None or is_unset(raw):  # empty: unset, as for BUDGETWARE_<setting>
                 continue
             if name in ("tools", "servers"):
                 try:

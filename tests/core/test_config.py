@@ -6,13 +6,14 @@ import asyncio
 import contextvars
 import os
 import threading
+import typing
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from budgetware import BudgetConfig, ConfigError, budget
-from budgetware.core.config import default_artifact_dir, resolve_config
+from budgetware import BudgetConfig, ConfigError, ToolPolicy, budget
+from budgetware.core.config import current_overrides, default_artifact_dir, resolve_config
 
 
 def test_defaults() -> None:
@@ -212,3 +213,136 @@ def test_settings_read_from_os_environ_are_what_a_plain_mapping_gives(
     assert seen["unit"] == "chars"
     assert "batch_budget" not in seen
     assert seen == env_values(dict(os.environ))
+
+
+def _number_fields() -> list[tuple[type[BaseModel], str]]:
+    # Every int or float field of every configuration model, nested ones included: a new
+    # number setting is covered here without a change.
+    from budgetware.mcp.bound import McpBudget, McpServerBudget, McpToolPolicy
+
+    found = []
+    for model in (BudgetConfig, ToolPolicy, McpBudget, McpServerBudget, McpToolPolicy):
+        for name, field in model.model_fields.items():
+            types = typing.get_args(field.annotation) or (field.annotation,)
+            # Optional[Annotated[int, ...]] keeps the Annotated inside the union.
+            types = tuple(
+                typing.get_args(t)[0] if typing.get_origin(t) is typing.Annotated else t
+                for t in types
+            )
+            if {int, float} & set(types):
+                found.append((model, name))
+    return found
+
+
+NUMBER_FIELDS = _number_fields()
+
+
+def test_every_number_setting_is_found() -> None:
+    names = {name for model, name in NUMBER_FIELDS if model is BudgetConfig}
+    assert names == {
+        "batch_budget",
+        "max_artifact_bytes",
+        "max_store_bytes",
+        "artifact_max_age",
+        "artifact_min_age",
+        "artifact_sweep_interval",
+        "artifact_store_timeout",
+        "preview_salient_percent",
+    }
+    assert len(NUMBER_FIELDS) == len(names) + 6  # min_room; the 5 of the MCP models
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize(
+    ("model", "name"), NUMBER_FIELDS, ids=[f"{m.__name__}.{n}" for m, n in NUMBER_FIELDS]
+)
+def test_a_number_setting_refuses_true_and_false(
+    model: type[BaseModel], name: str, flag: bool
+) -> None:
+    # pydantic's lax int and float take True and False as 1 and 0.
+    with pytest.raises(ValidationError, match=r"a number, not True/False"):
+        model.model_validate({name: flag})
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_budget_refuses_a_boolean_budget_where_written(flag: bool) -> None:
+    with (
+        pytest.raises(ConfigError, match=r"batch_budget: a number, not True/False"),
+        budget(batch_budget=flag),
+    ):
+        pass  # pragma: no cover
+    with (
+        pytest.raises(ConfigError, match=r"tool_policies.t.min_room: a number, not True/False"),
+        budget(tool_policies={"t": {"min_room": flag}}),
+    ):
+        pass  # pragma: no cover
+    with pytest.raises(ConfigError, match="artifact_max_age"):
+        BudgetConfig.from_env({}, artifact_max_age=flag)
+    assert current_overrides() == {}
+
+
+def test_mcp_number_settings_refuse_booleans_as_config_errors() -> None:
+    from budgetware.mcp.bound import McpBudget
+
+    for overrides in (
+        {"result_budget": True},
+        {"max_message_bytes": False},
+        {"tools": {"t": True}},
+        {"tools": {"t": {"min_room": True}}},
+        {"servers": {"s": {"result_budget": True}}},
+    ):
+        with pytest.raises(ConfigError, match="a number, not True/False"):
+            McpBudget.from_env({}, **overrides)
+
+
+def test_numbers_and_their_strings_still_validate() -> None:
+    config = BudgetConfig.from_env(
+        {
+            "BUDGETWARE_BATCH_BUDGET": "5000",
+            "BUDGETWARE_MAX_STORE_BYTES": "1000000",
+            "BUDGETWARE_ARTIFACT_MAX_AGE": "30d",
+            "BUDGETWARE_ARTIFACT_STORE_TIMEOUT": "0.5",
+            "BUDGETWARE_PREVIEW_SALIENT_PERCENT": "10",
+        }
+    )
+    assert (config.batch_budget, config.max_store_bytes) == (5000, 1_000_000)
+    assert (config.artifact_max_age, config.artifact_store_timeout) == (30 * 86400, 0.5)
+    assert config.preview_salient_percent == 10
+    assert BudgetConfig.from_env({"BUDGETWARE_BATCH_BUDGET": "inf"}).batch_budget == 0
+    assert BudgetConfig(batch_budget=float("inf")).batch_budget == 0
+    config = BudgetConfig(batch_budget=7, artifact_max_age=7200, artifact_store_timeout=1)
+    assert (config.batch_budget, config.artifact_max_age) == (7, 7200.0)
+    with budget(batch_budget=123, tool_policies={"t": {"min_room": 5}}):
+        assert resolve_config(environ={}).batch_budget == 123
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t \n"])
+def test_an_empty_environment_variable_is_unset(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `export BUDGETWARE_BATCH_BUDGET=` clears a setting; os.environ (read through its own
+    # store) and a plain mapping agree.
+    from budgetware.core.config import env_values
+
+    variables = ("BUDGETWARE_BATCH_BUDGET", "BUDGETWARE_PERSIST", "BUDGETWARE_UNIT")
+    for variable in variables:
+        monkeypatch.setenv(variable, value)
+    assert env_values(os.environ) == env_values(dict(os.environ))
+    assert not {"batch_budget", "persist", "unit"} & set(env_values(os.environ))
+    assert BudgetConfig.from_env(dict.fromkeys(variables, value)) == BudgetConfig()
+    assert resolve_config().batch_budget == 200_000
+    with budget(batch_budget=9):  # checks the environment too: no error
+        assert resolve_config().batch_budget == 9
+
+
+def test_an_empty_mcp_variable_is_unset() -> None:
+    from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, McpBudget
+
+    env = {
+        "BUDGETWARE_MCP_RESULT_BUDGET": "",
+        "BUDGETWARE_MCP_MAX_MESSAGE_BYTES": " ",
+        "BUDGETWARE_MCP_TOOLS": "",
+        "BUDGETWARE_MCP_SERVERS": "  ",
+    }
+    assert McpBudget.from_env(env) == McpBudget()
+    assert McpBudget.from_env(env).result_budget == DEFAULT_RESULT_BUDGET

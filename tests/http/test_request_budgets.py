@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,33 @@ def test_invalid_header_warns_naming_it_and_other_layers_still_apply(
     assert response.status_code == 200
     assert header not in seen[0].headers
     assert _sent_total(seen) <= 10_000
+
+
+@pytest.mark.parametrize("value", ["inf", " Infinity ", "0", "nan"])
+def test_batch_budget_header_takes_what_the_environment_takes(value: str, tmp_path: Path) -> None:
+    # BUDGETWARE_BATCH_BUDGET=inf and budget(batch_budget=float("inf")) mean no limit: the
+    # header follows the same rules (the setting's own validation), with no warning.
+    seen: list[Any] = []
+    body = chat_body(big_results(3, 50_000))
+    config = BudgetConfig(batch_budget=10_000, artifact_dir=tmp_path)
+    with (
+        httpx2.Client(transport=BudgetTransport(mock(httpx2, seen), config=config)) as client,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error", BudgetwareWarning)
+        client.post(URL, content=body, headers={"x-budgetware-batch-budget": value})
+    assert seen[0].content == body
+    assert "x-budgetware-batch-budget" not in seen[0].headers
+
+
+def test_invalid_header_warning_lists_every_unit() -> None:
+    from budgetware.core.config import UNIT_NAMES
+    from budgetware.http.headers import header_overrides
+
+    messages: list[str] = []
+    assert header_overrides({"x-budgetware-unit": "words"}, warn=messages.append) == {}
+    assert header_overrides({"x-budgetware-batch-budget": "True"}, warn=messages.append) == {}
+    assert {"tokens:o200k_base", "tokens:cl100k_base"} <= set(UNIT_NAMES)
+    assert len(messages) == 2
+    for message in messages:
+        assert f"x-budgetware-unit: {'|'.join(UNIT_NAMES)})" in message
