@@ -22,6 +22,10 @@ import sys
 from budgetware.cli.errors import CliError, UsageError
 from budgetware.cli.variables import BOOLEAN_SETTINGS, MAIN_VARIABLE, OPTIONS_VARIABLE
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 __all__ = [
     "BOOTSTRAP_DIR",
     "child_environment",
@@ -99,15 +103,42 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
             else:
                 settings[setting] = "true"
         elif setting.startswith("no_"):
-            settings[setting[3:]] = "false"  # not a known boolean: the check names it
+            _not_a_switch(arg, setting[3:])
         elif args and not args[0].startswith("--"):
             options.append(args[0])
             settings[setting] = args.pop(0)
-        else:  # a flag on its own: a boolean setting turned on
-            settings[setting] = "true"
+        else:  # no value: only a boolean setting is a flag
+            _needs_a_value(arg, setting)
     if not args:
         raise UsageError("no command given (see 'budgetware run --help')")
     return Parsed(settings, args, options)
+
+
+def _unknown(option: str, setting: str) -> None:
+    """Raise the start-up check's own "unknown option" error if ``setting`` is no setting.
+
+    Only reached on a mistake, where importing the model to know its fields is fine."""
+    from budgetware.cli.startup import unknown_options
+    from budgetware.core.config import BudgetConfig
+
+    if setting not in BudgetConfig.model_fields:
+        raise UsageError(unknown_options([option], BudgetConfig.model_fields))
+
+
+def _not_a_switch(option: str, setting: str) -> NoReturn:
+    """``--no-<setting>`` for a setting that is not a boolean (or no setting at all)."""
+    _unknown(option, setting)
+    flag = setting.replace("_", "-")
+    raise UsageError(
+        f"{option}: {flag} is not an on/off setting (give it a value: --{flag} VALUE; "
+        "see 'budgetware run --help')"
+    )
+
+
+def _needs_a_value(option: str, setting: str) -> NoReturn:
+    """``--<setting>`` with no value after it (the end, ``--`` or another option)."""
+    _unknown(option, setting)
+    raise UsageError(f"{option} needs a value (see 'budgetware run --help')")
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
@@ -188,10 +219,18 @@ def is_python_program(path: str) -> bool:
 _VALUE_OPTIONS = frozenset("WX")
 _LAST_OPTIONS = frozenset("cm")
 _SKIPPING = {
-    "I": "-I (isolated mode) ignores PYTHONPATH",
-    "E": "-E ignores PYTHONPATH",
-    "S": "-S skips sitecustomize",
+    "I": "-I (isolated mode), which ignores PYTHONPATH",
+    "E": "-E, which ignores PYTHONPATH",
+    "S": "-S, which skips sitecustomize",
 }
+
+
+def _skipping_reasons(flags: list[str]) -> str:
+    """``-I (isolated mode), which ignores PYTHONPATH, and -S, which skips sitecustomize``."""
+    reasons = [_SKIPPING[flag] for flag in flags]
+    if len(reasons) == 1:
+        return reasons[0]
+    return ", ".join(reasons[:-1]) + ", and " + reasons[-1]
 
 
 def python_flags_skipping_the_hook(args: list[str]) -> list[str]:
@@ -322,10 +361,9 @@ def main(argv: list[str]) -> int:
     else:
         skipping = _skipping_flags(executable, command)
         if skipping:
-            reasons = "; ".join(_SKIPPING[flag] for flag in skipping)
             print(
-                f"budgetware run: {command[0]} runs Python with {reasons}, so budgetware's "
-                "start-up hook never runs: this program runs unbounded",
+                f"budgetware run: {command[0]} runs Python with {_skipping_reasons(skipping)}, "
+                "so budgetware's start-up hook never runs: this program runs unbounded",
                 file=sys.stderr,
             )
     sys.stdout.flush()

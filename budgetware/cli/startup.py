@@ -4,9 +4,13 @@
    options) when there are any: a user mistake ends the program before it starts, with one
    line on stderr naming the option or variable and exit code 2. Plain values of simple
    settings (``--batch-budget 50000``, ``--unit tokens``, ``--no-persist``, an artifact
-   directory) are seen to be valid without loading pydantic; anything else is validated by
-   ``BudgetConfig`` itself, which writes every error message. A process whose settings were
-   already checked by the process that started it (same values) skips this.
+   directory of this user's, or one yet to be made) are seen to be valid without loading
+   pydantic; anything else is validated by ``BudgetConfig`` itself, which writes every
+   error message, and a store on this machine by ``check_store``. A ``BUDGETWARE_*``
+   variable budgetware does not read (a typo: ``BATCHBUDGET`` for ``BATCH_BUDGET``) gets
+   one warning line, from the first process that checks, and the program runs. A process
+   whose settings were already checked by the process that started it (same values) skips
+   this.
 2. **Instrument when an HTTP library arrives**: ``instrument()`` runs the moment the
    program first imports ``httpx`` or ``httpx2``, before any client exists, exactly as it
    would have patched them from the first line. Until then nothing of budgetware's HTTP
@@ -20,6 +24,7 @@ and the loader below are duck-typed, as ``sys.meta_path`` allows).
 from __future__ import annotations
 
 import os
+import stat  # imported by os already
 import sys
 
 from budgetware.cli.variables import (
@@ -31,12 +36,14 @@ from budgetware.cli.variables import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
     from typing import Any, NoReturn
 
-__all__ = ["HTTP_LIBRARIES", "check_settings", "plainly_valid", "start"]
+    from budgetware.core.config import BudgetConfig
+
+__all__ = ["HTTP_LIBRARIES", "check_settings", "plainly_valid", "start", "unknown_options"]
 
 HTTP_LIBRARIES = ("httpx", "httpx2")
 _PREFIX = "BUDGETWARE_"
@@ -74,6 +81,26 @@ def _digits(value: str, low: int, high: int | None = None) -> bool:
     return number >= low and (high is None or number <= high)
 
 
+def _private_directory(value: str) -> bool:
+    """Whether ``store/select.check_store`` surely accepts ``value`` as the artifact
+    directory: a path that does not exist yet (it is made 0700), or a real directory (not a
+    symbolic link) of this user that no other user can write. Anything else (a file, a
+    directory another user owns or can write) goes to the full check, which names it."""
+    if not value.strip():
+        return False
+    try:
+        info = os.stat(os.path.abspath(value), follow_symlinks=False)  # as BudgetConfig has it
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return False
+    return not (os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022)
+
+
 _NO_LIMIT = -(10**18)
 _BOOLEAN = ("true", "false", "1", "0").__contains__
 _PLAIN: dict[str, Callable[[str], bool]] = {
@@ -83,7 +110,8 @@ _PLAIN: dict[str, Callable[[str], bool]] = {
     "max_store_bytes": lambda v: _digits(v, 1),
     "preview_salient_percent": lambda v: _digits(v, 0, 90),
     # Any path but one to expand (``~user`` may name no one): BudgetConfig decides those.
-    "artifact_dir": lambda v: bool(v.strip()) and not v.lstrip().startswith("~"),
+    # A place check_store surely accepts. ``~user`` may name no one: BudgetConfig decides.
+    "artifact_dir": lambda v: not v.lstrip().startswith("~") and _private_directory(v),
     **dict.fromkeys(BOOLEAN_SETTINGS, _BOOLEAN),
 }
 
@@ -101,6 +129,12 @@ def plainly_valid(settings: list[tuple[str, str]], given: list[str]) -> bool:
     return True
 
 
+def unknown_options(options: Sequence[str], fields: Iterable[str]) -> str:
+    """The message for options of ``budgetware run`` that name no setting (``fields``)."""
+    valid = ", ".join("--" + name.replace("_", "-") for name in fields)
+    return f"unknown option {', '.join(options)} (settings: {valid})"
+
+
 def check_settings() -> None:
     """Validate the settings in the environment, once per set of values (see module doc)."""
     settings = _settings()
@@ -115,13 +149,11 @@ def check_settings() -> None:
     from budgetware.core.config import BudgetConfig, ConfigError
 
     fields = BudgetConfig.model_fields
-    unknown = [name for name in given if name not in fields]
+    unknown = ["--" + name.replace("_", "-") for name in given if name not in fields]
     if unknown:
-        options = ", ".join("--" + name.replace("_", "-") for name in unknown)
-        valid = ", ".join("--" + name.replace("_", "-") for name in fields)
-        _fail(f"unknown option {options} (settings: {valid})")
+        _fail(unknown_options(unknown, fields))
     try:
-        BudgetConfig.from_env()
+        _check_store(BudgetConfig.from_env())
     except ConfigError as exc:
         message = str(exc)
         for name in given:  # name the option the user typed, not the variable it became
@@ -129,7 +161,38 @@ def check_settings() -> None:
                 f"({'BUDGETWARE_' + name.upper()})", f"(--{name.replace('_', '-')})"
             )
         _fail(message)
+    if VALIDATED_VARIABLE not in os.environ:  # the first process to check: said once a run
+        _warn_unknown(settings)
     os.environ[VALIDATED_VARIABLE] = signature
+
+
+def _check_store(config: BudgetConfig) -> None:
+    """``check_store`` for a store on this machine (an artifact directory, or an
+    ``artifact_store`` path or ``file://`` URL): a file, or a directory another user owns or
+    can write, ends the program before it starts. An ``s3://`` store is left to
+    ``instrument()``: no network and no boto3 client at start-up."""
+    if not config.persist:
+        return
+    try:
+        location = config.store_location()
+    except (RuntimeError, KeyError, OSError, ValueError):
+        location = None  # check_store says what, if anything, is wrong
+    if location is not None and (location.scheme == "s3" or _private_directory(location.path)):
+        return
+    from budgetware.store.select import check_store
+
+    check_store(config)
+
+
+def _warn_unknown(settings: list[tuple[str, str]]) -> None:
+    """One line per ``BUDGETWARE_*`` variable budgetware does not read (a typo, most
+    likely): it is ignored, and the program runs."""
+    from budgetware.core.environment import unknown_variables
+
+    for name, close in unknown_variables(key for key, _ in settings):
+        hint = f" (did you mean {close}?)" if close else ""
+        sys.stderr.write(f"budgetware run: ignoring {name}: not a budgetware setting{hint}\n")
+    sys.stderr.flush()
 
 
 def _instrument() -> None:

@@ -10,9 +10,14 @@ writes the table of docs/configuration.md from this list, and a test fails on an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["STANDALONE", "EnvironmentVariable"]
+__all__ = ["MCP_PREFIX", "PREFIX", "STANDALONE", "EnvironmentVariable", "unknown_variables"]
+
+PREFIX = "BUDGETWARE_"
+MCP_PREFIX = PREFIX + "MCP_"
+"""``McpBudget``'s variables (``BUDGETWARE_MCP_<FIELD>``): that model reads them itself."""
 
 
 @dataclass(frozen=True)
@@ -73,3 +78,32 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "run.md",
     ),
 )
+
+
+def _named() -> frozenset[str]:
+    """Every variable named by ``BudgetConfig`` or this registry (not the MCP ones)."""
+    from budgetware.core.config import BudgetConfig
+
+    fields = (PREFIX + name.upper() for name in BudgetConfig.model_fields)
+    return frozenset((*fields, *(variable.name for variable in STANDALONE)))
+
+
+def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
+    """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read (none of
+    ``BudgetConfig``'s, ``McpBudget``'s or this registry's), sorted, each with the known
+    variable closest to it (what a typo likely meant) or None. Imports pydantic."""
+    import difflib
+
+    known = _named()
+    unknown = sorted(
+        name
+        for name in set(names)
+        if name.startswith(PREFIX) and not name.startswith(MCP_PREFIX) and name not in known
+    )
+    # Compared without the prefix they all share, or any name would be close to every one.
+    choices = sorted(name[len(PREFIX) :] for name in known)
+    found: list[tuple[str, str | None]] = []
+    for name in unknown:
+        close = difflib.get_close_matches(name[len(PREFIX) :].upper(), choices, n=1)
+        found.append((name, PREFIX + close[0] if close else None))
+    return found

@@ -248,6 +248,187 @@ def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
     assert done.stderr == "budgetware run: no command given (see 'budgetware run --help')\n"
 
 
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (["--batch-budget", "5000", "--artifact-dir"], "--artifact-dir needs a value"),
+        (["--artifact-store"], "--artifact-store needs a value"),
+        (["--batch-budget"], "--batch-budget needs a value"),
+        (["--artifact-dir", "--unit", "tokens"], "--artifact-dir needs a value"),
+    ],
+)
+def test_an_option_without_its_value_is_a_usage_error(
+    tmp_path: Path, options: list[str], error: str
+) -> None:
+    # It used to take "true": artifacts went to a directory named ./true, exit code 0.
+    marker = tmp_path / "ran"
+    program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
+    done = run([*options, "--", *program], _env(None, tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"budgetware run: {error} (see 'budgetware run --help')\n"
+    assert not marker.exists()
+    assert not (tmp_path / "true").exists()
+
+
+def test_no_before_a_setting_that_is_not_on_off_is_a_usage_error(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
+    done = run(["--no-batch-budget", "--", *program], _env(None, tmp_path))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "budgetware run: --no-batch-budget: batch-budget is not an on/off setting"
+    ), line
+    assert "(got 'false')" not in line
+    assert not marker.exists()
+    # A name that is no setting keeps the start-up check's own message, value or not.
+    for options in (["--no-bath-budget"], ["--bath-budget"], ["--bath-budget", "5"]):
+        done = run([*options, "--", *program], _env(None, tmp_path))
+        assert done.returncode == 2, options
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(
+            f"budgetware run: unknown option {options[0]} (settings: --batch-budget"
+        ), line
+    assert not marker.exists()
+
+
+def test_an_option_without_its_value_in_the_parser() -> None:
+    from budgetware.cli.errors import UsageError
+
+    for argv in (["--unit"], ["--unit", "--", "python"], ["--no-unit", "--", "python"]):
+        with pytest.raises(UsageError):
+            parse(argv)
+    # The booleans stay flags, and --x=VALUE takes what follows the "=" (even nothing).
+    assert parse(["--persist", "--", "python"]) == ({"persist": "true"}, ["python"])
+    assert parse(["--no-telemetry", "--", "python"]) == ({"telemetry": "false"}, ["python"])
+    assert parse(["--unit=", "--", "python"]) == ({"unit": ""}, ["python"])
+
+
+def _refused(tmp_path: Path) -> list[tuple[Path, str]]:
+    """Artifact directories check_store refuses, and why."""
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "mine", target_is_directory=True)
+    cases = [
+        (afile, "it is not a directory"),
+        (shared, "other users can write into it"),
+        (link, "it is a symbolic link"),
+    ]
+    if os.geteuid() == 0:  # only root can give a directory away
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        cases.append((theirs, "it is owned by another user"))
+    return cases
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX owners and permissions")
+def test_an_artifact_dir_budgetware_refuses_stops_the_program_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    # It used to run unbounded, exit code 0, after "budgetware could not start".
+    (tmp_path / "mine").mkdir(mode=0o700)
+    marker = tmp_path / "ran"
+    program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
+    expected = "budgetware run: invalid budgetware setting: {named}: budgetware refuses to keep "
+    for path, reason in _refused(tmp_path):
+        done = run(
+            ["--batch-budget", "5000", "--artifact-dir", str(path), "--", *program],
+            _env(None, tmp_path),
+        )
+        assert done.returncode == 2, (path, done.stderr)
+        (line,) = done.stderr.splitlines()
+        named = "artifact_dir (--artifact-dir)"
+        assert line.startswith(expected.format(named=named) + f"artifacts in {path}: {reason}")
+        # The same from the variable, and from artifact_store (a path or a file:// URL).
+        for variable, value, named in [
+            ("ARTIFACT_DIR", str(path), "artifact_dir (BUDGETWARE_ARTIFACT_DIR)"),
+            ("ARTIFACT_STORE", str(path), "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
+            ("ARTIFACT_STORE", f"file://{path}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
+        ]:
+            env = _env(None, tmp_path)
+            env[f"BUDGETWARE_{variable}"] = value
+            done = run(["--", *program], env)
+            assert done.returncode == 2, (variable, value, done.stderr)
+            (line,) = done.stderr.splitlines()
+            assert line.startswith(expected.format(named=named)), line
+            assert reason in line
+    done = run(
+        ["--artifact-store", str(tmp_path / "shared"), "--", *program], _env(None, tmp_path)
+    )
+    assert "invalid budgetware setting: artifact_store (--artifact-store): " in done.stderr
+    assert not marker.exists()
+    # With persist off no store is used: nothing to refuse.
+    done = run(
+        ["--no-persist", "--artifact-dir", str(tmp_path / "shared"), "--", *program],
+        _env(None, tmp_path),
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert marker.exists()
+
+
+def test_an_artifact_dir_of_ones_own_is_seen_to_be_valid_without_pydantic(
+    tmp_path: Path,
+) -> None:
+    code = "import sys; print('pydantic' in sys.modules)"
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    for path in (mine, tmp_path / "not-yet"):
+        done = run(["--artifact-dir", str(path), "--", "python", "-c", code], _env(None, tmp_path))
+        assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", ""), path
+
+
+def test_a_variable_budgetware_does_not_read_is_named_once(tmp_path: Path) -> None:
+    env = _env(None, tmp_path)
+    env["BUDGETWARE_BATCHBUDGET"] = "5000"
+    env["BUDGETWARE_NOT_A_THING"] = "1"
+    # Variables budgetware reads outside BudgetConfig are never named.
+    env["BUDGETWARE_DEBUG_LOG_FILE"] = ""
+    env["BUDGETWARE_RECORD_DIR"] = ""
+    env["BUDGETWARE_MCP_SERVER_TOKEN"] = "t"
+    env["BUDGETWARE_MCP_RESULT_BUDGET"] = "9000"
+    # The program and a Python process it starts: one line per run, not per process.
+    code = (
+        "import subprocess, sys; print('ran', flush=True); "
+        "subprocess.run([sys.executable, '-c', 'print(\"child\")'], check=True)"
+    )
+    done = run(["--unit", "tokens", "--", "python", "-c", code], env)
+    assert (done.returncode, done.stdout) == (0, "ran\nchild\n"), done.stderr
+    assert done.stderr.splitlines() == [
+        "budgetware run: ignoring BUDGETWARE_BATCHBUDGET: not a budgetware setting "
+        "(did you mean BUDGETWARE_BATCH_BUDGET?)",
+        "budgetware run: ignoring BUDGETWARE_NOT_A_THING: not a budgetware setting",
+    ]
+
+
+def test_every_variable_budgetware_names_is_known() -> None:
+    import re
+
+    from budgetware.cli.variables import OWN_VARIABLES
+    from budgetware.core.config import BudgetConfig
+    from budgetware.core.environment import STANDALONE, unknown_variables
+    from budgetware.mcp.bound import McpBudget
+
+    root = Path(__file__).resolve().parents[2]
+    variable = re.compile(r"\bBUDGETWARE_[A-Z0-9_]+(?![A-Z0-9_*<])")
+    names = {*OWN_VARIABLES, *(v.name for v in STANDALONE)}
+    names.update(f"BUDGETWARE_{name.upper()}" for name in BudgetConfig.model_fields)
+    names.update(f"BUDGETWARE_MCP_{name.upper()}" for name in McpBudget.model_fields)
+    for folder in ("budgetware", "integrations", "docs"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix in (".py", ".md") and path.is_file():
+                names.update(variable.findall(path.read_text(encoding="utf-8")))
+    assert "BUDGETWARE_MCP_SERVER_TOKEN" in names
+    assert unknown_variables(names) == []
+    assert unknown_variables(["BUDGETWARE_ARTIFACTS_DIR", "OTHER"]) == [
+        ("BUDGETWARE_ARTIFACTS_DIR", "BUDGETWARE_ARTIFACT_DIR")
+    ]
+
+
 def test_a_program_with_its_own_sitecustomize_gets_both(
     fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
@@ -440,19 +621,29 @@ def test_a_file_that_cannot_be_executed_is_126_as_in_a_shell(tmp_path: Path) -> 
 
 def test_python_options_that_skip_the_hook_are_named(tmp_path: Path) -> None:
     env = _env(None, tmp_path)
-    for flags, named in [(["-I"], "-I"), (["-S"], "-S"), (["-E"], "-E"), (["-bIS"], "-I")]:
+    for flags, named in [
+        (["-I"], "-I (isolated mode), which ignores PYTHONPATH"),
+        (["-S"], "-S, which skips sitecustomize"),
+        (["-E"], "-E, which ignores PYTHONPATH"),
+        (
+            ["-bIS"],
+            "-I (isolated mode), which ignores PYTHONPATH, and -S, which skips sitecustomize",
+        ),
+    ]:
         done = run(["--", "python", *flags, "-c", "print('ran')"], env)
         assert done.returncode == 0, done.stderr
         assert done.stdout == "ran\n"
         (line,) = done.stderr.splitlines()
-        assert line.startswith(f"budgetware run: python runs Python with {named}"), line
-        assert line.endswith("this program runs unbounded")
+        assert line == (
+            f"budgetware run: python runs Python with {named}, so budgetware's start-up hook "
+            "never runs: this program runs unbounded"
+        )
     # The same options on a #! line; and never the program's own arguments.
     script = tmp_path / "tool"
     script.write_text(f"#!{sys.executable} -E\nprint('ran')\n")
     script.chmod(0o755)
     done = run(["--", str(script)], env)
-    assert "-E ignores PYTHONPATH" in done.stderr
+    assert f"{script} runs Python with -E, which ignores PYTHONPATH, so" in done.stderr
     done = run(["--", "python", "-c", "print('ran')", "-I"], env)
     assert (done.stdout, done.stderr) == ("ran\n", "")
 
@@ -586,12 +777,13 @@ def test_a_value_seen_as_plainly_valid_is_valid(
     # The start-up hook skips pydantic for these: BudgetConfig must accept every one.
     from budgetware.cli.startup import plainly_valid
     from budgetware.core.config import BudgetConfig
+    from budgetware.store.select import check_store
 
     for name in ("BATCH_BUDGET", "MAX_STORE_BYTES", "PREVIEW_SALIENT_PERCENT", "UNIT"):
         picks = (*picks, (name, odd))  # and odd values: plainly valid only if truly valid
         settings = sorted({f"BUDGETWARE_{n}": v for n, v in picks}.items())
         if plainly_valid(settings, []):
-            BudgetConfig.from_env(dict(settings))
+            check_store(BudgetConfig.from_env(dict(settings)))  # the store's check as well
 
 
 def test_a_signal_windows_cannot_send_is_not_an_error() -> None:
