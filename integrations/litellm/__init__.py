@@ -8,7 +8,12 @@ one call only, pass a handler::
     litellm.completion(model="anthropic/...", messages=..., client=budget_http_handler())
 
 litellm's openai and azure providers take an ``openai.OpenAI`` client as ``client=``
-instead: build one with ``http_client=httpx.Client(transport=BudgetTransport(...))``.
+instead (a handler there fails: ``'HTTPHandler' object has no attribute 'api_key'``)::
+
+    from budgetware.integrations.openai import budget_http_client
+
+    client = openai.OpenAI(http_client=budget_http_client())
+    litellm.completion(model="openai/...", messages=..., client=client)
 
 For the LiteLLM Proxy and Router, ``budget_callback()`` is a litellm ``CustomLogger``
 (``BudgetCallback``); the proxy's config names the ready instance
@@ -62,7 +67,8 @@ def __getattr__(name: str) -> Any:
 def budget_http_handler(*, config: BudgetConfig | None = None) -> Any:
     """A litellm ``HTTPHandler`` around a classic ``httpx.Client`` with a budget transport.
 
-    Pass it as ``client=`` to ``litellm.completion`` (any provider but openai/azure);
+    Pass it as ``client=`` to ``litellm.completion`` (any provider but openai/azure: those
+    take ``openai.OpenAI(http_client=budgetware.integrations.openai.budget_http_client())``);
     ``handler.close()`` closes its connections.
     """
     http_handler = _handlers()
