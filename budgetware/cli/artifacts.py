@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
-from budgetware.core.config import BudgetConfig, parse_duration
+from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, parse_duration
 from budgetware.store.base import ContentStore
 from budgetware.store.lifecycle import StoreUsage
 from budgetware.store.select import check_store, store_for_config
@@ -36,16 +36,25 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * 1024**power)
 
 
+def _count(number: int, thing: str) -> str:
+    """``1 artifact``, ``2 artifacts``, ``1,000 bytes``."""
+    return f"{number:,} {thing}{'' if number == 1 else 's'}"
+
+
 def _describe(usage: StoreUsage, now: float) -> str:
     if usage.oldest is None or usage.newest is None:
         text = "0 artifacts"
     else:
+        newest, oldest = _ago(now - usage.newest), _ago(now - usage.oldest)
+        when = newest if usage.count == 1 or newest == oldest else f"{newest} to {oldest}"
         text = (
-            f"{usage.count:,} artifacts, {usage.total_bytes:,} bytes, last used "
-            f"{_ago(now - usage.newest)} to {_ago(now - usage.oldest)} ago"
+            f"{_count(usage.count, 'artifact')}, {_count(usage.total_bytes, 'byte')}, "
+            f"last used {when} ago"
         )
     if usage.temp_count:
-        text += f"; {usage.temp_count:,} temporary files, {usage.temp_bytes:,} bytes"
+        text += (
+            f"; {_count(usage.temp_count, 'temporary file')}, {_count(usage.temp_bytes, 'byte')}"
+        )
     return text
 
 
@@ -54,6 +63,15 @@ def _ago(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f}{unit}"
     return f"{max(seconds, 0):.0f}s"
+
+
+def _name_the_option(message: str, args: argparse.Namespace) -> str:
+    """``message`` naming the option the user typed, not the variable it stands for."""
+    if args.store is not None:
+        return message.replace(f"({ENV_PREFIX}ARTIFACT_STORE)", "(--store)")
+    if args.dir is not None:
+        return message.replace(f"({ENV_PREFIX}ARTIFACT_DIR)", "(--dir)")
+    return message
 
 
 def main(argv: list[str]) -> int:
@@ -91,8 +109,11 @@ def main(argv: list[str]) -> int:
         overrides["artifact_store"] = None
     # A ConfigError (a bad setting, an untrusted directory, S3 without its extra) is one
     # line with exit code 2, an OSError one line with exit code 1.
-    config = BudgetConfig.from_env(**overrides)
-    check_store(config)
+    try:
+        config = BudgetConfig.from_env(**overrides)
+        check_store(config)
+    except ConfigError as exc:
+        raise ConfigError(_name_the_option(str(exc), args)) from None
     store = store_for_config(config)
     if not isinstance(store, ContentStore):
         raise CliError("no artifact store can be named (set BUDGETWARE_ARTIFACT_DIR)")

@@ -512,7 +512,15 @@ def main(argv: list[str]) -> int:
         "(or a real one with --real).",
     )
     parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="chars per batch")
+    parser.add_argument(
+        "--budget",
+        "--batch-budget",  # the setting's name, as `budgetware run` and every doc spell it
+        dest="budget",
+        metavar="N",
+        type=int,
+        default=DEFAULT_BUDGET,
+        help=f"chars per batch of tool results (default {DEFAULT_BUDGET})",
+    )
     parser.add_argument("--artifact-dir", help="where full outputs go (default: a new temp dir)")
     parser.add_argument(
         "--real",
@@ -524,7 +532,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)
     if args.budget <= 0:
-        parser.error(f"--budget must be positive, not {args.budget}")
+        typed = next((a for a in reversed(argv) if a.startswith("--b")), "--budget")
+        typed = typed.partition("=")[0]  # as typed: --budget or --batch-budget
+        parser.error(f"{typed} must be positive, not {args.budget}")
     chosen = Path(args.artifact_dir) if args.artifact_dir is not None else None
     if chosen is not None and chosen.exists() and not chosen.is_dir():
         raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)

@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
     if args.call and not any(path.call.startswith(args.call) for path in log.calls.values()):
         raise CliError(
             f"no tool call in {args.log} starts with {args.call!r} "
-            f"({len(log.calls)} tool calls; run without --call to list them)"
+            f"({len(log.calls)} tool call{'' if len(log.calls) == 1 else 's'}; "
+            "run without --call to list them)"
         )
     render(log, sys.stdout, call_prefix=args.call)
     return 0

@@ -132,7 +132,8 @@ def plainly_valid(settings: list[tuple[str, str]], given: list[str]) -> bool:
 def unknown_options(options: Sequence[str], fields: Iterable[str]) -> str:
     """The message for options of ``budgetware run`` that name no setting (``fields``)."""
     valid = ", ".join("--" + name.replace("_", "-") for name in fields)
-    return f"unknown option {', '.join(options)} (settings: {valid})"
+    listed = ", ".join(options)
+    return f"unknown option {listed} (settings: {valid}; see 'budgetware run --help')"
 
 
 def check_settings() -> None:

@@ -201,20 +201,28 @@ def _table(rows: Sequence[Row], out: TextIO, indent: str = "  ") -> None:
         out.write(indent + "  ".join(cells).rstrip() + "\n")
 
 
+def _counted(number: int, word: str, plural: str | None = None) -> str:
+    """``1 event``, ``2 events``, ``1 process``, ``3 processes``."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
 def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
     """Write the per-call report of ``log`` as plain text."""
     processes = {key[0] for key in log.calls}
     out.write(
-        f"{log.events} events, {len(log.calls)} tool calls, {len(processes)} process(es)"
-        + (f", {log.skipped} other lines skipped" if log.skipped else "")
-        + (f", {log.malformed} malformed events skipped" if log.malformed else "")
+        f"{_counted(log.events, 'event')}, {_counted(len(log.calls), 'tool call')}, "
+        f"{_counted(len(processes), 'process', 'processes')}"
+        + (f", {_counted(log.skipped, 'other line')} skipped" if log.skipped else "")
+        + (f", {_counted(log.malformed, 'malformed event')} skipped" if log.malformed else "")
         + "\n"
     )
     if log.suppressed:
         total = sum(count for _, count in log.suppressed)
         where = ", ".join(str(line) for line, _ in log.suppressed)
+        dropped = f"{_counted(total, 'event')} {'was' if total == 1 else 'were'} dropped"
+        lines = "line" if len(log.suppressed) == 1 else "lines"
         out.write(
-            f"rate limit: {total} events were dropped (counted on lines {where}); "
+            f"rate limit: {dropped} (counted on {lines} {where}); "
             "paths around them may miss stages\n"
         )
     if len(processes) > 1:

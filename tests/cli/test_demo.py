@@ -55,3 +55,12 @@ def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
         assert len(list(Path(where).glob("*.txt"))) == 4
     finally:
         shutil.rmtree(where)
+
+
+def test_demo_takes_batch_budget_as_run_does(tmp_path: Path) -> None:
+    # `budgetware run` and docs/configuration.md say --batch-budget; --budget stays.
+    done = run_demo("--plain", "--artifact-dir", str(tmp_path), "--batch-budget", "30000")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("batch on the wire: 30,000 chars (budget 30,000)") == 3
+    shown = run_demo("--help")
+    assert "--budget N, --batch-budget N" in shown.stdout

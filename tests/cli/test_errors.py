@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -67,6 +68,8 @@ def test_every_command_reports_an_unknown_flag_in_one_line(
     [
         (["demo", "--budget", "lots"], "invalid int value: 'lots'"),
         (["demo", "--budget", "0"], "--budget must be positive"),
+        (["demo", "--batch-budget", "0"], "--batch-budget must be positive"),
+        (["demo", "--batch-budget", "lots"], "invalid int value: 'lots'"),
         (["demo", "--provider", "acme"], "invalid choice: 'acme'"),
         (["artifacts"], "required: command"),
         (["artifacts", "prune"], "prune needs --older-than and/or --max-size"),
@@ -192,8 +195,11 @@ def test_diagnose_a_call_that_matches_nothing(
     err = one_line_error(capsys, ["diagnose", str(path), "--call", "ffff"], 1)
     assert "no tool call in" in err
     assert "'ffff'" in err
+    assert "(1 tool call; run without --call" in err  # not "1 tool calls"
     assert cli(["diagnose", str(path), "--call", "abc"]) == 0
-    assert "tool call abc123" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tool call abc123" in out
+    assert out.startswith("1 event, 1 tool call, 1 process\n")
 
 
 def test_artifacts_dir_that_is_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -201,6 +207,46 @@ def test_artifacts_dir_that_is_a_file(capsys: pytest.CaptureFixture[str], tmp_pa
     path.write_text("x")
     err = one_line_error(capsys, ["artifacts", "--dir", str(path), "usage"], 1)
     assert f"{path} is not a directory" in err
+
+
+@pytest.mark.parametrize("url", ["s3://", "ftp://x"])
+def test_artifacts_store_that_is_not_a_store_names_the_option(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    err = one_line_error(capsys, ["artifacts", "--store", url, "usage"], 2)
+    assert err.startswith(
+        "budgetware artifacts: invalid budgetware setting: artifact_store (--store): "
+    )
+    assert "BUDGETWARE_ARTIFACT_STORE" not in err  # it came from the flag
+    # From the variable, the variable is named.
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_STORE", url)
+    err = one_line_error(capsys, ["artifacts", "usage"], 2)
+    assert "artifact_store (BUDGETWARE_ARTIFACT_STORE): " in err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_artifacts_dir_others_can_write_names_the_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    err = one_line_error(capsys, ["artifacts", "--dir", str(shared), "usage"], 2)
+    assert f"artifact_dir (--dir): budgetware refuses to keep artifacts in {shared}" in err
+
+
+def test_artifacts_usage_of_one_artifact(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from budgetware import LocalArtifactStore
+
+    LocalArtifactStore(tmp_path).put("x" * 1000)
+    assert cli(["artifacts", "--dir", str(tmp_path), "usage"]) == 0
+    out = capsys.readouterr().out
+    # Not "1 artifacts, ..., last used 0s to 0s ago".
+    assert re.fullmatch(
+        rf"{re.escape(str(tmp_path))}: 1 artifact, [\d,]+ bytes, last used \d+s ago\n", out
+    ), out
 
 
 @pytest.mark.parametrize("command", ["usage", "sweep", "prune --older-than 7d"])

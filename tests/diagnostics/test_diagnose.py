@@ -80,7 +80,7 @@ def test_reports_what_the_rate_limit_dropped(
     diagnostics.configure(limit=50)
     _turn()
     out = _run(capsys, _save(log, tmp_path))
-    assert "rate limit: 3 events were dropped (counted on lines 3)" in out
+    assert "rate limit: 3 events were dropped (counted on line 3)" in out
 
 
 def test_skips_other_lines_and_lists_events_without_ids(
@@ -130,5 +130,5 @@ def test_a_malformed_event_is_counted_and_skipped_not_a_traceback(
     path.write_text("\n".join([*good, json.dumps(bad)]) + "\n")
     out = _run(capsys, path)
     assert f"{len(good)} events" in out
-    assert "1 malformed events skipped" in out
+    assert "1 malformed event skipped" in out
     assert "first changed at" in out  # the good events still make their report

@@ -126,7 +126,7 @@ def test_cli_reports_and_prunes_without_showing_content(tmp_path: Path) -> None:
     pruned = run_cli("--dir", str(tmp_path), "prune", "--max-size", "1k")
     assert pruned.returncode == 0
     assert "deleted 2 artifacts" in pruned.stdout
-    assert "left: 1 artifacts" in pruned.stdout
+    assert "left: 1 artifact," in pruned.stdout
     assert "SECRET" not in usage.stdout + pruned.stdout
 
 
