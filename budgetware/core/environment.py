@@ -6,6 +6,8 @@ docs/configuration.md lists them from the models. A variable that a module reads
 own (a switch for diagnostics, say) is listed here instead, once; ``scripts/gen-config-docs``
 writes the table of docs/configuration.md from this list, and a test fails on any
 ``BUDGETWARE_*`` name in the code that neither a model nor this list accounts for.
+``budgetware run`` warns about any other ``BUDGETWARE_*`` variable it finds set
+(``unknown_variables``): the models and this list are every name budgetware reads.
 """
 
 from __future__ import annotations

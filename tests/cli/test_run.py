@@ -423,7 +423,9 @@ def test_every_variable_budgetware_names_is_known() -> None:
             if path.suffix in (".py", ".md") and path.is_file():
                 names.update(variable.findall(path.read_text(encoding="utf-8")))
     assert "BUDGETWARE_MCP_SERVER_TOKEN" in names
-    assert unknown_variables(names) == []
+    typos = {"BUDGETWARE_BATCHBUDGET"}  # docs/run.md shows the warning for it
+    assert unknown_variables(names) == [("BUDGETWARE_BATCHBUDGET", "BUDGETWARE_BATCH_BUDGET")]
+    assert unknown_variables(names - typos) == []
     assert unknown_variables(["BUDGETWARE_ARTIFACTS_DIR", "OTHER"]) == [
         ("BUDGETWARE_ARTIFACTS_DIR", "BUDGETWARE_ARTIFACT_DIR")
     ]
