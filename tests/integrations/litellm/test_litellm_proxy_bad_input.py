@@ -301,7 +301,7 @@ def _warned_and_bounded_by_default(
     [
         ("x-budgetware-batch-budget", "lots"),
         ("x-budgetware-batch-budget", "1e5"),
-        ("x-budgetware-batch-budget", "8000.0"),
+        ("x-budgetware-batch-budget", "8000.5"),  # "8000.0" is 8000, as in the environment
         ("x-budgetware-batch-budget", "9" * 5000),  # more digits than int() takes
         ("x-budgetware-unit", "furlongs"),
         ("x-budgetware-unit", "u" * 6000),
