@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
@@ -107,20 +106,13 @@ def _truthy(value: object) -> bool | None:
 
 
 def _budget(value: object) -> int | None:
-    if isinstance(value, bool):  # a bool is an int to Python, never a budget to a human
+    """The batch budget ``value`` stands for, by the setting's own rules (as from the
+    environment or a header: ``inf`` or 0 disables, ``True`` is no budget), or None."""
+    try:
+        budget: int = check_overrides({"batch_budget": value})["batch_budget"]
+    except ConfigError:
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return 0  # as for the setting itself: a non-finite budget disables
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
+    return budget
 
 
 def metadata_overrides(

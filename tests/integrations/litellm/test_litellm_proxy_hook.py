@@ -219,6 +219,26 @@ def test_metadata_overrides_outside_the_proxy_hook_warn() -> None:
         assert metadata_overrides({"budgetware_disable": "maybe"}, "key metadata") == {}
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(8000, 8000), ("8000", 8000), (8000.0, 8000), ("inf", 0), (float("inf"), 0), (-1, -1)],
+)
+def test_a_metadata_budget_follows_the_settings_rules(value: object, expected: int) -> None:
+    # As BUDGETWARE_BATCH_BUDGET and x-budgetware-batch-budget read it: "inf" disables.
+    from budgetware.integrations.litellm._callback import metadata_overrides
+
+    overrides = metadata_overrides({"budgetware_batch_budget": value}, "key metadata")
+    assert overrides == {"batch_budget": expected}
+
+
+@pytest.mark.parametrize("value", [True, False, "lots", 8000.5, [8000]])
+def test_a_metadata_budget_that_is_no_number_is_ignored_with_a_warning(value: object) -> None:
+    from budgetware.integrations.litellm._callback import metadata_overrides
+
+    with pytest.warns(BudgetwareWarning, match="key metadata 'budgetware_batch_budget'"):
+        assert metadata_overrides({"budgetware_batch_budget": value}, "key metadata") == {}
+
+
 async def test_anthropic_messages_call_type_bounds_tool_result_blocks(
     callback: Any, artifact_dir: Path
 ) -> None:
