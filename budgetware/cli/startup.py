@@ -24,7 +24,6 @@ and the loader below are duck-typed, as ``sys.meta_path`` allows).
 from __future__ import annotations
 
 import os
-import stat  # imported by os already
 import sys
 
 from budgetware.cli.variables import (
@@ -83,22 +82,18 @@ def _digits(value: str, low: int, high: int | None = None) -> bool:
 
 def _private_directory(value: str) -> bool:
     """Whether ``store/select.check_store`` surely accepts ``value`` as the artifact
-    directory: a path that does not exist yet (it is made 0700), or a real directory (not a
-    symbolic link) of this user that no other user can write. Anything else (a file, a
-    directory another user owns or can write) goes to the full check, which names it."""
+    directory (``store/files.plainly_private``, on the path as BudgetConfig resolves it).
+    Anything else (a file, a directory another user owns or can write) goes to the full
+    check, which names it."""
     if not value.strip():
         return False
+    from budgetware.store.files import plainly_private  # no typing, no pydantic
+
     try:
-        info = os.stat(os.path.abspath(value), follow_symlinks=False)  # as BudgetConfig has it
-    except FileNotFoundError:
-        return True
-    except (OSError, ValueError):
+        path = os.path.abspath(value)
+    except ValueError:  # a NUL in the value
         return False
-    if not stat.S_ISDIR(info.st_mode):
-        return False
-    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-        return False
-    return not (os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022)
+    return plainly_private(path)
 
 
 _NO_LIMIT = -(10**18)

@@ -10,7 +10,6 @@ imported by the first request that has a body or ``x-budgetware-*`` headers to h
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import threading
 import warnings
@@ -24,6 +23,7 @@ from budgetware.core import observe
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
 from budgetware.http.hooks import load_features, rewrite_response
+from budgetware.store.files import plainly_private
 
 if TYPE_CHECKING:
     from budgetware.core.config import BudgetConfig
@@ -364,7 +364,7 @@ def _check_setup(config: BudgetConfig | None) -> None:
             path = default_artifact_path()
         except (RuntimeError, KeyError, OSError):
             return  # no home directory: bounded without a reference, as at request time
-        if _plainly_usable(path):
+        if plainly_private(path):
             return
         from budgetware.core.config import resolve_config
         from budgetware.store.select import check_store
@@ -383,28 +383,11 @@ def _check_setup(config: BudgetConfig | None) -> None:
             return  # no home directory: bounded without a reference, as at request time
         except ValueError:
             location = None
-        if location is not None and location.scheme == "file" and _plainly_usable(location.path):
+        if location is not None and location.scheme == "file" and plainly_private(location.path):
             return
     from budgetware.store.select import check_store
 
     check_store(resolved)
-
-
-def _plainly_usable(path: str) -> bool:
-    """Whether ``store/select.check_store`` would surely accept this artifact directory:
-    it does not exist yet (it is made 0700), or it is a real directory of this user that
-    no other user can write. Anything else goes to the full check, which names the problem."""
-    try:
-        info = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    if not stat.S_ISDIR(info.st_mode):
-        return False
-    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-        return False
-    return not (os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022)
 
 
 def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:

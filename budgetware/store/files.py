@@ -5,9 +5,19 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
 
-__all__ = ["USE_DIR_FD", "Folder", "check_trusted", "open_private_dir", "untrusted_reason"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up hooks)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "USE_DIR_FD",
+    "Folder",
+    "check_trusted",
+    "open_private_dir",
+    "plainly_private",
+    "untrusted_reason",
+]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -107,6 +117,20 @@ def untrusted_reason(info: os.stat_result) -> str | None:
     if os.name == "posix" and stat.S_IMODE(info.st_mode) & 0o022:
         return "other users can write into it"
     return None
+
+
+def plainly_private(path: str) -> bool:
+    """Whether ``path`` surely may hold artifacts, from one ``stat``: it does not exist yet
+    (it is made 0700), or it is a real directory (not a symbolic link) that
+    ``untrusted_reason`` finds nothing against. False sends a caller to the full check
+    (``store/select.check_store``), which names the problem."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(info.st_mode) and untrusted_reason(info) is None
 
 
 def check_trusted(info: os.stat_result) -> None:
