@@ -352,6 +352,32 @@ def _settings_in_environment() -> bool:
     return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
 
 
+# The unknown variables warned about already: once each per process, however often
+# instrument() is called.
+_WARNED_VARIABLES: set[str] = set()
+
+
+def _warn_unknown_variables() -> None:
+    """A ``BudgetwareWarning`` for each ``BUDGETWARE_*`` variable budgetware does not read
+    (a typo, most likely: it is ignored). Under ``budgetware run`` its start-up check said
+    so already, once for the whole run."""
+    if any(key.startswith(_RUN_PREFIX) for key in os.environ):
+        return
+    from budgetware.core.environment import unknown_variables
+    from budgetware.core.errors import BudgetwareWarning
+
+    for name, close in unknown_variables(key for key in os.environ if key.startswith(_PREFIX)):
+        if name in _WARNED_VARIABLES:
+            continue
+        _WARNED_VARIABLES.add(name)
+        hint = f" (did you mean {close}?)" if close else ""
+        warnings.warn(
+            f"budgetware: ignoring {name}: not a budgetware setting{hint}",
+            BudgetwareWarning,
+            stacklevel=4,
+        )
+
+
 def _check_setup(config: BudgetConfig | None) -> None:
     """Where ``instrument()`` is set up: a bad setting (or an unusable store) is a
     ``ConfigError`` naming it now, not on a request. Without any setting (no ``config``, no
@@ -376,6 +402,7 @@ def _check_setup(config: BudgetConfig | None) -> None:
     from budgetware.core.config import check_settings
 
     resolved = check_settings(config)
+    _warn_unknown_variables()
     if resolved.persist:
         try:
             location = resolved.store_location()

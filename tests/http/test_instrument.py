@@ -396,3 +396,34 @@ async def test_a_client_class_replaced_by_a_subclass_is_still_bounded(
     assert vars(httpx._client.Client)["send"] is httpx._client.Client.__dict__["send"]
     assert not isinstance(vars(httpx._client.Client)["send"], wrapt.FunctionWrapper)
     assert not isinstance(vars(httpx._client.AsyncClient)["send"], wrapt.FunctionWrapper)
+
+
+def test_an_unknown_budgetware_variable_is_warned_about_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_instrument, "_WARNED_VARIABLES", set())
+    monkeypatch.setenv("BUDGETWARE_BATCHBUDGET", "5000")
+    with pytest.warns(BudgetwareWarning, match="ignoring BUDGETWARE_BATCHBUDGET") as record:
+        instrument()
+    assert "did you mean BUDGETWARE_BATCH_BUDGET?" in str(record[0].message)
+    uninstrument()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        instrument()  # said once a process
+
+
+def test_known_variables_and_budgetware_run_get_no_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_instrument, "_WARNED_VARIABLES", set())
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "5000")
+    monkeypatch.setenv("BUDGETWARE_MCP_RESULT_BUDGET", "5000")
+    monkeypatch.setenv("BUDGETWARE_DEBUG_LOG_FILE", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        instrument()
+        uninstrument()
+        # Under budgetware run, its start-up check named the variable once for the run.
+        monkeypatch.setenv("BUDGETWARE_BATCHBUDGET", "5000")
+        monkeypatch.setenv("BUDGETWARE_RUN_MAIN", str(os.getpid()))
+        instrument()
