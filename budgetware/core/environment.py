@@ -94,14 +94,16 @@ def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
     """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read (none of
     ``BudgetConfig``'s, ``McpBudget``'s or this registry's), sorted, each with the known
     variable closest to it (what a typo likely meant) or None. Imports pydantic."""
-    import difflib
-
     known = _named()
     unknown = sorted(
         name
         for name in set(names)
         if name.startswith(PREFIX) and not name.startswith(MCP_PREFIX) and name not in known
     )
+    if not unknown:
+        return []
+    import difflib  # only for a mistake: not on every start-up
+
     # Compared without the prefix they all share, or any name would be close to every one.
     choices = sorted(name[len(PREFIX) :] for name in known)
     found: list[tuple[str, str | None]] = []
