@@ -167,13 +167,9 @@ def _check_store(config: BudgetConfig) -> None:
     ``artifact_store`` path or ``file://`` URL): a file, or a directory another user owns or
     can write, ends the program before it starts. An ``s3://`` store is left to
     ``instrument()``: no network and no boto3 client at start-up."""
-    if not config.persist:
-        return
-    try:
-        location = config.store_location()
-    except (RuntimeError, KeyError, OSError, ValueError):
-        location = None  # check_store says what, if anything, is wrong
-    if location is not None and (location.scheme == "s3" or _private_directory(location.path)):
+    from budgetware.store.files import plainly_accepted
+
+    if plainly_accepted(config, s3_later=True):
         return
     from budgetware.store.select import check_store
 
@@ -183,11 +179,10 @@ def _check_store(config: BudgetConfig) -> None:
 def _warn_unknown(settings: list[tuple[str, str]]) -> None:
     """One line per ``BUDGETWARE_*`` variable budgetware does not read (a typo, most
     likely): it is ignored, and the program runs."""
-    from budgetware.core.environment import unknown_variables
+    from budgetware.core.environment import ignored_variables
 
-    for name, close in unknown_variables(key for key, _ in settings):
-        hint = f" (did you mean {close}?)" if close else ""
-        sys.stderr.write(f"budgetware run: ignoring {name}: not a budgetware setting{hint}\n")
+    for said in ignored_variables(key for key, _ in settings):
+        sys.stderr.write(f"budgetware run: {said}\n")
     sys.stderr.flush()
 
 

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["MCP_PREFIX", "PREFIX", "STANDALONE", "EnvironmentVariable", "unknown_variables"]
+__all__ = [
+    "MCP_PREFIX",
+    "PREFIX",
+    "STANDALONE",
+    "EnvironmentVariable",
+    "ignored_variables",
+    "unknown_variables",
+]
 
 PREFIX = "BUDGETWARE_"
 MCP_PREFIX = PREFIX + "MCP_"
@@ -111,3 +118,14 @@ def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
         close = difflib.get_close_matches(name[len(PREFIX) :].upper(), choices, n=1)
         found.append((name, PREFIX + close[0] if close else None))
     return found
+
+
+def ignored_variables(names: Iterable[str]) -> list[str]:
+    """What to say of each unknown ``BUDGETWARE_*`` name among ``names`` (``budgetware
+    run`` and ``instrument()`` say the same): ``ignoring <name>: not a budgetware setting``,
+    and ``(did you mean <closest variable>?)`` where one is close."""
+    return [
+        f"ignoring {name}: not a budgetware setting"
+        + (f" (did you mean {close}?)" if close else "")
+        for name, close in unknown_variables(names)
+    ]

@@ -23,7 +23,7 @@ from budgetware.core import observe
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
 from budgetware.http.hooks import load_features, rewrite_response
-from budgetware.store.files import plainly_private
+from budgetware.store.files import plainly_accepted, plainly_private
 
 if TYPE_CHECKING:
     from budgetware.core.config import BudgetConfig
@@ -352,9 +352,9 @@ def _settings_in_environment() -> bool:
     return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
 
 
-# The unknown variables warned about already: once each per process, however often
-# instrument() is called.
-_WARNED_VARIABLES: set[str] = set()
+# The BUDGETWARE_* variables looked at already: an unknown one is warned about once per
+# process, however often instrument() is called.
+_SEEN_VARIABLES: set[str] = set()
 
 
 def _warn_unknown_variables() -> None:
@@ -363,19 +363,13 @@ def _warn_unknown_variables() -> None:
     so already, once for the whole run."""
     if any(key.startswith(_RUN_PREFIX) for key in os.environ):
         return
-    from budgetware.core.environment import unknown_variables
+    from budgetware.core.environment import ignored_variables
     from budgetware.core.errors import BudgetwareWarning
 
-    for name, close in unknown_variables(key for key in os.environ if key.startswith(_PREFIX)):
-        if name in _WARNED_VARIABLES:
-            continue
-        _WARNED_VARIABLES.add(name)
-        hint = f" (did you mean {close}?)" if close else ""
-        warnings.warn(
-            f"budgetware: ignoring {name}: not a budgetware setting{hint}",
-            BudgetwareWarning,
-            stacklevel=4,
-        )
+    fresh = [key for key in os.environ if key.startswith(_PREFIX) and key not in _SEEN_VARIABLES]
+    _SEEN_VARIABLES.update(fresh)
+    for said in ignored_variables(fresh):
+        warnings.warn(f"budgetware: {said}", BudgetwareWarning, stacklevel=4)
 
 
 def _check_setup(config: BudgetConfig | None) -> None:
@@ -403,15 +397,8 @@ def _check_setup(config: BudgetConfig | None) -> None:
 
     resolved = check_settings(config)
     _warn_unknown_variables()
-    if resolved.persist:
-        try:
-            location = resolved.store_location()
-        except (RuntimeError, KeyError, OSError):
-            return  # no home directory: bounded without a reference, as at request time
-        except ValueError:
-            location = None
-        if location is not None and location.scheme == "file" and plainly_private(location.path):
-            return
+    if plainly_accepted(resolved, s3_later=False):
+        return
     from budgetware.store.select import check_store
 
     check_store(resolved)

@@ -10,11 +10,14 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from budgetware.core.config import BudgetConfig
+
 __all__ = [
     "USE_DIR_FD",
     "Folder",
     "check_trusted",
     "open_private_dir",
+    "plainly_accepted",
     "plainly_private",
     "untrusted_reason",
 ]
@@ -131,6 +134,25 @@ def plainly_private(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return stat.S_ISDIR(info.st_mode) and untrusted_reason(info) is None
+
+
+def plainly_accepted(config: BudgetConfig, *, s3_later: bool) -> bool:
+    """Whether ``store/select.check_store`` surely accepts ``config``'s store, seen without
+    loading the stores: nothing is persisted, no place can be named (no home directory: a
+    bounded output without a reference, as at request time), a plainly private local
+    directory, or, with ``s3_later``, an ``s3://`` store (checked later, by ``instrument()``).
+    False: run ``check_store``, which says what is wrong, if anything."""
+    if not config.persist:
+        return True
+    try:
+        location = config.store_location()
+    except (RuntimeError, KeyError, OSError):
+        return True
+    except ValueError:
+        return False  # check_store names the bad value
+    if location.scheme == "s3":
+        return s3_later
+    return location.scheme == "file" and plainly_private(location.path)
 
 
 def check_trusted(info: os.stat_result) -> None:

@@ -401,7 +401,7 @@ async def test_a_client_class_replaced_by_a_subclass_is_still_bounded(
 def test_an_unknown_budgetware_variable_is_warned_about_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_instrument, "_WARNED_VARIABLES", set())
+    monkeypatch.setattr(_instrument, "_SEEN_VARIABLES", set())
     monkeypatch.setenv("BUDGETWARE_BATCHBUDGET", "5000")
     with pytest.warns(BudgetwareWarning, match="ignoring BUDGETWARE_BATCHBUDGET") as record:
         instrument()
@@ -415,7 +415,7 @@ def test_an_unknown_budgetware_variable_is_warned_about_once(
 def test_known_variables_and_budgetware_run_get_no_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_instrument, "_WARNED_VARIABLES", set())
+    monkeypatch.setattr(_instrument, "_SEEN_VARIABLES", set())
     monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "5000")
     monkeypatch.setenv("BUDGETWARE_MCP_RESULT_BUDGET", "5000")
     monkeypatch.setenv("BUDGETWARE_DEBUG_LOG_FILE", "")
