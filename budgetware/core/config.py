@@ -175,8 +175,8 @@ class ToolPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
-    min_room: Count = Field(0, ge=0, description="Room a result keeps first, in the unit.")
+    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
+    min_room: Count = Field(default=0, ge=0, description="Room a result keeps first, in the unit.")
 
 
 class BudgetConfig(BaseModel):
@@ -185,62 +185,64 @@ class BudgetConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     batch_budget: Count = Field(
-        200_000,
+        default=200_000,
         description="Budget per batch of tool results, in `unit`; 0 or less, inf or nan disables.",
     )
     unit: Unit = Field(
-        "chars",
+        default="chars",
         description=(
             "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
             "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
         ),
     )
-    persist: bool = Field(True, description="Write the full output of a cut result once.")
+    persist: bool = Field(default=True, description="Write the full output of a cut result once.")
     artifact_dir: Path | None = Field(
-        None,
+        default=None,
         description=(
             "Where artifacts go; unset: the user's cache directory "
             "(~/.cache/budgetware/artifacts on Linux, $XDG_CACHE_HOME when set)."
         ),
     )
     artifact_store: str | None = Field(
-        None,
+        default=None,
         description="The artifact store as a URL: a path or file:// URL (a local directory) "
         "or s3://bucket/prefix (any S3-compatible store); wins over artifact_dir.",
     )
-    max_artifact_bytes: Count = Field(50 * MIB, gt=0, description="Largest single artifact.")
+    max_artifact_bytes: Count = Field(
+        default=50 * MIB, gt=0, description="Largest single artifact."
+    )
     max_store_bytes: Count = Field(
-        500 * MIB,
+        default=500 * MIB,
         gt=0,
         description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
         "(least recently used first), and a write past it gets no artifact.",
     )
     artifact_max_age: Number = Field(
-        30 * DAY,
+        default=30 * DAY,
         ge=0,
         description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
         "0 keeps them.",
     )
     artifact_min_age: Number = Field(
-        HOUR,
+        default=HOUR,
         ge=0,
         description="The sweep never deletes an artifact used more recently than this "
         "(seconds or 1h): one a live conversation still names.",
     )
     artifact_sweep_interval: Number = Field(
-        600.0,
+        default=600.0,
         ge=0,
         description="How often a process sweeps the store, off the request path (seconds "
         "or 10m); 0 never.",
     )
     artifact_store_timeout: Number = Field(
-        2.0,
+        default=2.0,
         gt=0,
         description="Seconds an S3 store call may wait to connect or read before the "
         "output is bounded with no reference.",
     )
     raise_errors: bool = Field(
-        False,
+        default=False,
         description="Raise internal errors instead of sending the original request unchanged.",
     )
     endpoints: dict[str, str] = Field(
@@ -251,11 +253,11 @@ class BudgetConfig(BaseModel):
         ),
     )
     sniff_unknown_endpoints: bool = Field(
-        False,
+        default=False,
         description="Also bound unknown endpoints whose body looks like a model request.",
     )
     text_results: tuple[str, ...] = Field(
-        (),
+        default=(),
         description=(
             "Presets for agents that send tool results as plain user text, each such message "
             "a batch of its own: 'smolagents' and 'react' (Observation: messages), 'aider' "
@@ -263,7 +265,7 @@ class BudgetConfig(BaseModel):
         ),
     )
     telemetry: bool = Field(
-        True,
+        default=True,
         description=(
             "Report sizes and counts to OpenTelemetry (metrics, span attributes) when "
             "opentelemetry-api is installed."
@@ -279,22 +281,22 @@ class BudgetConfig(BaseModel):
         ),
     )
     preview_json: bool = Field(
-        True,
+        default=True,
         description="Shorten a JSON document to valid JSON of the same shape (else a text cut).",
     )
     preview_salient_percent: Count = Field(
-        25,
+        default=25,
         ge=0,
         le=90,
         description="Most of a preview's room for salient lines of the omitted middle; 0: none.",
     )
     preview_tool_hint: bool = Field(
-        False,
+        default=False,
         description="Name the read_tool_output tool in every notice that names a full output "
         "(turn it on once the agent has the tool: docs/retrieval.md).",
     )
     preview_salient_patterns: tuple[str, ...] = Field(
-        (),
+        default=(),
         description=(
             "More salient-line patterns: regular expressions matched at a line's start, "
             "against that line alone; refused if they may take unbounded time."

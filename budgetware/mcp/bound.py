@@ -88,9 +88,11 @@ class McpToolPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result_budget: Count | None = Field(None, description="Per tools/call result of this tool.")
-    priority: Priority = Field("normal", description="'high', 'normal' or 'low'.")
-    min_room: Count = Field(0, ge=0, description="The least result budget this tool gets.")
+    result_budget: Count | None = Field(
+        default=None, description="Per tools/call result of this tool."
+    )
+    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
+    min_room: Count = Field(default=0, ge=0, description="The least result budget this tool gets.")
 
 
 def _tool_entries(value: Any) -> Any:
@@ -120,7 +122,8 @@ class McpServerBudget(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     result_budget: Count | None = Field(
-        None, description="Budget per tools/call result of this server; None: the global one."
+        default=None,
+        description="Budget per tools/call result of this server; None: the global one.",
     )
     tools: _ToolOverrides
 
@@ -140,19 +143,19 @@ class McpBudget(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     result_budget: Count = Field(
-        DEFAULT_RESULT_BUDGET,
+        default=DEFAULT_RESULT_BUDGET,
         description="Budget per tools/call result (its distinct text), in `unit`; 0 or less "
         "disables.",
     )
     unit: Unit = Field(
-        "chars",
+        default="chars",
         description=(
             "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
             "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
         ),
     )
     max_message_bytes: Count = Field(
-        DEFAULT_MAX_MESSAGE_BYTES,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
         description="Largest rewritten result message on the wire, in bytes (the mcp client's "
         "limit for one server-sent event); 0 or less disables.",
     )
