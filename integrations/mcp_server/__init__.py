@@ -14,6 +14,7 @@ executor's text (``isError`` set for ``error:`` answers). Reads run in a worker 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "TOKEN_ENV",
     "build_server",
     "http_app",
+    "is_loopback",
     "serve_http",
     "serve_stdio",
     "token_from_env",
@@ -123,8 +125,48 @@ def http_app(
     reaches the server.
     """
     server = server if server is not None else build_server()
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=_rebinding_checks(host)
+    )
     return app if not token else _BearerToken(app, token)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only: ``localhost`` or a loopback
+    address in any spelling (``127.0.0.2``, ``0:0:0:0:0:0:0:1``, ``::ffff:127.0.0.1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
+
+
+def _rebinding_checks(host: str) -> Any:
+    """mcp's Host and Origin checks for a loopback server, whatever the address's spelling
+    (mcp turns them on for ``127.0.0.1``, ``localhost`` and ``::1`` only): a web page whose
+    name was made to resolve to this machine (DNS rebinding) sends its own name, and is
+    refused. None elsewhere: the names clients use for a public address are not known."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    if host.lower() != "localhost":
+        address = ipaddress.ip_address(host)
+        for spelling in (host, address.compressed, address.exploded):
+            names.add(f"[{spelling}]" if address.version == 6 else spelling)
+    hosts = sorted(names)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*hosts, *(f"{name}:*" for name in hosts)],
+        allowed_origins=[
+            *(f"http://{name}" for name in hosts),
+            *(f"http://{name}:*" for name in hosts),
+        ],
+    )
 
 
 def token_from_env() -> str | None:

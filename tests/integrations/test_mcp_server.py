@@ -93,6 +93,17 @@ async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) 
 
 
 TOKEN = "s3cret-token-for-the-test"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
@@ -104,21 +115,10 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
     stored: tuple[Path, str], http_server_with_token: str
 ) -> None:
     _, ref = stored
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    accept = {"accept": "application/json, text/event-stream"}
     async with httpx2.AsyncClient() as plain:
         for auth in (None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
-            headers = dict(accept) if auth is None else {**accept, "authorization": auth}
-            refused = await plain.post(http_server_with_token, json=initialize, headers=headers)
+            headers = dict(ACCEPT) if auth is None else {**ACCEPT, "authorization": auth}
+            refused = await plain.post(http_server_with_token, json=INITIALIZE, headers=headers)
             assert refused.status_code == 401, auth
             assert refused.headers["www-authenticate"].startswith("Bearer")
             assert "read_tool_output" not in refused.text
@@ -130,6 +130,29 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
         await exercise(session, ref)
 
 
+@pytest.mark.parametrize("host", ["127.0.0.2", "0:0:0:0:0:0:0:1"])
+async def test_on_any_loopback_address_a_rebound_host_or_a_foreign_origin_is_refused(
+    stored: tuple[Path, str], host: str
+) -> None:
+    # DNS rebinding: a web page's own name resolved to this machine; the browser sends the
+    # page's name as Host and its origin as Origin.
+    with mcp_http_server(server_env(stored[0]), host=host) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        async with httpx2.AsyncClient() as client:
+            ours = await client.post(url, json=INITIALIZE, headers=ACCEPT)
+            assert ours.status_code == 200
+            assert "budgetware" in ours.text
+            rebound = {**ACCEPT, "host": f"rebind.attacker.example:{port}"}
+            refused = await client.post(url, json=INITIALIZE, headers=rebound)
+            assert refused.status_code == 421
+            assert "budgetware" not in refused.text
+            foreign = {**ACCEPT, "origin": "http://attacker.example"}
+            refused = await client.post(url, json=INITIALIZE, headers=foreign)
+            assert refused.status_code == 403
+            same = {**ACCEPT, "origin": url.rsplit("/", 1)[0]}
+            assert (await client.post(url, json=INITIALIZE, headers=same)).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("address", "token", "warned"),
     [
@@ -139,6 +162,11 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
         ("127.0.0.1:8765", None, False),
         ("[::1]:8765", None, False),
         ("localhost:8765", None, False),
+        ("127.0.0.2:8765", None, False),
+        ("[0:0:0:0:0:0:0:1]:8765", None, False),
+        ("[::ffff:127.0.0.1]:8765", None, False),
+        ("[::]:8765", None, True),
+        ("build-host.example:8765", None, True),
     ],
 )
 def test_a_public_address_without_a_token_is_warned_about(
