@@ -3,6 +3,7 @@ streamable HTTP, from the store the BUDGETWARE_* settings name."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -229,3 +230,52 @@ def test_without_the_mcp_package_it_names_the_extra(
     monkeypatch.setitem(sys.modules, "mcp_types", None)
     assert main(["mcp-server"]) == 1
     assert 'pip install "budgetware[mcp-server]"' in capsys.readouterr().err
+
+
+# A line that ``^(a|aa)+$`` backtracks on until the search's time limit (10 s).
+SLOW = "a" * 5000 + "b\n" + "the end of the output\n"
+SLOW_PATTERN = "^(a|aa)+$"
+
+
+def default_threads() -> int:
+    """The threads of asyncio's default executor in the server process (this machine's)."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    return min(32, count + 4)
+
+
+async def test_slow_searches_never_hold_a_small_read(tmp_path: Path) -> None:
+    directory = tmp_path / "artifacts"
+    ref = LocalArtifactStore(directory).put(SLOW)
+    searches_sent = default_threads() + 2  # more than every thread the server once read in
+    with mcp_http_server(server_env(directory)) as url:
+        async with (
+            streamable_http_client(url) as (read_a, write_a),
+            ClientSession(read_a, write_a) as searcher,
+            streamable_http_client(url) as (read_b, write_b),
+            ClientSession(read_b, write_b) as reader,
+        ):
+            await searcher.initialize()
+            await reader.initialize()
+            slow = {"ref": ref, "pattern": SLOW_PATTERN}
+            searches = [
+                asyncio.create_task(searcher.call_tool("read_tool_output", slow))
+                for _ in range(searches_sent)
+            ]
+            try:
+                await asyncio.sleep(1.0)  # the searches reach the server and start
+                small = {"ref": ref, "offset": 5001, "limit": 10}
+                # Another client's read, its quick search, and the searching client's read.
+                for session, arguments in (
+                    (reader, small),
+                    (reader, {"ref": ref, "pattern": "the end"}),
+                    (searcher, small),
+                ):
+                    result = await session.call_tool("read_tool_output", arguments)
+                    assert not result.is_error, result.content[0].text
+                    assert "the end" in result.content[0].text
+                    # Answered while every slow search still runs (or waits its turn).
+                    assert not any(search.done() for search in searches)
+            finally:
+                for search in searches:
+                    search.cancel()
+                await asyncio.gather(*searches, return_exceptions=True)
