@@ -43,12 +43,16 @@ def serving(server: socketserver.BaseServer) -> Iterator[socketserver.BaseServer
 
 
 @contextmanager
-def mcp_http_server(env: Mapping[str, str], *, timeout: float = 30.0) -> Iterator[str]:
-    """``budgetware mcp-server --http`` with the environment ``env`` (whose ``BUDGETWARE_*``
-    settings name the store it reads); yields its endpoint URL, stops it after."""
+def mcp_http_server(
+    env: Mapping[str, str], *, timeout: float = 30.0, host: str = "127.0.0.1"
+) -> Iterator[str]:
+    """``budgetware mcp-server --http`` on ``host`` (a loopback address) with the environment
+    ``env`` (whose ``BUDGETWARE_*`` settings name the store it reads); yields its endpoint
+    URL, stops it after."""
     port = free_port()
+    literal = f"[{host}]" if ":" in host else host
     process = subprocess.Popen(
-        [sys.executable, "-m", "budgetware", "mcp-server", "--http", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "budgetware", "mcp-server", "--http", f"{literal}:{port}"],
         env=dict(env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -57,13 +61,13 @@ def mcp_http_server(env: Mapping[str, str], *, timeout: float = 30.0) -> Iterato
         deadline = time.monotonic() + timeout
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                socket.create_connection((host, port), timeout=1).close()
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the MCP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{literal}:{port}/mcp"
     finally:
         # It only reads (the index it may write beside an artifact goes through a temp file).
         process.kill()

@@ -7,14 +7,13 @@ are forwarded to the agent, whose exit code is returned.
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 import threading
 
 from budgetware.cli.errors import CliError, UsageError
-from budgetware.cli.process import exit_code, forward_signals, restore_signals
-from budgetware.display.acp_proxy import CHUNK, pump_stdin, pump_stdout
+from budgetware.cli.process import ChildOutput, exit_code, forward_signals, restore_signals
+from budgetware.display.acp_proxy import pump_stdin, pump_stdout
 from budgetware.display.projection import FIELD_BUDGET
 
 __all__ = ["main"]
@@ -74,21 +73,24 @@ def main(argv: list[str]) -> int:
         raise CliError(f"cannot run {command[0]!r}: {exc.strerror or exc}", 127) from None
     assert child.stdin is not None
     assert child.stdout is not None
+    output = ChildOutput(child.stdout)
     previous = forward_signals(child)
     try:
         stdin_thread = threading.Thread(
             target=pump_stdin, args=(sys.stdin.fileno(), child.stdin), daemon=True
         )
         stdout_thread = threading.Thread(
-            target=pump_stdout,
-            args=(io.BufferedReader(child.stdout, CHUNK), sys.stdout.buffer, budget),
-            daemon=True,
+            target=pump_stdout, args=(output, sys.stdout.buffer, budget), daemon=True
         )
         stdin_thread.start()
         stdout_thread.start()
         returncode = child.wait()
-        # Everything the agent wrote before exiting still reaches the editor.
+        # Everything the agent wrote before exiting still reaches the editor, and nothing
+        # more is waited for: a grandchild may hold the agent's stdout open for long.
+        output.child_exited()
         stdout_thread.join()
     finally:
         restore_signals(previous)
+        output.close()
+        child.stdout.close()
     return exit_code(returncode)

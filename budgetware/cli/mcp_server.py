@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import ipaddress
 import sys
 from typing import Any
 
@@ -23,15 +22,6 @@ def parse_address(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r} (example: 127.0.0.1:8765)")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def main(argv: list[str]) -> int:
@@ -83,7 +73,7 @@ def main(argv: list[str]) -> int:
         return 0
     host, port = args.http
     token = mcp_server.token_from_env()
-    if token is None and not _loopback(host):
+    if token is None and not mcp_server.is_loopback(host):
         print(
             f"budgetware mcp-server: warning: serving {host}:{port} without "
             f"{mcp_server.TOKEN_ENV}: anyone who reaches it can read every artifact",

@@ -326,21 +326,33 @@ def _normalize_kind(kind: object) -> str:
 
 
 def _artifact(item: object) -> dict[str, Any]:
-    if isinstance(item, ArtifactInfo):
-        files, kinds = item.files, [_normalize_kind(k) for k in item.kinds]
-    else:
-        files = item  # type: ignore[assignment]
-        kinds = None
+    """One tool call's state and kinds. Metadata that is not the tri-state (a bare string,
+    a number, an iterator that fails) is ``undecided`` with no kinds: the event is still
+    written, and only the three documented states ever are."""
+    files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
     if files is None:
-        state = "undecided"
-    elif isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
-        state, files = "unknown", ()
-    else:
-        files = list(files)
-        state = "reusable" if files else "none"
-    if kinds is None:
-        kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in files or ()]
-    return {"state": state, "kinds": list(dict.fromkeys(kinds))}
+        return {"state": "undecided", "kinds": []}
+    try:
+        if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
+            raise TypeError("not a sequence of references")
+        refs = list(files)
+    except Exception:
+        return {"state": "undecided", "kinds": []}
+    kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
+    # Explicit kinds add to the references' own (the persisted output is a "file").
+    try:
+        kinds += [_normalize_kind(k) for k in explicit]
+    except Exception:
+        pass  # unreadable explicit kinds: the references' kinds alone
+    return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
+
+
+def _artifacts(artifacts: Callable[[], Iterable[object]]) -> list[dict[str, Any]] | None:
+    """Each tool call's artifacts, or None when the list itself cannot be read."""
+    try:
+        return [_artifact(item) for item in artifacts()]
+    except Exception:
+        return None
 
 
 def _measure_value(value: Sequence[Any], slots: dict[str, int]) -> dict[str, Any]:
@@ -666,8 +678,9 @@ def _emit(
         "mutated": changed,
         "values": [_measure_value(v, slots) for v in items],
     }
-    if artifacts is not None:
-        event["artifacts"] = [_artifact(a) for a in artifacts()]
+    described = _artifacts(artifacts) if artifacts is not None else None
+    if described is not None:
+        event["artifacts"] = described
     if ids is not None:
         event.update(_ids(ids()))
     if wire_bytes is not None:

@@ -48,7 +48,8 @@ Value = tuple[str, str] | tuple[str, str, int]
 
 @dataclass(frozen=True)
 class ArtifactInfo:
-    """One tool call's artifacts with explicit kinds (from the closed set, else ``unknown``).
+    """One tool call's artifacts with explicit kinds (from the closed set, else ``unknown``),
+    logged after the kinds of ``files`` themselves.
 
     ``files`` is the ``persisted_output_files`` tri-state; only its state is ever logged.
     """

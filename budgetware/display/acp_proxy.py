@@ -13,6 +13,7 @@ read lines of any length.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import IO
 
 from budgetware.core.errors import fail_open
@@ -76,22 +77,41 @@ def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
             pass
 
 
-def pump_stdout(child_stdout: IO[bytes], sink: IO[bytes], budget: int) -> None:
-    # readline on a buffered binary file has no line-length limit.
+def pump_stdout(chunks: Iterable[bytes], sink: IO[bytes], budget: int) -> None:
+    """Write each line of the agent's stdout (``chunks`` as read, of any size) to ``sink``,
+    projected; a last line with no newline is written as it is when ``chunks`` end."""
     sink_open = True
-    for line in iter(child_stdout.readline, b""):
-        if not sink_open:
-            continue  # keep draining so that the agent never blocks on a full pipe
-        try:
-            out = rewrite_line(line, budget)
-        except Exception:
-            # Fail open: a bug in the projection must never drop or corrupt a frame.
-            fail_open("project an ACP frame")
-            out = line
-        try:
-            sink.write(out)
-            sink.flush()
-            if diagnostics.enabled:
-                diagnostics.display_wire_bytes("acp", out)
-        except (BrokenPipeError, ValueError, OSError):
-            sink_open = False
+    pending: list[bytes] = []  # the start of a line that has no newline yet
+    for chunk in chunks:
+        start = 0
+        while end := chunk.find(b"\n", start) + 1:
+            line = chunk[start:end]
+            if pending:
+                pending.append(line)
+                line = b"".join(pending)
+                pending.clear()
+            # Once the sink is gone, keep draining so that the agent never blocks on a pipe.
+            sink_open = sink_open and _forward(line, sink, budget)
+            start = end
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    if pending and sink_open:
+        _forward(b"".join(pending), sink, budget)
+
+
+def _forward(line: bytes, sink: IO[bytes], budget: int) -> bool:
+    """Write one line to the editor; False when the sink is gone."""
+    try:
+        out = rewrite_line(line, budget)
+    except Exception:
+        # Fail open: a bug in the projection must never drop or corrupt a frame.
+        fail_open("project an ACP frame")
+        out = line
+    try:
+        sink.write(out)
+        sink.flush()
+        if diagnostics.enabled:
+            diagnostics.display_wire_bytes("acp", out)
+    except (BrokenPipeError, ValueError, OSError):
+        return False
+    return True

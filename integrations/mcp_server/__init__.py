@@ -5,7 +5,8 @@ Run it with ``budgetware mcp-server`` (stdio) or ``budgetware mcp-server --http 
 (streamable HTTP at ``/mcp``); its settings come from ``BUDGETWARE_*`` variables, like every
 entry point. Built on the official ``mcp`` package's low-level server, so the tool's input
 schema is exactly ``read_tool_output``'s and every answer, an error included, is the
-executor's text (``isError`` set for ``error:`` answers). Reads run in a worker thread.
+executor's text (``isError`` set for ``error:`` answers). Reads and searches run in worker
+threads of their own (``_Threads``): slow searches never hold a read.
 
 ``mcp`` (and ``uvicorn`` for HTTP) are imported only when used
 (``pip install "budgetware[mcp-server]"``).
@@ -13,8 +14,11 @@ executor's text (``isError`` set for ``error:`` answers). Reads run in a worker 
 
 from __future__ import annotations
 
+import functools
 import hmac
+import ipaddress
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
@@ -22,8 +26,8 @@ from budgetware.store.base import ContentStore
 from budgetware.tools import (
     TOOL_DESCRIPTION,
     TOOL_NAME,
-    arun_read_tool_output,
     read_tool_output_parameters,
+    run_read_tool_output,
 )
 
 __all__ = [
@@ -31,6 +35,7 @@ __all__ = [
     "TOKEN_ENV",
     "build_server",
     "http_app",
+    "is_loopback",
     "serve_http",
     "serve_stdio",
     "token_from_env",
@@ -46,6 +51,12 @@ _INSTRUCTIONS = (
     "('Full output: <ref>'). Call read_tool_output with that ref to read any part of it "
     "(offset, limit) or the lines matching a pattern."
 )
+# Worker threads: reads (a window costs the window) apart from searches (a regular
+# expression may backtrack until its time limit), and at most CLIENT_SEARCHES searches of
+# one client at a time, so that one client's searches leave room for everyone else's.
+READ_THREADS = 8
+SEARCH_THREADS = 4
+CLIENT_SEARCHES = 2
 
 
 def _mcp() -> tuple[Any, Any]:
@@ -82,11 +93,16 @@ def build_server(
     async def list_tools(context: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[tool])
 
+    threads = _Threads()
+
     async def call_tool(context: Any, params: Any) -> Any:
         if params.name != TOOL_NAME:
             text = f"error: unknown tool {params.name!r} (this server has {TOOL_NAME})"
         else:
-            text = await arun_read_tool_output(params.arguments or {}, store=store, config=config)
+            arguments = params.arguments or {}
+            read = functools.partial(run_read_tool_output, arguments, store=store, config=config)
+            search = isinstance(arguments, Mapping) and arguments.get("pattern") not in (None, "")
+            text = await threads.run(read, search=search, client=_client(context))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             isError=text.startswith("error:"),
@@ -98,6 +114,45 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _client(context: Any) -> str | None:
+    """The MCP session a call belongs to over HTTP (its ``mcp-session-id``, which the
+    transport checked), or None (stdio: one client; stateless HTTP: not known)."""
+    headers = getattr(getattr(context, "request", None), "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return session if isinstance(session, str) and session else None
+
+
+class _Threads:
+    """The worker threads of one server's tool calls: reads and searches in pools of their
+    own, and a client's searches at most ``CLIENT_SEARCHES`` at a time; the others wait
+    their turn without holding a thread anyone else could use."""
+
+    def __init__(self) -> None:
+        self._reads: Any = None  # anyio.CapacityLimiter, made inside the event loop
+        self._searches: Any = None
+        self._clients: dict[str, Any] = {}  # a client with searches running or waiting
+
+    async def run(self, read: Callable[[], str], *, search: bool, client: str | None) -> str:
+        import anyio
+
+        if self._reads is None:
+            self._reads = anyio.CapacityLimiter(READ_THREADS)
+            self._searches = anyio.CapacityLimiter(SEARCH_THREADS)
+        if not search:
+            return await anyio.to_thread.run_sync(read, limiter=self._reads)
+        if client is None:
+            return await anyio.to_thread.run_sync(read, limiter=self._searches)
+        turn = self._clients.get(client)
+        if turn is None:
+            turn = self._clients[client] = anyio.CapacityLimiter(CLIENT_SEARCHES)
+        try:
+            async with turn:
+                return await anyio.to_thread.run_sync(read, limiter=self._searches)
+        finally:
+            if not turn.borrowed_tokens and not turn.statistics().tasks_waiting:
+                self._clients.pop(client, None)
 
 
 async def serve_stdio(server: Any = None) -> None:
@@ -123,8 +178,48 @@ def http_app(
     reaches the server.
     """
     server = server if server is not None else build_server()
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=_rebinding_checks(host)
+    )
     return app if not token else _BearerToken(app, token)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only: ``localhost`` or a loopback
+    address in any spelling (``127.0.0.2``, ``0:0:0:0:0:0:0:1``, ``::ffff:127.0.0.1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
+
+
+def _rebinding_checks(host: str) -> Any:
+    """mcp's Host and Origin checks for a loopback server, whatever the address's spelling
+    (mcp turns them on for ``127.0.0.1``, ``localhost`` and ``::1`` only): a web page whose
+    name was made to resolve to this machine (DNS rebinding) sends its own name, and is
+    refused. None elsewhere: the names clients use for a public address are not known."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    if host.lower() != "localhost":
+        address = ipaddress.ip_address(host)
+        for spelling in (host, address.compressed, address.exploded):
+            names.add(f"[{spelling}]" if address.version == 6 else spelling)
+    hosts = sorted(names)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*hosts, *(f"{name}:*" for name in hosts)],
+        allowed_origins=[
+            *(f"http://{name}" for name in hosts),
+            *(f"http://{name}:*" for name in hosts),
+        ],
+    )
 
 
 def token_from_env() -> str | None:

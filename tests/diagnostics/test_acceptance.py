@@ -253,6 +253,82 @@ def test_case8_unknown_and_path_like_kinds_become_unknown(log: Log) -> None:
     assert "hologram" not in log.text
 
 
+def test_explicit_kinds_keep_the_persisted_files_own_kind(log: Log) -> None:
+    diagnostics.boundary(
+        "producer_output",
+        values=list,
+        artifacts=lambda: [ArtifactInfo(["/var/tmp/zq8/abc.txt"], ["image", "pdf"])],
+        mutated=True,
+    )
+    (artifact,) = log.events[0]["artifacts"]
+    assert artifact == {"state": "reusable", "kinds": ["file", "image", "pdf"]}
+
+
+def _raising() -> list[str]:
+    raise RuntimeError("a broken artifact list")
+
+
+def _broken_refs() -> object:
+    yield "/var/tmp/zq5/abc.txt"
+    raise RuntimeError("a broken iterator")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "/var/tmp/zq5/abc.txt",  # a bare string, not a list of references
+        b"/var/tmp/zq5/abc.txt",
+        42,
+        ArtifactInfo(42, ["pdf"]),  # type: ignore[arg-type]
+        ArtifactInfo(_broken_refs()),  # type: ignore[arg-type]
+    ],
+    ids=["str", "bytes", "int", "files-int", "files-raise"],
+)
+def test_bad_artifact_metadata_is_written_as_a_documented_state_with_no_kinds(
+    log: Log, bad: object
+) -> None:
+    diagnostics.boundary(
+        "producer_output",
+        values=lambda: [("model_text", "x", 0), ("model_text", "y", 1)],
+        artifacts=lambda: [bad, ["/var/tmp/zq5/ok.txt"]],
+        mutated=True,
+    )
+    (event,) = log.events
+    assert event["values"][1]["code_points"] == 1
+    assert event["artifacts"] == [
+        {"state": "undecided", "kinds": []},
+        {"state": "reusable", "kinds": ["file"]},
+    ]
+    assert "zq5" not in log.text
+    assert diagnostics.failures == 0
+
+
+@pytest.mark.parametrize("kinds", [None, 7], ids=["none", "int"])
+def test_unreadable_explicit_kinds_leave_the_references_own(log: Log, kinds: object) -> None:
+    diagnostics.boundary(
+        "producer_output",
+        values=list,
+        artifacts=lambda: [ArtifactInfo(["/var/tmp/zq5/abc.txt"], kinds)],  # type: ignore[arg-type]
+        mutated=True,
+    )
+    assert log.events[0]["artifacts"] == [{"state": "reusable", "kinds": ["file"]}]
+
+
+@pytest.mark.parametrize(
+    "artifacts", [_raising, lambda: None, lambda: 42], ids=["raises", "none", "int"]
+)
+def test_an_unreadable_artifact_list_still_writes_the_event(log: Log, artifacts: object) -> None:
+    diagnostics.boundary(
+        "producer_output",
+        values=lambda: [("model_text", "x")],
+        artifacts=artifacts,  # type: ignore[arg-type]
+        mutated=True,
+    )
+    (event,) = log.events
+    assert event["values"][0]["code_points"] == 1
+    assert "artifacts" not in event
+
+
 @pytest.mark.parametrize(
     ("ref", "kind"),
     [

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
+import pytest
 from acp import spawn_agent_process
 
 from budgetware.cli.main import main as cli
+from budgetware.cli.process import ChildOutput
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import json_string_bytes
 from budgetware.display.acp_proxy import rewrite_line
@@ -94,6 +101,89 @@ def test_agent_exit_code_is_returned() -> None:
 def test_agent_stderr_passes_through() -> None:
     result = run_proxy(sys.executable, "-c", "import sys; sys.stderr.write('agent log\\n')")
     assert result.stderr == b"agent log\n"
+
+
+GRANDCHILD_AGENT = """\
+import json, subprocess, sys
+# A grandchild that inherits the agent's stdout and outlives the agent by far.
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(60)"], stderr=subprocess.DEVNULL
+)
+with open(sys.argv[1], "w") as pid_file:
+    pid_file.write(str(child.pid))
+frame = {
+    "jsonrpc": "2.0",
+    "method": "session/update",
+    "params": {
+        "sessionId": "s",
+        "update": {"sessionUpdate": "tool_call_update", "rawOutput": "x" * 300_000},
+    },
+}
+sys.stdout.write("y" * 200_000 + "\\n" + json.dumps(frame) + "\\nlast words")
+sys.stdout.flush()
+raise SystemExit(5)
+"""
+
+
+def test_the_proxy_exits_with_the_agent_while_a_grandchild_holds_its_stdout(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    start = time.monotonic()
+    try:
+        # The grandchild lives 60 s: waiting for it would hit the timeout.
+        result = run_proxy(sys.executable, "-c", GRANDCHILD_AGENT, str(pid_file), timeout=30)
+        elapsed = time.monotonic() - start
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert result.returncode == 5
+    assert elapsed < 20
+    # Everything the agent wrote before it exited reached the editor, projected.
+    first, frame, last = result.stdout.split(b"\n")
+    assert first == b"y" * 200_000
+    raw = json.loads(frame)["params"]["update"]["rawOutput"]
+    assert ACP_MARKER in raw
+    assert json_string_bytes(raw) <= FIELD_BUDGET
+    assert last == b"last words"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the pipe's capacity (Linux)")
+def test_once_the_agent_exits_a_pipe_kept_full_is_read_no_further_than_it_held() -> None:
+    # A grandchild writing without end into the agent's stdout, faster than the editor
+    # reads: the proxy reads what the pipe can hold (all the agent can have left), then ends.
+    read_fd, write_fd = os.pipe()
+    capacity = fcntl.fcntl(write_fd, fcntl.F_GETPIPE_SZ)
+    stop, full = threading.Event(), threading.Event()
+
+    def flood() -> None:
+        written = 0
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                written += os.write(write_fd, b"z" * 4096)
+                if written >= capacity:
+                    full.set()
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    total = 0
+    try:
+        with open(read_fd, "rb", buffering=0) as pipe:
+            output = ChildOutput(pipe)
+            assert full.wait(10)
+            output.child_exited()
+            for chunk in output:
+                total += len(chunk)
+                time.sleep(0.002)  # a slow editor: the writer keeps the pipe full meanwhile
+                if total > 50 * capacity:
+                    break
+            output.close()
+    finally:
+        stop.set()
+        writer.join(10)
+        os.close(write_fd)
+    assert 0 < total < capacity + 64 * 1024
 
 
 def test_sigterm_is_forwarded_to_the_agent() -> None:

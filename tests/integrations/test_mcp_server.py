@@ -3,6 +3,7 @@ streamable HTTP, from the store the BUDGETWARE_* settings name."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -93,6 +94,17 @@ async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) 
 
 
 TOKEN = "s3cret-token-for-the-test"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
@@ -104,21 +116,10 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
     stored: tuple[Path, str], http_server_with_token: str
 ) -> None:
     _, ref = stored
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    accept = {"accept": "application/json, text/event-stream"}
     async with httpx2.AsyncClient() as plain:
         for auth in (None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
-            headers = dict(accept) if auth is None else {**accept, "authorization": auth}
-            refused = await plain.post(http_server_with_token, json=initialize, headers=headers)
+            headers = dict(ACCEPT) if auth is None else {**ACCEPT, "authorization": auth}
+            refused = await plain.post(http_server_with_token, json=INITIALIZE, headers=headers)
             assert refused.status_code == 401, auth
             assert refused.headers["www-authenticate"].startswith("Bearer")
             assert "read_tool_output" not in refused.text
@@ -130,6 +131,29 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
         await exercise(session, ref)
 
 
+@pytest.mark.parametrize("host", ["127.0.0.2", "0:0:0:0:0:0:0:1"])
+async def test_on_any_loopback_address_a_rebound_host_or_a_foreign_origin_is_refused(
+    stored: tuple[Path, str], host: str
+) -> None:
+    # DNS rebinding: a web page's own name resolved to this machine; the browser sends the
+    # page's name as Host and its origin as Origin.
+    with mcp_http_server(server_env(stored[0]), host=host) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        async with httpx2.AsyncClient() as client:
+            ours = await client.post(url, json=INITIALIZE, headers=ACCEPT)
+            assert ours.status_code == 200
+            assert "budgetware" in ours.text
+            rebound = {**ACCEPT, "host": f"rebind.attacker.example:{port}"}
+            refused = await client.post(url, json=INITIALIZE, headers=rebound)
+            assert refused.status_code == 421
+            assert "budgetware" not in refused.text
+            foreign = {**ACCEPT, "origin": "http://attacker.example"}
+            refused = await client.post(url, json=INITIALIZE, headers=foreign)
+            assert refused.status_code == 403
+            same = {**ACCEPT, "origin": url.rsplit("/", 1)[0]}
+            assert (await client.post(url, json=INITIALIZE, headers=same)).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("address", "token", "warned"),
     [
@@ -139,6 +163,11 @@ async def test_with_a_token_set_only_a_caller_with_it_reads(
         ("127.0.0.1:8765", None, False),
         ("[::1]:8765", None, False),
         ("localhost:8765", None, False),
+        ("127.0.0.2:8765", None, False),
+        ("[0:0:0:0:0:0:0:1]:8765", None, False),
+        ("[::ffff:127.0.0.1]:8765", None, False),
+        ("[::]:8765", None, True),
+        ("build-host.example:8765", None, True),
     ],
 )
 def test_a_public_address_without_a_token_is_warned_about(
@@ -201,3 +230,52 @@ def test_without_the_mcp_package_it_names_the_extra(
     monkeypatch.setitem(sys.modules, "mcp_types", None)
     assert main(["mcp-server"]) == 1
     assert 'pip install "budgetware[mcp-server]"' in capsys.readouterr().err
+
+
+# A line that ``^(a|aa)+$`` backtracks on until the search's time limit (10 s).
+SLOW = "a" * 5000 + "b\n" + "the end of the output\n"
+SLOW_PATTERN = "^(a|aa)+$"
+
+
+def default_threads() -> int:
+    """The threads of asyncio's default executor in the server process (this machine's)."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    return min(32, count + 4)
+
+
+async def test_slow_searches_never_hold_a_small_read(tmp_path: Path) -> None:
+    directory = tmp_path / "artifacts"
+    ref = LocalArtifactStore(directory).put(SLOW)
+    searches_sent = default_threads() + 2  # more than every thread the server once read in
+    with mcp_http_server(server_env(directory)) as url:
+        async with (
+            streamable_http_client(url) as (read_a, write_a),
+            ClientSession(read_a, write_a) as searcher,
+            streamable_http_client(url) as (read_b, write_b),
+            ClientSession(read_b, write_b) as reader,
+        ):
+            await searcher.initialize()
+            await reader.initialize()
+            slow = {"ref": ref, "pattern": SLOW_PATTERN}
+            searches = [
+                asyncio.create_task(searcher.call_tool("read_tool_output", slow))
+                for _ in range(searches_sent)
+            ]
+            try:
+                await asyncio.sleep(1.0)  # the searches reach the server and start
+                small = {"ref": ref, "offset": 5001, "limit": 10}
+                # Another client's read, its quick search, and the searching client's read.
+                for session, arguments in (
+                    (reader, small),
+                    (reader, {"ref": ref, "pattern": "the end"}),
+                    (searcher, small),
+                ):
+                    result = await session.call_tool("read_tool_output", arguments)
+                    assert not result.is_error, result.content[0].text
+                    assert "the end" in result.content[0].text
+                    # Answered while every slow search still runs (or waits its turn).
+                    assert not any(search.done() for search in searches)
+            finally:
+                for search in searches:
+                    search.cancel()
+                await asyncio.gather(*searches, return_exceptions=True)
