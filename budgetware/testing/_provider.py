@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from budgetware.testing.apis import (
+from budgetware.testing._apis import (
     GEMINI_PATH,
     ApiName,
     RecordedRequest,
@@ -29,7 +29,7 @@ from budgetware.testing.apis import (
     default_policy,
     detect_api,
 )
-from budgetware.testing.renderers import (
+from budgetware.testing._renderers import (
     anthropic,
     cohere,
     gemini,
@@ -37,7 +37,7 @@ from budgetware.testing.renderers import (
     openai_chat,
     openai_responses,
 )
-from budgetware.testing.renderers.common import Rendered, Usage, error, json_body
+from budgetware.testing._renderers.common import Rendered, Usage, error, json_body
 
 __all__ = ["FakeProvider"]
 

@@ -10,7 +10,6 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 __all__ = [
-    "API_NAMES",
     "GEMINI_PATH",
     "ApiName",
     "RecordedRequest",
@@ -24,15 +23,7 @@ __all__ = [
 ]
 
 ApiName = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "cohere"]
-API_NAMES: Final[tuple[ApiName, ...]] = (
-    "openai_chat",
-    "openai_responses",
-    "anthropic",
-    "gemini",
-    "ollama",
-    "cohere",
-)
-
+"""The provider API a request was recognized as, by its path."""
 ToolCall = tuple[str, str, Mapping[str, Any]]
 """One requested call: ``(call_id, tool_name, arguments)``."""
 
@@ -45,13 +36,12 @@ class Reply:
     """
 
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: Sequence[ToolCall] = ()
+    """Stored as a tuple; a list is the natural literal."""
     status: int = 200
     """Anything but 200 renders an error body with ``text`` as its message."""
 
     def __post_init__(self) -> None:
-        # Accept any sequence of tuples (a list is the natural literal) but store a tuple,
-        # so a Reply stays hashable-ish and immutable in practice.
         object.__setattr__(self, "tool_calls", tuple(tuple(c) for c in self.tool_calls))
 
     @classmethod
