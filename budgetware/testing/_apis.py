@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -60,6 +60,7 @@ ReplyPolicy = Callable[[ApiName, "dict[str, Any] | None"], "Reply | str"]
 
 
 def default_policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
+    """A ``FakeProvider``'s answer unless told otherwise: the text "ok"."""
     return Reply("ok")
 
 
@@ -75,7 +76,6 @@ class RecordedRequest:
     body: bytes
     api: ApiName | None = None
     """The API the path was recognized as, or None (answered 404)."""
-    received_at: float = field(default=0.0, compare=False)
 
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""
