@@ -242,7 +242,7 @@ def test_no_vocabulary_anywhere_is_a_config_error_that_says_what_to_do(tmp_path:
     out = _run(
         "print(configure('tokens:o200k_base'))", {"TIKTOKEN_CACHE_DIR": str(tmp_path)}
     ).strip()
-    assert out.startswith("invalid budgetware setting: unit (BUDGETWARE_UNIT): ")
+    assert "BUDGETWARE_UNIT" in out  # the setting, named by the ConfigError
     assert "unit 'tokens:o200k_base' needs the o200k_base vocabulary file, found none" in out
     assert f"tiktoken's cache {tmp_path}" in out
     assert "litellm" not in out
