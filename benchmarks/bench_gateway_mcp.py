@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The suite's local servers (tests/testing).
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -38,9 +40,9 @@ import httpx
 from _harness import print_table
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from testing.litellm_proxy import LiteLLMProxy
 
 from budgetware.store.local import LocalArtifactStore
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 from budgetware.tools import TOOL_NAME
 
 OUTPUT = "".join(f"tests/test_{n:06d}.py::test_case PASSED\n" for n in range(8_000))[:300_000]

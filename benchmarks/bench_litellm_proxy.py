@@ -42,13 +42,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The suite's local servers (tests/testing).
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx
 from _harness import print_table
-
-from budgetware.testing.litellm_proxy import LiteLLMProxy
+from testing.litellm_proxy import LiteLLMProxy
 
 HANDLER = "budgetware.integrations.litellm.proxy.handler"
 MODEL = "gpt-fake"

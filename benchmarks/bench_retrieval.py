@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The suite's local servers (tests/testing).
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _harness import best_time, print_table
 
@@ -225,8 +227,9 @@ def context_rows(store: LocalArtifactStore) -> list[tuple[str, ...]]:
 def s3_window_rows(name: str, text: str) -> list[tuple[str, ...]]:
     import uuid
 
+    from testing.s3 import LocalS3Server
+
     from budgetware.store.s3 import S3ArtifactStore
-    from budgetware.testing.s3 import LocalS3Server
 
     rows: list[tuple[str, ...]] = []
     with LocalS3Server() as server:

@@ -45,14 +45,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The suite's local servers (tests/testing).
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _harness import print_table
+from testing.s3 import LocalS3Server, aws_env
 
 from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body
 from budgetware.core.artifacts import text_key
 from budgetware.store import sweeper
 from budgetware.store.local import LocalArtifactStore
-from budgetware.testing.s3 import LocalS3Server, aws_env
 
 SIZE = 300_000
 ROUNDS = 60  # of the interleaved cases

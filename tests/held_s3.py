@@ -30,10 +30,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from local_servers import serving
+from testing.s3 import aws_env
 
 from budgetware.store import select as store_select
 from budgetware.store.s3 import S3ArtifactStore
-from budgetware.testing.s3 import aws_env
 
 T = TypeVar("T")
 

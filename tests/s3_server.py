@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from budgetware.testing.s3 import LocalS3Server, aws_env
+from testing.s3 import LocalS3Server, aws_env
 
 __all__ = ["S3Bucket", "aws_env", "new_bucket", "s3_bucket", "s3_endpoint"]
 

@@ -139,6 +139,10 @@ def test_the_metadata_is_true(metadata: email.message.Message) -> None:
     requires = metadata.get_all("Requires-Dist") or []
     (genai,) = [r for r in requires if r.startswith("google-genai")]
     assert 'python_version >= "3.11"' in genai
+    # Exact token units need tiktoken alone; litellm's vocabulary files are used when present.
+    assert [r.split(";")[0] for r in requires if r.endswith('extra == "tokens"')] == [
+        "tiktoken>=0.7"
+    ]
 
 
 def test_the_wheel_registers_the_command_and_the_pytest_plugin(
@@ -156,3 +160,31 @@ def test_the_wheel_registers_the_command_and_the_pytest_plugin(
         "budgetware": "budgetware.integrations.pytest_plugin"
     }
     assert "budgetware/integrations/pytest_plugin/__init__.py" in wheel_names
+
+
+def test_the_wheels_testing_package_is_the_fake_provider_alone(
+    built: dict[str, Path], wheel_names: set[str]
+) -> None:
+    # budgetware.testing ships what a user's tests import (docs/pytest.md): every module
+    # under it is reached from its __init__; the suite's own helpers live in tests/.
+    modules = {n for n in wheel_names if n.startswith("budgetware/testing/") and n.endswith(".py")}
+    with zipfile.ZipFile(built["wheel"]) as archive:
+        reached: set[str] = set()
+        todo = ["budgetware/testing/__init__.py"]
+        while todo:
+            name = todo.pop()
+            if name in reached:
+                continue
+            reached.add(name)
+            for node in ast.walk(ast.parse(archive.read(name))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "budgetware.testing"
+                ):
+                    base = node.module.replace(".", "/")  # type: ignore[union-attr]
+                    todo += [c for c in (f"{base}.py", f"{base}/__init__.py") if c in modules]
+                    todo += [
+                        f"{base}/{a.name}.py"
+                        for a in node.names
+                        if f"{base}/{a.name}.py" in modules
+                    ]
+    assert reached == modules

@@ -1,12 +1,11 @@
 """Exact token counts and cuts for the OpenAI encodings (``tokens:o200k_base``, ...).
 
-tiktoken does the counting; the vocabularies are the files the litellm package ships under
-``litellm/litellm_core_utils/tokenizers/``, named as tiktoken names its cache entries (the
-SHA-1 of the vocabulary's download URL). They are read from there and checked against the
-SHA-256 tiktoken expects, and nothing is ever downloaded: tiktoken's own loader (which
-would fetch a missing file, and copy a found one into a cache directory) is not used.
-tiktoken and litellm are an extra (``budgetware[tokens]``); nothing here is imported unless
-an exact unit is configured.
+tiktoken (``budgetware[tokens]``) does the counting, with tiktoken's own encoding
+definitions. Their vocabulary files are read from disk by this module, never downloaded:
+from the folder the litellm package ships them in, when litellm is installed, else from
+tiktoken's cache directory (both name a file by the SHA-1 of its download URL), and checked
+against the SHA-256 tiktoken expects. tiktoken's own loader is not used: it would fetch a
+missing file. Nothing here is imported unless an exact unit is configured.
 
 A count is cached by the SHA-256 of the text, so an output re-sent every turn is tokenized
 once per process.
@@ -17,8 +16,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import os
+import tempfile
 import threading
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ __all__ = [
 # The exact units: "tokens:<encoding>".
 ENCODINGS = ("o200k_base", "cl100k_base")
 _INSTALL = 'pip install "budgetware[tokens]"'
+_DOCS = "docs/previews.md#exact-token-budgets"
 # Strings shorter than this are tokenized directly: hashing them costs about as much.
 _CACHE_MIN_CHARS = 256
 _CACHE_MAX_ENTRIES = 65_536
@@ -52,51 +55,103 @@ def _find(module: str) -> Any:
         return None
 
 
-def _vocabulary_dir() -> Path | None:
+def _places() -> list[tuple[str, Path]]:
+    """Where a vocabulary file may be, in the order they are read, each with its name."""
+    places = []
     # Found without importing litellm (importing it takes seconds and has side effects).
     spec = _find("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        folder = Path(location) / "litellm_core_utils" / "tokenizers"
-        if folder.is_dir():
-            return folder
-    return None
+    for location in (spec and spec.submodule_search_locations) or ():
+        places.append(("litellm's", Path(location) / "litellm_core_utils" / "tokenizers"))
+    # tiktoken's cache, as tiktoken.load finds it ("" turns it off).
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if cache is None:
+        cache = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if cache:
+        places.append(("tiktoken's cache", Path(cache)))
+    return places
 
 
-def _url_name(url: str) -> str:
-    return hashlib.sha1(url.encode()).hexdigest()  # tiktoken names its cache entries so
+def _vocabulary(name: str, url: str, expected_hash: str | None) -> bytes:
+    """The vocabulary file of ``url`` from the first place that has it whole."""
+    key = hashlib.sha1(url.encode()).hexdigest()
+    places = _places()
+    damaged = []
+    for _, folder in places:
+        try:
+            contents = (folder / key).read_bytes()
+        except OSError:
+            continue
+        if expected_hash is None or hashlib.sha256(contents).hexdigest() == expected_hash:
+            return contents
+        damaged.append(str(folder / key))
+    looked = "; ".join(f"{what} {folder}" for what, folder in places) or "nowhere"
+    problem = f"a damaged copy ({', '.join(damaged)}) and no whole one" if damaged else "none"
+    raise ExactTokensUnavailable(
+        f"unit 'tokens:{name}' needs the {name} vocabulary file, found {problem} (looked in "
+        f"{looked}): fill tiktoken's cache once where there is network, with python -c "
+        f"\"import tiktoken; tiktoken.get_encoding('{name}')\", or set TIKTOKEN_CACHE_DIR to "
+        f"a copy of a filled cache ({_DOCS})"
+    )
 
 
-# Where tiktoken's own definitions (tiktoken_ext.openai_public) fetch each vocabulary from:
-# its file in litellm's folder is named after this URL. Checked against the definitions
-# when an encoding is loaded.
-_VOCABULARY_URLS = {
-    name: f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-    for name in ENCODINGS
-}
+def _definition(name: str, read: Callable[[bytes], Any]) -> dict[str, Any]:
+    """tiktoken's definition of encoding ``name``, with ``read`` given its vocabulary file
+    (found by ``_vocabulary`` in place of tiktoken's downloading loader)."""
+    try:
+        import tiktoken_ext.openai_public as public
+    except ImportError as exc:
+        raise ExactTokensUnavailable(
+            f"unit 'tokens:{name}' needs tiktoken ({exc}): {_INSTALL}"
+        ) from None
+
+    make = getattr(public, name, None)
+    # The definition must read its vocabulary through load_tiktoken_bpe, and nothing else
+    # that could reach the network: then replacing that one name is enough.
+    if not isinstance(make, types.FunctionType) or "load_tiktoken_bpe" not in (
+        make.__code__.co_names
+    ):
+        raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
+
+    def load(url: str, expected_hash: str | None = None) -> Any:
+        return read(_vocabulary(name, url, expected_hash))
+
+    local = types.FunctionType(
+        make.__code__, {**make.__globals__, "load_tiktoken_bpe": load}, make.__name__
+    )
+    definition: dict[str, Any] = local()
+    return definition
+
+
+class _Found(Exception):
+    """Stops a definition once its vocabulary was found (``check_available``)."""
+
+
+def _found(contents: bytes) -> Any:
+    raise _Found
+
+
+_AVAILABLE: set[str] = set()
 
 
 def check_available(name: str) -> None:
-    """Raise ``ExactTokensUnavailable`` (with what to install) unless ``name`` can be used."""
+    """Raise ``ExactTokensUnavailable`` (saying what to do) unless ``name`` can be used.
+
+    It finds and checks the vocabulary file (once per process), so that a unit that
+    cannot work is refused where it is configured, not when a request comes.
+    """
+    if name in _AVAILABLE:
+        return
     if name not in ENCODINGS:
         raise ExactTokensUnavailable(
             f"unknown encoding {name!r}; exact units are "
             + ", ".join(f"tokens:{e}" for e in ENCODINGS)
         )
-    if _find("tiktoken") is None:
-        raise ExactTokensUnavailable(f"unit 'tokens:{name}' needs tiktoken: {_INSTALL}")
-    folder = _vocabulary_dir()
-    if folder is None:
-        raise ExactTokensUnavailable(
-            f"unit 'tokens:{name}' needs the vocabulary files the litellm package ships: "
-            f"{_INSTALL}"
-        )
-    if not (folder / _url_name(_VOCABULARY_URLS[name])).is_file():
-        raise ExactTokensUnavailable(
-            f"unit 'tokens:{name}' needs the {name} vocabulary file, which this litellm "
-            f"does not ship (looked in {folder}): {_INSTALL}"
-        )
+    try:
+        _definition(name, _found)
+    except _Found:
+        _AVAILABLE.add(name)
+        return
+    raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
 
 
 _LOCK = threading.Lock()
@@ -114,44 +169,21 @@ def _encoding(name: str) -> Any:
         return found
 
 
+def _ranks(contents: bytes) -> dict[bytes, int]:
+    """A ``.tiktoken`` vocabulary file parsed, as ``tiktoken.load.load_tiktoken_bpe`` does."""
+    ranks: dict[bytes, int] = {}
+    for line in contents.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
 def _load(name: str) -> Any:
     check_available(name)
     import tiktoken
-    import tiktoken_ext.openai_public as public
 
-    folder = _vocabulary_dir()
-    assert folder is not None
-    make = getattr(public, name, None)
-    # The constructor must read its vocabulary through load_tiktoken_bpe, and nothing
-    # else that could reach the network: then replacing that one name is enough.
-    if not isinstance(make, types.FunctionType) or "load_tiktoken_bpe" not in (
-        make.__code__.co_names
-    ):
-        raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
-
-    def load_local(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        if url != _VOCABULARY_URLS[name]:  # the check at setup looked for another file
-            raise ExactTokensUnavailable(f"this tiktoken reads {name!r} from elsewhere")
-        path = folder / _url_name(url)
-        try:
-            contents = path.read_bytes()
-        except OSError as exc:
-            raise ExactTokensUnavailable(
-                f"the {name} vocabulary is not in {folder}: {_INSTALL}"
-            ) from exc
-        if expected_hash is not None and hashlib.sha256(contents).hexdigest() != expected_hash:
-            raise ExactTokensUnavailable(f"the {name} vocabulary in {folder} is damaged")
-        ranks: dict[bytes, int] = {}
-        for line in contents.splitlines():
-            if line:
-                token, rank = line.split()
-                ranks[base64.b64decode(token)] = int(rank)
-        return ranks
-
-    local = types.FunctionType(
-        make.__code__, {**make.__globals__, "load_tiktoken_bpe": load_local}, make.__name__
-    )
-    return tiktoken.Encoding(**local())
+    return tiktoken.Encoding(**_definition(name, _ranks))
 
 
 _COUNTS: dict[tuple[str, bytes], int] = {}

@@ -1,37 +1,28 @@
-"""Test helpers for budgetware users and its own suite: a local fake of the LLM provider APIs,
-a real LiteLLM Proxy process to put in front of it, and a local S3-compatible server for
-the S3 artifact store."""
+"""A local fake of the LLM provider APIs for your agent's tests (docs/pytest.md).
+
+``FakeProvider`` answers the real client libraries on 127.0.0.1 and records every request
+byte for byte; a reply policy (``scripted_tool_calls`` for a scripted agent) decides the
+answers. Standard library only: it imports nothing of budgetware.
+"""
 
 from __future__ import annotations
 
-from budgetware.testing.apis import (
-    API_NAMES,
+from budgetware.testing._apis import (
     ApiName,
     RecordedRequest,
     Reply,
     ReplyPolicy,
     ToolCall,
-    count_tool_call_turns,
-    detect_api,
     scripted_tool_calls,
 )
-from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
-from budgetware.testing.provider import FakeProvider
-from budgetware.testing.s3 import LocalS3Server, LocalS3ServerError
+from budgetware.testing._provider import FakeProvider
 
 __all__ = [
-    "API_NAMES",
     "ApiName",
     "FakeProvider",
-    "LiteLLMProxy",
-    "LiteLLMProxyError",
-    "LocalS3Server",
-    "LocalS3ServerError",
     "RecordedRequest",
     "Reply",
     "ReplyPolicy",
     "ToolCall",
-    "count_tool_call_turns",
-    "detect_api",
     "scripted_tool_calls",
 ]

@@ -1,10 +1,13 @@
-"""Exact token units: tiktoken's counts with litellm's vocabulary files, every contract kept."""
+"""Exact token units: tiktoken's counts with litellm's vocabulary files or tiktoken's cache,
+never a download, every contract kept."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -44,32 +47,6 @@ SAMPLES = [
     "😀🚀✨ emoji <|endoftext|> special text",
     "   many    spaces\t\ttabs\n\n\n",
 ]
-
-
-@needs_vocabulary
-def test_counts_are_tiktokens_own_with_the_same_vocabulary_files() -> None:
-    folder = tokens._vocabulary_dir()
-    assert folder is not None
-    code = (
-        "import json, sys, tiktoken\n"
-        "samples = json.loads(sys.stdin.read())\n"
-        "print(json.dumps({n: [len(tiktoken.get_encoding(n).encode_ordinary(s)) "
-        "for s in samples] for n in ('o200k_base', 'cl100k_base')}))\n"
-    )
-    # tiktoken finds the files in its cache directory, named as litellm ships them.
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(folder)}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps(SAMPLES),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )
-    expected = json.loads(done.stdout)
-    for unit in UNITS:
-        assert [measure(s, unit) for s in SAMPLES] == expected[unit[7:]]  # type: ignore[arg-type]
 
 
 @needs_vocabulary
@@ -138,56 +115,176 @@ def test_a_cjk_batch_is_bounded_in_exact_tokens_where_the_estimate_undercounts()
     assert "tokens" in result[0].slots[0].split("\n", 1)[0]
 
 
-def test_exact_units_that_cannot_work_are_config_errors() -> None:
+def test_an_unknown_encoding_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="BUDGETWARE_UNIT"):
         BudgetConfig.from_env({"BUDGETWARE_UNIT": "tokens:p50k_base"})
-    blocked = (
-        "import importlib.abc, sys\n"
-        "class No(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'tiktoken':\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, No())\n"
-        "from budgetware import BudgetConfig, ConfigError\n"
-        "try:\n"
-        "    BudgetConfig.from_env({'BUDGETWARE_UNIT': 'tokens:o200k_base'})\n"
-        "except ConfigError as exc:\n"
-        "    print(exc)\n"
+
+
+# Each subprocess below runs with the network closed (a connection attempt fails the run),
+# and, unless told, without litellm: it cannot be imported or found.
+PRELUDE = """\
+import importlib.abc, json, socket, sys
+HIDDEN = set(json.loads(sys.argv[1]))
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in HIDDEN:
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hide())
+def no_network(*args, **kwargs):
+    raise AssertionError('a network call')
+socket.socket.connect = socket.socket.connect_ex = socket.create_connection = no_network
+from budgetware import BudgetConfig, ConfigError
+def configure(unit):
+    try:
+        BudgetConfig.from_env({'BUDGETWARE_UNIT': unit})
+    except ConfigError as exc:
+        return str(exc)
+    return 'accepted'
+"""
+
+
+def _run(
+    script: str, env: dict[str, str], hidden: tuple[str, ...] = ("litellm",), stdin: str = ""
+) -> str:
+    environ = {**os.environ, **env}
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):  # litellm's import sets one
+        if name not in env:
+            environ.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-c", PRELUDE + script, json.dumps(hidden)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+        check=False,
     )
-    out = subprocess.run(
-        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
-    assert "tiktoken" in out
-    assert 'pip install "budgetware[tokens]"' in out
-    assert "BUDGETWARE_UNIT" in out
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _litellm_vocabulary() -> list[Path]:
+    spec = importlib.util.find_spec("litellm")
+    folders = [
+        Path(f) / "litellm_core_utils" / "tokenizers"
+        for f in (spec.submodule_search_locations or () if spec else ())
+    ]
+    # tiktoken names its cache entries by the SHA-1 of the download URL, as litellm its files.
+    names = [
+        hashlib.sha1(
+            f"https://openaipublic.blob.core.windows.net/encodings/{e}.tiktoken".encode()
+        ).hexdigest()
+        for e in tokens.ENCODINGS
+    ]
+    return [folder / name for folder in folders for name in names if (folder / name).is_file()]
 
 
 needs_tiktoken = pytest.mark.skipif(
     importlib.util.find_spec("tiktoken") is None, reason="tiktoken is not installed"
 )
+needs_files = pytest.mark.skipif(
+    len(_litellm_vocabulary()) != len(tokens.ENCODINGS),
+    reason="the tests' vocabulary files come from litellm (dev extra)",
+)
+
+
+@pytest.fixture
+def filled_cache(tmp_path: Path) -> Path:
+    """A tiktoken cache directory holding both vocabularies, as tiktoken would have filled it."""
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    for path in _litellm_vocabulary():
+        shutil.copyfile(path, cache / path.name)
+    return cache
+
+
+COUNTS = """
+samples = json.loads(sys.stdin.read())
+import tiktoken
+from budgetware.core.measure import measure
+print(configure('tokens:o200k_base'), configure('tokens:cl100k_base'))
+ours = {n: [measure(s, 'tokens:' + n) for s in samples] for n in ('o200k_base', 'cl100k_base')}
+print(json.dumps(ours))
+theirs = {
+    n: [len(tiktoken.get_encoding(n).encode_ordinary(s)) for s in samples]
+    for n in ('o200k_base', 'cl100k_base')
+}
+print(json.dumps(theirs))
+print('litellm' in sys.modules)
+"""
+
+
+@needs_tiktoken
+@needs_files
+@pytest.mark.parametrize("where", ["TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "TMPDIR"])
+def test_without_litellm_the_vocabulary_comes_from_tiktokens_cache(
+    filled_cache: Path, where: str
+) -> None:
+    # tiktoken's cache as tiktoken finds it: its variable, the older one, or data-gym-cache in
+    # the temporary directory.
+    if where == "TMPDIR":
+        filled_cache = filled_cache.rename(filled_cache.with_name("data-gym-cache"))
+        env = {"TMPDIR": str(filled_cache.parent)}
+    else:
+        env = {where: str(filled_cache)}
+    out = _run(COUNTS, env, stdin=json.dumps(SAMPLES)).splitlines()
+    assert out[0] == "accepted accepted"
+    ours, theirs = json.loads(out[1]), json.loads(out[2])
+    assert ours == theirs  # tiktoken's own counts, read from the same cache
+    assert out[3] == "False"
+    # ... and the counts with litellm's files, in this process.
+    for unit in UNITS:
+        assert [measure(s, unit) for s in SAMPLES] == ours[unit[7:]]  # type: ignore[arg-type]
+
+
+@needs_tiktoken
+def test_no_vocabulary_anywhere_is_a_config_error_that_says_what_to_do(tmp_path: Path) -> None:
+    out = _run(
+        "print(configure('tokens:o200k_base'))", {"TIKTOKEN_CACHE_DIR": str(tmp_path)}
+    ).strip()
+    assert "BUDGETWARE_UNIT" in out  # the setting, named by the ConfigError
+    assert "unit 'tokens:o200k_base' needs the o200k_base vocabulary file, found none" in out
+    assert f"tiktoken's cache {tmp_path}" in out
+    assert "litellm" not in out
+    assert "python -c \"import tiktoken; tiktoken.get_encoding('o200k_base')\"" in out
+    assert "TIKTOKEN_CACHE_DIR" in out
+    assert "docs/previews.md#exact-token-budgets" in out
+    # An empty TIKTOKEN_CACHE_DIR turns tiktoken's cache off: nowhere is left to look.
+    out = _run("print(configure('tokens:cl100k_base'))", {"TIKTOKEN_CACHE_DIR": ""})
+    assert "cl100k_base vocabulary file, found none (looked in nowhere)" in out
+
+
+@needs_tiktoken
+@needs_files
+def test_a_damaged_vocabulary_is_refused_and_named(filled_cache: Path) -> None:
+    (damaged,) = [p for p in filled_cache.iterdir() if p.stat().st_size > 3_000_000]  # o200k
+    damaged.write_bytes(damaged.read_bytes()[:-10])
+    script = "print(configure('tokens:o200k_base')); print(configure('tokens:cl100k_base'))"
+    out = _run(script, {"TIKTOKEN_CACHE_DIR": str(filled_cache)}).splitlines()
+    assert f"found a damaged copy ({damaged}) and no whole one" in out[0]
+    assert out[1] == "accepted"
+
+
+def test_without_tiktoken_the_error_names_the_extra() -> None:
+    out = _run("print(configure('tokens:o200k_base'))", {}, hidden=("tiktoken", "litellm"))
+    assert "unit 'tokens:o200k_base' needs tiktoken" in out
+    assert 'pip install "budgetware[tokens]"' in out
+    assert "BUDGETWARE_UNIT" in out
 
 
 @needs_tiktoken
 def test_a_litellm_without_the_vocabulary_file_is_a_config_error(tmp_path: Path) -> None:
-    # litellm present, its tokenizers folder there, the file missing: the configuration was
-    # accepted and every request then went out unbounded.
+    # litellm present, its tokenizers folder there, the file missing, tiktoken's cache empty:
+    # the configuration was once accepted and every request then went out unbounded.
     folder = tmp_path / "litellm" / "litellm_core_utils" / "tokenizers"
     folder.mkdir(parents=True)
     (tmp_path / "litellm" / "__init__.py").write_text("")
     (tmp_path / "litellm" / "litellm_core_utils" / "__init__.py").write_text("")
-    script = (
-        "from budgetware import BudgetConfig, ConfigError\n"
-        "try:\n"
-        "    BudgetConfig.from_env({'BUDGETWARE_UNIT': 'tokens:o200k_base'})\n"
-        "    print('accepted')\n"
-        "except ConfigError as exc:\n"
-        "    print(exc)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
-    ).stdout
-    assert "accepted" not in out
+    (tmp_path / "cache").mkdir()
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    out = _run("print(configure('tokens:o200k_base'))", env, hidden=())
     assert "BUDGETWARE_UNIT" in out
-    assert "o200k_base vocabulary file" in out
-    assert 'pip install "budgetware[tokens]"' in out
+    assert f"looked in litellm's {folder}; tiktoken's cache {tmp_path / 'cache'}" in out

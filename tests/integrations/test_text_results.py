@@ -13,8 +13,7 @@ from smolagents import LiteLLMModel, OpenAIServerModel, ToolCallingAgent, tool
 
 from budgetware.core.config import BudgetConfig, ConfigError, budget
 from budgetware.http.instrument import instrument
-from budgetware.testing import FakeProvider, Reply
-from budgetware.testing.apis import ApiName
+from budgetware.testing import ApiName, FakeProvider, Reply
 from budgetware.wire.body import finalize_body
 
 pytestmark = pytest.mark.sdk

@@ -1071,7 +1071,7 @@ class Driver:
 
     name: str
     api: str
-    """The fake provider's API name for the wire format (``budgetware.testing.API_NAMES``)."""
+    """The fake provider's API name for the wire format (``budgetware.testing.ApiName``)."""
     path: str
     """The exact path the request is expected at (no query string)."""
     send: Callable[..., str] | None

@@ -21,10 +21,9 @@ from budgetware.testing import (
     FakeProvider,
     RecordedRequest,
     Reply,
-    count_tool_call_turns,
-    detect_api,
     scripted_tool_calls,
 )
+from budgetware.testing._apis import count_tool_call_turns, detect_api
 
 from . import drivers
 from .drivers import DRIVERS, Driver

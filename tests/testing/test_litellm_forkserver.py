@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from budgetware.testing import FakeProvider
-from budgetware.testing import litellm_proxy as litellm_proxy_module
-from budgetware.testing.litellm_forkserver import ProxyForkServer, shared_fork_server
-from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
+from testing import litellm_proxy as litellm_proxy_module
+from testing.litellm_forkserver import ProxyForkServer, shared_fork_server
+from testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 from . import drivers
 
@@ -282,8 +282,9 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
     script = textwrap.dedent(
         f"""
         import json, os, signal, sys
-        from budgetware.testing.litellm_proxy import LiteLLMProxy
-        from budgetware.testing.litellm_forkserver import ProxyForkServer
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from testing.litellm_proxy import LiteLLMProxy
+        from testing.litellm_forkserver import ProxyForkServer
 
         server = ProxyForkServer(stand_in={str(STAND_IN)!r})
         config = {json.dumps(_config(upstream, callback=False))!r}

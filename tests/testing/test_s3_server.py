@@ -1,4 +1,4 @@
-"""``budgetware.testing.LocalS3Server``: a real moto server on loopback, stopped for good."""
+"""The suite's ``LocalS3Server``: a real moto server on loopback, stopped for good."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from budgetware.testing import LocalS3Server, LocalS3ServerError
+from .s3 import LocalS3Server, LocalS3ServerError
 
 pytest.importorskip("moto.server", reason="moto[server] is in the dev extra")
 boto3 = pytest.importorskip("boto3")

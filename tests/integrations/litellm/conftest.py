@@ -16,12 +16,12 @@ from proxy_server_helpers import (
     proxy_env,
     start_all,
 )
+from testing.litellm_proxy import LiteLLMProxy
+from testing.s3 import aws_env
 
 from budgetware.core.config import BudgetConfig
 from budgetware.testing import FakeProvider
-from budgetware.testing.apis import default_policy
-from budgetware.testing.litellm_proxy import LiteLLMProxy
-from budgetware.testing.s3 import aws_env
+from budgetware.testing._apis import default_policy
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litellm_proxy_helpers import tool_texts
+from testing.litellm_proxy import LiteLLMProxy
 
 from budgetware.testing import FakeProvider, RecordedRequest
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 
 if TYPE_CHECKING:
     import anthropic

@@ -17,9 +17,9 @@ import pytest
 from litellm_proxy_helpers import BUDGET, big_results
 from proxy_server_helpers import ANTHROPIC_MODEL, OPENAI_MODEL, model_requests
 from testing import drivers
+from testing.litellm_proxy import LiteLLMProxy
 
 from budgetware.testing import FakeProvider, RecordedRequest
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 
 # One worker starts the session's proxies and runs every test that uses them.
 pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]

@@ -17,10 +17,10 @@ import pytest
 from litellm_proxy_helpers import BUDGET, assert_bounded, big_results, small_results
 from proxy_server_helpers import model_requests, only_request, upstream_tool_texts
 from testing import drivers
+from testing.litellm_proxy import LiteLLMProxy
 from wire import _bodies
 
 from budgetware.testing import FakeProvider, Reply
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 
 # One worker starts the session's proxies and runs every test that uses them.
 pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]

@@ -20,9 +20,9 @@ import pytest
 from litellm_proxy_helpers import BUDGET
 from proxy_server_helpers import chat, messages_call, only_request, upstream_tool_texts
 from testing import drivers
+from testing.litellm_proxy import LiteLLMProxy
 
 from budgetware.testing import FakeProvider
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 
 # faulty_callbacks.MARKER, read from the file: importing the module here would import
 # litellm while collecting (seconds of CPU per test process) and plant its fault in this

@@ -39,10 +39,10 @@ from proxy_server_helpers import (
     proxy_env,
 )
 from s3_server import new_bucket
+from testing.litellm_proxy import LiteLLMProxy
 from wire._bodies import anthropic, openai_chat
 
 from budgetware.testing import FakeProvider, RecordedRequest
-from budgetware.testing.litellm_proxy import LiteLLMProxy
 from budgetware.tools import MAX_LIMIT, TOOL_NAME
 
 # The proxy tests' worker runs this module too: its fork server has imported the proxy

@@ -27,9 +27,9 @@ from proxy_server_helpers import (
     upstream_tool_texts,
 )
 from testing import drivers
+from testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 from budgetware.testing import FakeProvider, Reply
-from budgetware.testing.litellm_proxy import LiteLLMProxy, LiteLLMProxyError
 
 # One worker starts the session's proxies and runs every test that uses them.
 pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litellm_proxy")]

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from budgetware.testing.apis import Reply
+from budgetware.testing._apis import Reply
 
 __all__ = ["Rendered", "Usage", "args_json", "dumps", "error", "json_body", "ndjson", "sse", "uid"]
 

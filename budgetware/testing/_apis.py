@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 __all__ = [
-    "API_NAMES",
     "GEMINI_PATH",
     "ApiName",
     "RecordedRequest",
@@ -24,15 +23,7 @@ __all__ = [
 ]
 
 ApiName = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "ollama", "cohere"]
-API_NAMES: Final[tuple[ApiName, ...]] = (
-    "openai_chat",
-    "openai_responses",
-    "anthropic",
-    "gemini",
-    "ollama",
-    "cohere",
-)
-
+"""The provider API a request was recognized as, by its path."""
 ToolCall = tuple[str, str, Mapping[str, Any]]
 """One requested call: ``(call_id, tool_name, arguments)``."""
 
@@ -45,13 +36,12 @@ class Reply:
     """
 
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: Sequence[ToolCall] = ()
+    """Stored as a tuple; a list is the natural literal."""
     status: int = 200
     """Anything but 200 renders an error body with ``text`` as its message."""
 
     def __post_init__(self) -> None:
-        # Accept any sequence of tuples (a list is the natural literal) but store a tuple,
-        # so a Reply stays hashable-ish and immutable in practice.
         object.__setattr__(self, "tool_calls", tuple(tuple(c) for c in self.tool_calls))
 
     @classmethod
@@ -70,6 +60,7 @@ ReplyPolicy = Callable[[ApiName, "dict[str, Any] | None"], "Reply | str"]
 
 
 def default_policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
+    """A ``FakeProvider``'s answer unless told otherwise: the text "ok"."""
     return Reply("ok")
 
 
@@ -85,7 +76,6 @@ class RecordedRequest:
     body: bytes
     api: ApiName | None = None
     """The API the path was recognized as, or None (answered 404)."""
-    received_at: float = field(default=0.0, compare=False)
 
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""

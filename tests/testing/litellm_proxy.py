@@ -1,10 +1,11 @@
-"""A real LiteLLM Proxy server (``litellm --config``) in a subprocess on 127.0.0.1.
+"""A real LiteLLM Proxy server (``litellm --config``) in a subprocess on 127.0.0.1, for
+budgetware's own tests, benchmarks and ``scripts/check-proxy-extra``.
 
-Standard library only, like the fake provider: it starts the ``litellm`` command of the
-running interpreter's environment (``budgetware[proxy]`` installs it), waits until the
-proxy answers, and stops it. Tests and benchmarks start one per config; several can run
-side by side (replicas), each on its own free port with its own log file. ``warm=True``
-forks the proxy from a process that imported it once (``litellm_forkserver``) instead.
+Standard library only: it starts the ``litellm`` command of the running interpreter's
+environment (``budgetware[proxy]`` installs it), waits until the proxy answers, and stops
+it. Several can run side by side (replicas), each on its own free port with its own log
+file. ``warm=True`` forks the proxy from a process that imported it once
+(``litellm_forkserver``) instead.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from budgetware.testing.litellm_forkserver import (
+from .litellm_forkserver import (
     ForkServerError,
     ProxyForkServer,
     shared_fork_server,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware.testing.apis import Reply
-from budgetware.testing.renderers.common import Rendered, Usage, args_json, json_body, sse, uid
+from budgetware.testing._apis import Reply
+from budgetware.testing._renderers.common import Rendered, Usage, args_json, json_body, sse, uid
 
 __all__ = ["render"]
 

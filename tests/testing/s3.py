@@ -1,10 +1,10 @@
-"""A real S3-compatible server (moto's server mode) in a subprocess on 127.0.0.1.
+"""A real S3-compatible server (moto's server mode) in a subprocess on 127.0.0.1, for
+budgetware's own tests and benchmarks.
 
-Standard library only, like the fake provider: it starts ``python -m moto.server`` of the
-running interpreter (``pip install "moto[server]"``) on a free loopback port, waits until
-it answers, and stops it. ``aws_env()`` gives the standard AWS variables that point boto3
-(and budgetware's S3 store, ``BUDGETWARE_ARTIFACT_STORE=s3://bucket/prefix``) at it and
-nowhere else: no config files, no instance metadata.
+It starts ``python -m moto.server`` of the running interpreter (``moto[server]``, in the
+``test`` extra) on a free loopback port, waits until it answers, and stops it.
+``aws_env()`` gives the standard AWS variables that point boto3 (and budgetware's S3 store)
+at it and nowhere else: no config files, no instance metadata.
 """
 
 from __future__ import annotations

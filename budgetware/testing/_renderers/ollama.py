@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from budgetware.testing.apis import Reply
-from budgetware.testing.renderers.common import Rendered, Usage, json_body, ndjson
+from budgetware.testing._apis import Reply
+from budgetware.testing._renderers.common import Rendered, Usage, json_body, ndjson
 
 __all__ = ["render"]
 

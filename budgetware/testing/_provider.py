@@ -1,9 +1,9 @@
 """A local fake of the LLM provider APIs, so real SDKs can be driven and their requests inspected.
 
-Standard library only (it ships with the demo). One ``ThreadingHTTPServer`` on 127.0.0.1
-answers just enough of OpenAI Chat Completions and Responses, Anthropic Messages, Gemini,
-Ollama and Cohere v2 for the real client libraries to complete a call, streaming or not,
-and records every request it receives, byte for byte.
+Standard library only (``budgetware demo`` runs on it too). One ``ThreadingHTTPServer`` on
+127.0.0.1 answers just enough of OpenAI Chat Completions and Responses, Anthropic Messages,
+Gemini, Ollama and Cohere v2 for the real client libraries to complete a call, streaming or
+not, and records every request it receives, byte for byte.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import socket
 import socketserver
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from budgetware.testing.apis import (
+from budgetware.testing._apis import (
     GEMINI_PATH,
     ApiName,
     RecordedRequest,
@@ -29,7 +28,7 @@ from budgetware.testing.apis import (
     default_policy,
     detect_api,
 )
-from budgetware.testing.renderers import (
+from budgetware.testing._renderers import (
     anthropic,
     cohere,
     gemini,
@@ -37,7 +36,7 @@ from budgetware.testing.renderers import (
     openai_chat,
     openai_responses,
 )
-from budgetware.testing.renderers.common import Rendered, Usage, error, json_body
+from budgetware.testing._renderers.common import Rendered, Usage, error, json_body
 
 __all__ = ["FakeProvider"]
 
@@ -179,9 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         detected = detect_api(self.path)
         api = detected[0] if detected else None
-        self.server.provider._record(
-            RecordedRequest(self.command, self.path, headers, raw, api, time.time())
-        )
+        self.server.provider._record(RecordedRequest(self.command, self.path, headers, raw, api))
         self._send(self.server.provider._answer(self.command, self.path, raw, detected))
 
     def _send(self, rendered: Rendered) -> None:
@@ -290,10 +287,12 @@ class FakeProvider:
 
     @property
     def running(self) -> bool:
+        """Whether it serves now (between ``start()`` and ``stop()``)."""
         return self._server is not None
 
     @property
     def port(self) -> int:
+        """The port it listens on (raises ``RuntimeError`` when it is not running)."""
         if self._server is None:
             raise RuntimeError("FakeProvider is not running: call start() or use `with`")
         return int(self._server.server_address[1])
