@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import print_table
 
-from budgetware import fit_text, json_string_bytes
 from budgetware.core import jsonpreview
 from budgetware.core.measure import _json_string_bytes_slow
+from budgetware.finalizer import fit_text, json_string_bytes
 
 try:
     import orjson

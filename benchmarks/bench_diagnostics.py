@@ -39,8 +39,9 @@ from _harness import print_table
 
 import budgetware.core.finalize as finalize_module
 import budgetware.wire.body as body_module
-from budgetware import BudgetConfig, ToolResult
+from budgetware import BudgetConfig
 from budgetware.diagnostics import events as diagnostics
+from budgetware.finalizer import ToolResult
 
 # The core reports through ``observer = observe.batch_observer; if observer is not None: ...``
 # (budgetware.core.observe); the HTTP layer through ``_recorder``.

@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson
 from _harness import print_table
 
-from budgetware import fit_text
 from budgetware.core import finalize as finalize_module
 from budgetware.core import salient, tokens
 from budgetware.core.config import BudgetConfig
 from budgetware.core.salient import compile_salient
+from budgetware.finalizer import fit_text
 from budgetware.wire.body import finalize_body
 
 ROOT = Path(__file__).resolve().parent.parent

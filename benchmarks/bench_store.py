@@ -51,8 +51,9 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 from _harness import print_table
 from testing.s3 import LocalS3Server, aws_env
 
-from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body
+from budgetware import BudgetConfig
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import ToolResult, finalize_batch, finalize_body
 from budgetware.store import sweeper
 from budgetware.store.local import LocalArtifactStore
 

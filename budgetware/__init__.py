@@ -1,83 +1,69 @@
-# ruff: noqa: F405  (the public names come from budgetware._api, loaded on first use)
 """budgetware: keep the tool results inside LLM requests within a budget, losing nothing."""
 
-# The public API, one flat namespace; the layers below are private (docs/architecture.md).
-# The names are imported from budgetware/_api.py on first use, so that ``import budgetware``
-# (the CLI, ``budgetware run``'s start-up hook) costs almost nothing: it imports neither
-# ``typing`` nor anything of the layers but two small registries.
+# The front door: the names a program types (docs/architecture.md, "The public surface").
+# They load on first use (budgetware/_api.py), so that ``import budgetware`` (the CLI,
+# ``budgetware run``'s start-up hook in every process) imports neither ``typing`` nor
+# pydantic. Type checkers read the imports below: mypy and pyright take any name
+# ``TYPE_CHECKING`` as true (scripts/check-types holds them to it).
 import _thread
 
 from budgetware.core import observe as _observe
 from budgetware.http import hooks as _hooks
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from budgetware._api import *  # noqa: F403
-del TYPE_CHECKING
+    from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+    from budgetware.core.config import BudgetConfig, ConfigError, ToolPolicy, budget
+    from budgetware.core.errors import BudgetwareWarning
+    from budgetware.http.instrument import instrument, is_instrumented, uninstrument
+    from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+    from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
+    from budgetware.retrieval.grep import grep_artifact
+    from budgetware.retrieval.read import read_artifact
 
 # The one place the version is written: pyproject.toml reads it when the package is built.
 __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactNotFound",
-    "ArtifactStore",
     "ArtifactStoreError",
     "AsyncBudgetTransport",
     "BudgetConfig",
     "BudgetTransport",
     "BudgetwareWarning",
     "ConfigError",
-    "GrepLine",
-    "GrepMatch",
-    "HeadlessWriter",
-    "Instrumentation",
     "InvalidPattern",
     "InvalidReadArgument",
-    "LocalArtifactStore",
-    "McpBudget",
-    "McpServerBudget",
-    "McpToolPolicy",
-    "Recorder",
     "SearchTimeout",
-    "StoreUsage",
     "ToolPolicy",
-    "ToolResult",
     "__version__",
-    "allocate",
-    "bound_payload",
     "budget",
-    "finalize_batch",
-    "finalize_body",
-    "fit_text",
     "grep_artifact",
-    "guard_batch",
     "instrument",
     "is_instrumented",
-    "json_string_bytes",
-    "measure",
-    "project_acp_frame",
-    "project_acp_update",
-    "project_headless_message",
     "read_artifact",
-    "set_recorder",
     "uninstrument",
 ]
 
 
 _load_lock = _thread.allocate_lock()
 
+if not TYPE_CHECKING:  # hidden from type checkers: a misspelled name stays an error
 
-def __getattr__(name: str) -> object:
-    if name not in __all__:
-        raise AttributeError(f"module 'budgetware' has no attribute {name!r}")
-    with _load_lock:
-        from budgetware import _api
+    def __getattr__(name: str) -> object:
+        if name not in __all__:
+            raise AttributeError(f"module 'budgetware' has no attribute {name!r}")
+        with _load_lock:
+            from budgetware import _api
 
-        namespace = globals()
-        for public in __all__:
-            if public not in namespace:
-                namespace[public] = getattr(_api, public)
-    return namespace[name]
+            namespace = globals()
+            for public in __all__:
+                if public not in namespace:
+                    namespace[public] = getattr(_api, public)
+        return namespace[name]
+
+
+del TYPE_CHECKING
 
 
 def __dir__() -> list[str]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch, guard_batch
+from budgetware import BudgetConfig
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch, guard_batch
 
 test_log = "".join(f"tests/test_api.py::test_{i:05d} PASSED\n" for i in range(5_000))
 test_log += "FAILED tests/test_cart.py::test_total - AssertionError\n1 failed, 4999 passed"

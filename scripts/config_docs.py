@@ -111,7 +111,10 @@ def sections() -> dict[str, tuple[str, str]]:
     """``name -> (source, generated markdown)`` for every generated part of the page."""
     return {
         "budget-config": ("budgetware.BudgetConfig", model_table(BudgetConfig, ENV_PREFIX)),
-        "mcp-budget": ("budgetware.McpBudget", model_table(McpBudget, ENV_PREFIX + "MCP_")),
+        "mcp-budget": (
+            "budgetware.integrations.mcp.McpBudget",
+            model_table(McpBudget, ENV_PREFIX + "MCP_"),
+        ),
         "environment": ("budgetware/core/environment.py", standalone_table()),
     }
 

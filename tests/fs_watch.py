@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.store.sweeper import THREAD_NAME as SWEEPER
 
 _FILE_EVENTS = {"open", "os.mkdir", "os.rename", "os.link", "os.remove", "os.listdir", "os.chmod"}

@@ -19,8 +19,8 @@ SOURCES = {"budgetware": ROOT / "budgetware", "budgetware.integrations": ROOT / 
 
 # Lowest first. A layer may import the layers before it, never one after it or beside it
 # (mcp and display share a rank: neither imports the other). ``testing`` (the fake
-# provider) imports nothing of budgetware; the facade (budgetware/__init__.py) and
-# __main__ sit above everything.
+# provider) imports nothing of budgetware; the facade (budgetware/__init__.py and the public
+# modules beside it) and __main__ sit above everything.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("store",),
@@ -34,7 +34,14 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 STANDALONE = {"testing"}
-TOP = {"budgetware", "budgetware._api", "budgetware.__main__"}
+# The facade: the front door, its lazily loaded names, and the public modules beside it.
+TOP = {
+    "budgetware",
+    "budgetware._api",
+    "budgetware.__main__",
+    "budgetware.finalizer",
+    "budgetware.types",
+}
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:

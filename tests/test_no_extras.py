@@ -32,7 +32,8 @@ sys.meta_path.insert(0, NotInstalled())
 
 import json, tempfile
 import budgetware
-from budgetware import BudgetConfig, ToolResult, finalize_batch, finalize_body, json_string_bytes
+from budgetware import BudgetConfig
+from budgetware.finalizer import ToolResult, finalize_batch, finalize_body, json_string_bytes
 
 config = BudgetConfig(batch_budget=1_000, artifact_dir=tempfile.mkdtemp())
 (entry,) = finalize_batch([ToolResult("c", "t", ("x" * 5_000,))], config=config)

@@ -196,7 +196,7 @@ class BudgetConfig(BaseModel):
         ),
     )
     persist: bool = Field(default=True, description="Write the full output of a cut result once.")
-    artifact_dir: Path | None = Field(
+    artifact_dir: Path | str | None = Field(  # a str is read as a Path (_expand_dir)
         default=None,
         description=(
             "Where artifacts go; unset: the user's cache directory "
@@ -461,7 +461,7 @@ class BudgetConfig(BaseModel):
 
     def resolved_artifact_dir(self) -> Path:
         """The artifact directory in effect (configured, or the default)."""
-        return self.artifact_dir if self.artifact_dir is not None else default_artifact_dir()
+        return Path(self.artifact_dir) if self.artifact_dir is not None else default_artifact_dir()
 
     def store_location(self) -> StoreLocation:
         """Where artifacts go: ``artifact_store`` if set, else the artifact directory.

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import ModuleType, TracebackType
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload
 
 from budgetware.core import observe
 from budgetware.core.config import (
@@ -30,6 +30,11 @@ from budgetware.http.hooks import response_may_wait, rewrite_response
 from budgetware.store.select import check_store, remote_store_in_use
 from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.signing import signed_header_names
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
+    from typing_extensions import Self
 
 __all__ = [
     "HANDLED_EXTENSION",
@@ -287,6 +292,20 @@ class _TransportBase:
 class BudgetTransport(_TransportBase):
     """A sync transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
+    # Around a transport of httpx or httpx2 it is one of that library too (_TransportBase).
+    @overload
+    def __new__(
+        cls, inner: httpx2.BaseTransport, *, config: BudgetConfig | None = None
+    ) -> _Httpx2BudgetTransport: ...
+    @overload
+    def __new__(
+        cls, inner: httpx.BaseTransport, *, config: BudgetConfig | None = None
+    ) -> _HttpxBudgetTransport: ...
+    @overload
+    def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Self: ...
+    def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Any:
+        return super().__new__(cls, inner, config=config)
+
     def handle_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
         handled = is_handled(request)
@@ -302,7 +321,7 @@ class BudgetTransport(_TransportBase):
     def close(self) -> None:
         self.inner.close()
 
-    def __enter__(self) -> BudgetTransport:
+    def __enter__(self) -> Self:
         self.inner.__enter__()
         return self
 
@@ -467,6 +486,20 @@ async def rewrite_response_off_loop(
 class AsyncBudgetTransport(_TransportBase):
     """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
+    # Around a transport of httpx or httpx2 it is one of that library too (_TransportBase).
+    @overload
+    def __new__(
+        cls, inner: httpx2.AsyncBaseTransport, *, config: BudgetConfig | None = None
+    ) -> _Httpx2AsyncBudgetTransport: ...
+    @overload
+    def __new__(
+        cls, inner: httpx.AsyncBaseTransport, *, config: BudgetConfig | None = None
+    ) -> _HttpxAsyncBudgetTransport: ...
+    @overload
+    def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Self: ...
+    def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Any:
+        return super().__new__(cls, inner, config=config)
+
     _library_base = "AsyncBaseTransport"
     _asynchronous = True
 
@@ -484,7 +517,7 @@ class AsyncBudgetTransport(_TransportBase):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def __aenter__(self) -> AsyncBudgetTransport:
+    async def __aenter__(self) -> Self:
         await self.inner.__aenter__()
         return self
 
@@ -495,3 +528,15 @@ class AsyncBudgetTransport(_TransportBase):
         traceback: TracebackType | None = None,
     ) -> None:
         await self.inner.__aexit__(exc_type, exc_value, traceback)
+
+
+if TYPE_CHECKING:
+    # The classes _TransportBase.__new__ builds, as type checkers see them: httpx.Client and
+    # httpx2.Client take a BudgetTransport around their own library's transport.
+    class _Httpx2BudgetTransport(BudgetTransport, httpx2.BaseTransport): ...
+
+    class _HttpxBudgetTransport(BudgetTransport, httpx.BaseTransport): ...
+
+    class _Httpx2AsyncBudgetTransport(AsyncBudgetTransport, httpx2.AsyncBaseTransport): ...
+
+    class _HttpxAsyncBudgetTransport(AsyncBudgetTransport, httpx.AsyncBaseTransport): ...

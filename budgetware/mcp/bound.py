@@ -102,18 +102,13 @@ def _tool_entries(value: Any) -> Any:
     return value
 
 
-# Per-tool overrides, for the whole boundary and for one server alike.
-_ToolOverrides = Annotated[
-    dict[str, Count | McpToolPolicy],
-    BeforeValidator(_tool_entries),
-    Field(
-        default_factory=dict,
-        description=(
-            "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
-            "'priority', 'min_room'}."
-        ),
-    ),
-]
+# Per-tool overrides, for the whole boundary and for one server alike. The default is given
+# where the field is declared: a Field() inside Annotated is no default to type checkers.
+_ToolOverrides = Annotated[dict[str, Count | McpToolPolicy], BeforeValidator(_tool_entries)]
+_TOOLS = (
+    "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', 'priority', "
+    "'min_room'}."
+)
 
 
 class McpServerBudget(BaseModel):
@@ -125,7 +120,7 @@ class McpServerBudget(BaseModel):
         default=None,
         description="Budget per tools/call result of this server; None: the global one.",
     )
-    tools: _ToolOverrides
+    tools: _ToolOverrides = Field(default_factory=dict, description=_TOOLS)
 
 
 class McpBudget(BaseModel):
@@ -159,7 +154,7 @@ class McpBudget(BaseModel):
         description="Largest rewritten result message on the wire, in bytes (the mcp client's "
         "limit for one server-sent event); 0 or less disables.",
     )
-    tools: _ToolOverrides
+    tools: _ToolOverrides = Field(default_factory=dict, description=_TOOLS)
 
     servers: dict[str, McpServerBudget] = Field(
         default_factory=dict,

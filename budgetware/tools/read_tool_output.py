@@ -117,7 +117,7 @@ def _gemini_parameters() -> dict[str, Any]:
     return {"type": "OBJECT", "properties": properties, "required": ["ref"]}
 
 
-def read_tool_output_schema(api: str = "openai_chat") -> dict[str, Any]:
+def read_tool_output_schema(api: ToolApi = "openai_chat") -> dict[str, Any]:
     """The declaration of ``read_tool_output`` for one provider API: an element of the
     request's ``tools`` list (``openai_chat``, ``openai_responses``, ``anthropic``), or a
     function declaration for Gemini's ``tools=[{"function_declarations": [...]}]``."""

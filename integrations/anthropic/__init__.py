@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.core.jsonio import dumps_bytes
@@ -28,6 +28,9 @@ from budgetware.http.transport import (
 )
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
+
+if TYPE_CHECKING:
+    from anthropic import DefaultAioHttpClient, DefaultAsyncHttpxClient, DefaultHttpxClient
 
 __all__ = ["budget_async_http_client", "budget_http_client", "budget_middleware"]
 
@@ -124,7 +127,7 @@ def _keepalive_socket_options() -> list[tuple[int, int, int]]:
     return options
 
 
-def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> DefaultHttpxClient:
     """``anthropic.DefaultHttpxClient`` whose transport bounds tool results.
 
     Keeps the SDK's connection limits and TCP keep-alive options; ``kwargs`` go to
@@ -138,12 +141,13 @@ def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> 
         limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
     )
     transport = BudgetTransport(inner, config=config)
-    return anthropic.DefaultHttpxClient(transport=transport, **kwargs)
+    client: DefaultHttpxClient = anthropic.DefaultHttpxClient(transport=transport, **kwargs)
+    return client
 
 
 def budget_async_http_client(
     *, config: BudgetConfig | None = None, aiohttp: bool = False, **kwargs: Any
-) -> Any:
+) -> DefaultAsyncHttpxClient | DefaultAioHttpClient:
     """``anthropic.DefaultAsyncHttpxClient`` (or ``DefaultAioHttpClient`` with ``aiohttp=True``)
     whose transport bounds tool results."""
     anthropic = _anthropic()
@@ -153,13 +157,15 @@ def budget_async_http_client(
         from anthropic._vendor.httpx_aiohttp import AiohttpTransport
 
         inner: Any = AiohttpTransport(limits=DEFAULT_CONNECTION_LIMITS)
-        return anthropic.DefaultAioHttpClient(
+        client: DefaultAioHttpClient = anthropic.DefaultAioHttpClient(
             transport=AsyncBudgetTransport(inner, config=config), **kwargs
         )
+        return client
     library = sdk_http_library(anthropic.DefaultAsyncHttpxClient, "anthropic")
     inner = library.AsyncHTTPTransport(
         limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
     )
-    return anthropic.DefaultAsyncHttpxClient(
+    httpx_client: DefaultAsyncHttpxClient = anthropic.DefaultAsyncHttpxClient(
         transport=AsyncBudgetTransport(inner, config=config), **kwargs
     )
+    return httpx_client

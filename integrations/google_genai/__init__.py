@@ -11,10 +11,13 @@ httpx patch can see it. Giving it an async httpx2 transport switches aiohttp off
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+
+if TYPE_CHECKING:
+    from google.genai.types import HttpOptions
 
 __all__ = ["budget_http_options"]
 
@@ -27,8 +30,11 @@ _TOO_OLD = (
 
 
 def budget_http_options(
-    *, config: BudgetConfig | None = None, http_options: Any = None, **kwargs: Any
-) -> Any:
+    *,
+    config: BudgetConfig | None = None,
+    http_options: HttpOptions | dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> HttpOptions:
     """``google.genai.types.HttpOptions`` whose sync and async transports bound tool results.
 
     ``http_options`` (an ``HttpOptions`` or a dict) and ``kwargs`` are kept; their own
@@ -56,4 +62,5 @@ def budget_http_options(
     )
     values["client_args"] = client_args
     values["async_client_args"] = async_args
-    return types.HttpOptions(**values)
+    options: HttpOptions = types.HttpOptions(**values)
+    return options

@@ -22,10 +22,15 @@ For the LiteLLM Proxy and Router, ``budget_callback()`` is a litellm ``CustomLog
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+
+if TYPE_CHECKING:
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, HTTPHandler
+
+    from ._callback import BudgetCallback
 
 __all__ = ["BudgetCallback", "budget_async_http_handler", "budget_callback", "budget_http_handler"]
 
@@ -49,22 +54,25 @@ def _callback_module() -> Any:
     return _callback
 
 
-def budget_callback(*, config: BudgetConfig | None = None) -> Any:
+def budget_callback(*, config: BudgetConfig | None = None) -> BudgetCallback:
     """A ``BudgetCallback``: the litellm ``CustomLogger`` that bounds tool results.
 
     Register it with ``litellm.callbacks = [budget_callback()]`` (async SDK and Router
     calls) or name ``budgetware.integrations.litellm.proxy.handler`` in the proxy config.
     """
-    return _callback_module().BudgetCallback(config)
+    callback: BudgetCallback = _callback_module().BudgetCallback(config)
+    return callback
 
 
-def __getattr__(name: str) -> Any:
-    if name == "BudgetCallback":
-        return _callback_module().BudgetCallback
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the import above
+
+    def __getattr__(name: str) -> Any:
+        if name == "BudgetCallback":
+            return _callback_module().BudgetCallback
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def budget_http_handler(*, config: BudgetConfig | None = None) -> Any:
+def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
     """A litellm ``HTTPHandler`` around a classic ``httpx.Client`` with a budget transport.
 
     Pass it as ``client=`` to ``litellm.completion`` (any provider but openai/azure: those
@@ -74,20 +82,23 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> Any:
     http_handler = _handlers()
     import httpx
 
-    transport: Any = BudgetTransport(httpx.HTTPTransport(), config=config)
+    transport = BudgetTransport(httpx.HTTPTransport(), config=config)
     client = httpx.Client(transport=transport, follow_redirects=True)
-    handler = http_handler.HTTPHandler(client=client)
+    handler: HTTPHandler = http_handler.HTTPHandler(client=client)
     # The handler did not create this client but is its only user: close() should close it.
     if hasattr(handler, "_owns_client"):
         handler._owns_client = True
     return handler
 
 
-def budget_async_http_handler(*, config: BudgetConfig | None = None) -> Any:
+def budget_async_http_handler(*, config: BudgetConfig | None = None) -> AsyncHTTPHandler:
     """A litellm ``AsyncHTTPHandler`` whose transport (litellm's own aiohttp-backed one,
     or classic httpx's) is wrapped in a budget transport."""
     http_handler = _handlers()
     import httpx
 
     inner = http_handler.AsyncHTTPHandler.create_async_transport() or httpx.AsyncHTTPTransport()
-    return http_handler.AsyncHTTPHandler(transport=AsyncBudgetTransport(inner, config=config))
+    handler: AsyncHTTPHandler = http_handler.AsyncHTTPHandler(
+        transport=AsyncBudgetTransport(inner, config=config)
+    )
+    return handler

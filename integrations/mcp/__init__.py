@@ -20,6 +20,7 @@ from budgetware.mcp.bound import (
     BoundResult,
     McpBudget,
     McpServerBudget,
+    McpToolPolicy,
     bound_tool_result,
 )
 from budgetware.mcp.http import configure_mcp as configure
@@ -41,6 +42,7 @@ __all__ = [
     "McpBoundTransport",
     "McpBudget",
     "McpServerBudget",
+    "McpToolPolicy",
     "bound_streams",
     "bound_tool_result",
     "budget_http_client",

@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 import threading
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
+    import httpx
+    import httpx2
     from typing_extensions import Self
 
 from budgetware.core.artifacts import ArtifactStore
@@ -55,6 +57,10 @@ class McpBoundTransport:
     inner transport's library ``AsyncBaseTransport``, so clients accept it.
     """
 
+    @overload
+    def __new__(cls, inner: httpx.AsyncBaseTransport, **kwargs: Any) -> _HttpxMcpTransport: ...
+    @overload
+    def __new__(cls, inner: Any = None, **kwargs: Any) -> _Httpx2McpTransport: ...
     def __new__(cls, inner: Any = None, **kwargs: Any) -> Any:
         if cls is not McpBoundTransport:
             return super().__new__(cls)
@@ -117,7 +123,7 @@ def budget_http_client(
     config: BudgetConfig | None = None,
     transport: Any = None,
     **client_kwargs: Any,
-) -> Any:
+) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)``.
 
     Its ``tools/call`` results arrive bounded to ``budget`` (default: the process-wide MCP
@@ -127,13 +133,14 @@ def budget_http_client(
     transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
     to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
     """
-    httpx2 = require("httpx2")
+    library = require("httpx2")
     if "timeout" not in client_kwargs:
-        client_kwargs["timeout"] = httpx2.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
+        client_kwargs["timeout"] = library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
     bounded = McpBoundTransport(
         transport, budget=budget, server=server, store=store, config=config
     )
-    return httpx2.AsyncClient(transport=bounded, **client_kwargs)
+    client: httpx2.AsyncClient = library.AsyncClient(transport=bounded, **client_kwargs)
+    return client
 
 
 class _State:
@@ -332,3 +339,10 @@ class BoundedTransport:
     ) -> bool | None:
         result: bool | None = await self._transport.__aexit__(exc_type, exc_val, exc_tb)
         return result
+
+
+if TYPE_CHECKING:
+    # The classes McpBoundTransport.__new__ builds, as type checkers see them.
+    class _Httpx2McpTransport(McpBoundTransport, httpx2.AsyncBaseTransport): ...
+
+    class _HttpxMcpTransport(McpBoundTransport, httpx.AsyncBaseTransport): ...

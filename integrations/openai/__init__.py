@@ -9,10 +9,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport, sdk_http_library
+
+if TYPE_CHECKING:
+    from openai import DefaultAioHttpClient, DefaultAsyncHttpxClient, DefaultHttpxClient
 
 __all__ = ["budget_aiohttp_client", "budget_async_http_client", "budget_http_client"]
 
@@ -27,7 +30,7 @@ def _openai() -> Any:
     return openai
 
 
-def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> DefaultHttpxClient:
     """``openai.DefaultHttpxClient`` (the SDK's timeout, limits, redirects) with a budget.
 
     Built on the HTTP library the installed openai uses (httpx for openai 2.x, httpx2 for
@@ -40,10 +43,15 @@ def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> 
     library = sdk_http_library(openai.DefaultHttpxClient, "openai")
     # DefaultHttpxClient hands its limits to the transport it builds; ours needs them too.
     inner = library.HTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
-    return openai.DefaultHttpxClient(transport=BudgetTransport(inner, config=config), **kwargs)
+    client: DefaultHttpxClient = openai.DefaultHttpxClient(
+        transport=BudgetTransport(inner, config=config), **kwargs
+    )
+    return client
 
 
-def budget_async_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+def budget_async_http_client(
+    *, config: BudgetConfig | None = None, **kwargs: Any
+) -> DefaultAsyncHttpxClient:
     """``openai.DefaultAsyncHttpxClient`` with a budget, for ``AsyncOpenAI(http_client=...)``
     (httpx or httpx2, as the installed openai uses)."""
     openai = _openai()
@@ -51,9 +59,10 @@ def budget_async_http_client(*, config: BudgetConfig | None = None, **kwargs: An
 
     library = sdk_http_library(openai.DefaultAsyncHttpxClient, "openai")
     inner = library.AsyncHTTPTransport(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
-    return openai.DefaultAsyncHttpxClient(
+    client: DefaultAsyncHttpxClient = openai.DefaultAsyncHttpxClient(
         transport=AsyncBudgetTransport(inner, config=config), **kwargs
     )
+    return client
 
 
 _AIOHTTP_2X = (
@@ -62,7 +71,9 @@ _AIOHTTP_2X = (
 )
 
 
-def budget_aiohttp_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> Any:
+def budget_aiohttp_client(
+    *, config: BudgetConfig | None = None, **kwargs: Any
+) -> DefaultAioHttpClient:
     """``openai.DefaultAioHttpClient`` (aiohttp on the wire) with a budget.
 
     openai 3.x ships its aiohttp transport (httpx2); openai 2.x (classic httpx) uses the
@@ -74,9 +85,10 @@ def budget_aiohttp_client(*, config: BudgetConfig | None = None, **kwargs: Any) 
 
     transport_class = _aiohttp_transport(sdk_http_library(openai.DefaultAioHttpClient, "openai"))
     inner = transport_class(limits=kwargs.get("limits", DEFAULT_CONNECTION_LIMITS))
-    return openai.DefaultAioHttpClient(
+    client: DefaultAioHttpClient = openai.DefaultAioHttpClient(
         transport=AsyncBudgetTransport(inner, config=config), **kwargs
     )
+    return client
 
 
 def _aiohttp_transport(library: Any) -> Any:

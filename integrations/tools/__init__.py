@@ -13,7 +13,7 @@ Each framework is imported only when its tool is built: ``pip install
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
 from budgetware.store.base import ContentStore
@@ -25,6 +25,11 @@ from budgetware.tools import (
     read_tool_output_parameters,
     run_read_tool_output,
 )
+
+if TYPE_CHECKING:
+    from agents import FunctionTool
+    from langchain_core.tools import StructuredTool
+    from pydantic_ai import Tool
 
 __all__ = [
     "aread_tool_output",
@@ -99,7 +104,7 @@ def _require(module: str, extra: str) -> None:
 
 def openai_agents_tool(
     *, store: ContentStore | None = None, config: BudgetConfig | None = None
-) -> Any:
+) -> FunctionTool:
     """``read_tool_output`` as an OpenAI Agents SDK ``FunctionTool``:
     ``Agent(..., tools=[openai_agents_tool()])``."""
     _require("agents", "openai-agents")
@@ -120,7 +125,7 @@ def openai_agents_tool(
 
 def langchain_tool(
     *, store: ContentStore | None = None, config: BudgetConfig | None = None
-) -> Any:
+) -> StructuredTool:
     """``read_tool_output`` as a LangChain ``StructuredTool`` (LangGraph's ``ToolNode`` and
     ``create_react_agent`` take it): ``model.bind_tools([langchain_tool()])``."""
     _require("langchain_core", "langchain")
@@ -145,7 +150,7 @@ def langchain_tool(
 
 def pydantic_ai_tool(
     *, store: ContentStore | None = None, config: BudgetConfig | None = None
-) -> Any:
+) -> Tool[Any]:
     """``read_tool_output`` as a pydantic-ai ``Tool``:
     ``Agent(..., tools=[pydantic_ai_tool()])``."""
     _require("pydantic_ai", "pydantic-ai")
@@ -154,10 +159,11 @@ def pydantic_ai_tool(
     async def run(**arguments: Any) -> str:
         return await arun_read_tool_output(arguments, store=store, config=config)
 
-    return Tool.from_schema(
+    tool: Tool[Any] = Tool.from_schema(
         run,
         name=TOOL_NAME,
         description=TOOL_DESCRIPTION,
         json_schema=read_tool_output_parameters(),
         takes_ctx=False,
     )
+    return tool

@@ -238,7 +238,7 @@ def test_artifacts_dir_others_can_write_names_the_option(
 def test_artifacts_usage_of_one_artifact(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from budgetware import LocalArtifactStore
+    from budgetware.finalizer import LocalArtifactStore
 
     LocalArtifactStore(tmp_path).put("x" * 1000)
     assert cli(["artifacts", "--dir", str(tmp_path), "usage"]) == 0

@@ -15,8 +15,10 @@ from fs_watch import watch_file_system
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import (
-    BudgetConfig,
+from budgetware import BudgetConfig
+from budgetware.core.artifacts import text_key
+from budgetware.core.fit import fit_text
+from budgetware.finalizer import (
     LocalArtifactStore,
     ToolResult,
     finalize_batch,
@@ -24,8 +26,6 @@ from budgetware import (
     guard_batch,
     measure,
 )
-from budgetware.core.artifacts import text_key
-from budgetware.core.fit import fit_text
 
 
 def cfg(budget: int, **kw: Any) -> BudgetConfig:
@@ -248,7 +248,8 @@ def test_case16_non_finite_budget_disables() -> None:
 
 _CHILD = """
 import json, sys
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch
+from budgetware import BudgetConfig
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 store = LocalArtifactStore(sys.argv[1])
 batch = [ToolResult("c1", "t", ("A" * 20000 + "B" * 20000,)), ToolResult("c2", "t", ("x" * 300,))]
 out = finalize_batch(batch, config=BudgetConfig(batch_budget=3000), store=store)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware import fit_text, measure
 from budgetware.core.notice import DEFAULT_WORDING
+from budgetware.finalizer import fit_text, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import fit_text, measure
 from budgetware.core.fit import PreviewOptions
+from budgetware.finalizer import fit_text, measure
 
 from .strategies import json_numbers
 

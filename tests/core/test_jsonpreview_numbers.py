@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import fit_text
 from budgetware.core import jsonio, jsonpreview
 from budgetware.core.fit import SlotPreview
 from budgetware.core.jsonio import compact_literal, loads_literal, loads_spelled
+from budgetware.finalizer import fit_text
 
 from .strategies import json_numbers
 

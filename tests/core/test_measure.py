@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware import json_string_bytes, measure
 from budgetware.core.measure import _json_string_bytes_slow, cut_prefix, cut_suffix
+from budgetware.finalizer import json_string_bytes, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True

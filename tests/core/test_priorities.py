@@ -8,18 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware import (
-    BudgetConfig,
-    ConfigError,
-    McpBudget,
-    McpToolPolicy,
-    ToolPolicy,
-    ToolResult,
-    allocate,
-    finalize_batch,
-    guard_batch,
-)
+from budgetware import BudgetConfig, ConfigError, ToolPolicy
 from budgetware.core.allocate import allocate_by_priority
+from budgetware.finalizer import ToolResult, allocate, finalize_batch, guard_batch
+from budgetware.integrations.mcp import McpBudget, McpToolPolicy
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True

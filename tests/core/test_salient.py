@@ -13,14 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budgetware import (
-    BudgetConfig,
-    ConfigError,
-    ToolResult,
-    finalize_batch,
-    finalize_body,
-    fit_text,
-)
+from budgetware import BudgetConfig, ConfigError
 from budgetware.core.artifacts import text_key
 from budgetware.core.fit import PreviewOptions
 from budgetware.core.salient import (
@@ -29,6 +22,7 @@ from budgetware.core.salient import (
     compile_salient,
     salient_spans,
 )
+from budgetware.finalizer import ToolResult, finalize_batch, finalize_body, fit_text
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import BudgetConfig, ConfigError, ToolResult, finalize_batch, fit_text, measure
+from budgetware import BudgetConfig, ConfigError
 from budgetware.core import tokens
 from budgetware.core.measure import cut_prefix, cut_suffix
+from budgetware.finalizer import ToolResult, finalize_batch, fit_text, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True

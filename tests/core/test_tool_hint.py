@@ -11,17 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import (
-    BudgetConfig,
-    LocalArtifactStore,
-    ToolResult,
-    finalize_batch,
-    fit_text,
-    measure,
-)
+from budgetware import BudgetConfig
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import DEFAULT_PREVIEW, PreviewOptions
 from budgetware.core.notice import TOOL_HINT, TOOL_HINT_WORDING
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch, fit_text, measure
 
 HINTED = PreviewOptions(wording=TOOL_HINT_WORDING)
 REF = "/home/me/.cache/budgetware/artifacts/" + "a" * 64 + ".txt"

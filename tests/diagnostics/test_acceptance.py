@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, ToolResult, finalize_batch, guard_batch
+from budgetware import BudgetConfig
 from budgetware.diagnostics import events as diagnostics
 from budgetware.diagnostics.events import ArtifactInfo, keyed_hash
+from budgetware.finalizer import ToolResult, finalize_batch, guard_batch
 
 from .conftest import FakeClock, Log
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, finalize_body
+from budgetware import BudgetConfig
 from budgetware.diagnostics import events as diagnostics
 from budgetware.diagnostics import recorder as recorder
 from budgetware.diagnostics.diagnose import read_log
 from budgetware.display.projection import project_acp_frame, project_headless_message
+from budgetware.finalizer import finalize_body
 
 CANARY = "Kanarie-9f27c1"  # mixed case: checked case-insensitively too
 URL = "https://api.example.test/v1/chat/completions"

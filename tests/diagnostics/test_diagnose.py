@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, ToolResult, finalize_batch, guard_batch
+from budgetware import BudgetConfig
 from budgetware.cli.main import main as cli
 from budgetware.diagnostics import events as diagnostics
+from budgetware.finalizer import ToolResult, finalize_batch, guard_batch
 
 from .conftest import Log
 

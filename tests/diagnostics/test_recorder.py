@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from budgetware import BudgetConfig, ToolResult, finalize_batch
+from budgetware import BudgetConfig
 from budgetware.diagnostics import events as diagnostics
 from budgetware.diagnostics import recorder as recorder
 from budgetware.diagnostics.recorder import Recorder, record_submission, redact_url
+from budgetware.finalizer import ToolResult, finalize_batch
 
 from .conftest import Log
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.integrations import tools
 from budgetware.testing import FakeProvider, scripted_tool_calls
 

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from local_servers import mcp_http_server
 
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 
 pytest.importorskip("mcp")
 

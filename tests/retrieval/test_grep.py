@@ -11,18 +11,18 @@ import pytest
 
 from budgetware import (
     ArtifactNotFound,
-    GrepMatch,
     InvalidPattern,
     InvalidReadArgument,
-    LocalArtifactStore,
     SearchTimeout,
     grep_artifact,
     read_artifact,
 )
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.retrieval import grep as grep_module
 from budgetware.retrieval import pattern as pattern_module
 from budgetware.retrieval.grep import grep_result
 from budgetware.store.base import ContentStore
+from budgetware.types import GrepMatch
 
 LOG = "\n".join(
     [f"PASSED tests/test_{i}.py::test_ok" for i in range(1, 3000)]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import InvalidPattern, LocalArtifactStore, grep_artifact
+from budgetware import InvalidPattern, grep_artifact
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.retrieval.pattern import (
     MAX_EXPANSION,
     compile_pattern,
@@ -105,7 +106,7 @@ def test_nothing_is_allocated_for_a_refused_pattern(tmp_path: Path) -> None:
         pytest.skip("reads the address space size from /proc")
     script = r"""
 import json, resource, sys
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.tools import run_read_tool_output
 
 store = LocalArtifactStore(sys.argv[1])

@@ -13,15 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import (
-    ArtifactNotFound,
-    BudgetConfig,
-    InvalidReadArgument,
-    LocalArtifactStore,
-    budget,
-    read_artifact,
-)
+from budgetware import ArtifactNotFound, BudgetConfig, InvalidReadArgument, budget, read_artifact
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.store import charindex
 from budgetware.store.base import ContentStore
 from budgetware.store.charindex import BLOCK, CharIndex, build_index

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch
+from budgetware import BudgetConfig
 from budgetware.cli.artifacts import parse_age, parse_size
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 
 DAY = 86400.0
 NOW = time.time()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch
+from budgetware import BudgetConfig
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 from budgetware.store import base, sweeper
 from budgetware.store.select import store_for_config
 

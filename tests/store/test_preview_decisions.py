@@ -15,12 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch
+from budgetware import BudgetConfig
 from budgetware.core.artifacts import text_key
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import DEFAULT_PREVIEW, PreviewOptions, fit_text
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.notice import DEFAULT_WORDING, PREVIEW_PHRASES, may_be_preview
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 from budgetware.mcp.bound import bound_tool_result
 
 # The file APIs of the local store do not matter here: run each test once.

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from fs_watch import watch_file_system
 
-from budgetware import BudgetConfig, LocalArtifactStore, ToolResult, finalize_batch
+from budgetware import BudgetConfig
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 from budgetware.mcp.bound import bound_tool_result
 from budgetware.store import sweeper
 

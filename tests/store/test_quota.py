@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import ArtifactStoreError, LocalArtifactStore
+from budgetware import ArtifactStoreError
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.store import base, sweeper
 
 DAY = 86400.0

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from fs_watch import watch_file_system
 
-from budgetware import ArtifactStoreError, BudgetConfig, LocalArtifactStore
+from budgetware import ArtifactStoreError, BudgetConfig
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.store import sweeper
 from budgetware.store.select import store_for_config
 
@@ -288,7 +289,7 @@ def test_a_sweep_stopped_by_interpreter_exit_deletes_nothing(
 
 _EXITING_CHILD = """
 import os, sys, time
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 store = LocalArtifactStore(sys.argv[1], sweep_interval=600)
 for i in range(3000):
     ref = store.put(f"{i:05d}" * 20)

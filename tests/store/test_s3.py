@@ -22,15 +22,9 @@ from hung_s3 import hung_s3_endpoint
 from local_servers import serving
 from s3_server import S3Bucket
 
-from budgetware import (
-    BudgetConfig,
-    ConfigError,
-    ToolResult,
-    finalize_batch,
-    finalize_body,
-    instrument,
-)
+from budgetware import BudgetConfig, ConfigError, instrument
 from budgetware.core.artifacts import ArtifactNotFound, text_key
+from budgetware.finalizer import ToolResult, finalize_batch, finalize_body
 from budgetware.mcp.bound import bound_tool_result
 from budgetware.store import s3, sweeper
 from budgetware.store.s3 import S3ArtifactStore
@@ -406,7 +400,7 @@ def test_the_environment_variable_names_the_store(
 
 _CHILD = """
 import json, sys
-from budgetware import finalize_body
+from budgetware.finalizer import finalize_body
 body = json.dumps({"model": "m", "messages": [
     {"role": "user", "content": "go"},
     {"role": "assistant", "tool_calls": [{"id": "a", "type": "function"},

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import BudgetConfig, LocalArtifactStore, finalize_body
+from budgetware import BudgetConfig
+from budgetware.finalizer import LocalArtifactStore, finalize_body
 from budgetware.store import select
 from budgetware.store.select import store_for_config
 

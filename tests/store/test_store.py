@@ -12,15 +12,9 @@ from typing import Any
 import pytest
 from fs_watch import watch_file_system
 
-from budgetware import (
-    ArtifactStore,
-    ArtifactStoreError,
-    BudgetConfig,
-    LocalArtifactStore,
-    ToolResult,
-    finalize_batch,
-)
+from budgetware import ArtifactStoreError, BudgetConfig
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import ArtifactStore, LocalArtifactStore, ToolResult, finalize_batch
 from budgetware.store import sweeper
 from budgetware.store.local import store_for
 

@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from budgetware import (
-    BudgetConfig,
-    BudgetTransport,
-    ConfigError,
-    LocalArtifactStore,
-    ToolResult,
-    finalize_batch,
-    finalize_body,
-    instrument,
-)
+from budgetware import BudgetConfig, BudgetTransport, ConfigError, instrument
 from budgetware.core.artifacts import text_key
 from budgetware.core.fit import fit_text
+from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch, finalize_body
 from budgetware.store import base
 
 URL = "https://api.openai.com/v1/chat/completions"

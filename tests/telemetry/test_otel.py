@@ -308,7 +308,8 @@ ENTRY_POINTS = {
     "instrument": "budgetware.instrument()",
     "transport": "budgetware.BudgetTransport(httpx.MockTransport(lambda r: None))",
     "bound_payload": (
-        "budgetware.bound_payload('https://api.openai.com/v1/chat/completions', {})"
+        "import budgetware.finalizer\n"
+        "budgetware.finalizer.bound_payload('https://api.openai.com/v1/chat/completions', {})"
     ),
 }
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from budgetware import LocalArtifactStore
 from budgetware.core.artifacts import text_key
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.store.base import ContentStore
 from budgetware.tools import (
     MAX_LIMIT,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from budgetware import LocalArtifactStore
+from budgetware.finalizer import LocalArtifactStore
 from budgetware.testing import FakeProvider, Reply
 from budgetware.tools import TOOL_NAME, read_tool_output_schema, run_read_tool_output
 
