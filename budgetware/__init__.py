@@ -34,7 +34,6 @@ __all__ = [
     "InvalidPattern",
     "InvalidReadArgument",
     "LocalArtifactStore",
-    "McpBudget",
     "McpServerBudget",
     "McpToolPolicy",
     "Recorder",

@@ -25,7 +25,7 @@ from budgetware.display.projection import (
 from budgetware.http.instrument import Instrumentation, instrument, is_instrumented, uninstrument
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
 from budgetware.mcp import http as _mcp_http  # registers its response rewriter
-from budgetware.mcp.bound import McpBudget, McpServerBudget, McpToolPolicy
+from budgetware.mcp.bound import McpServerBudget, McpToolPolicy
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import GrepLine, GrepMatch, grep_artifact
 from budgetware.retrieval.read import read_artifact

@@ -18,9 +18,9 @@ from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, check_settings, resolve_config
 from budgetware.core.finalize import preview_options
 from budgetware.http.transport import library_of
-from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
-from budgetware.mcp.http import effective_mcp_budget, rewrite_mcp_response
-from budgetware.store.select import check_store
+from budgetware.mcp.bound import bound_tool_result, result_budget_for
+from budgetware.mcp.http import rewrite_mcp_response
+from budgetware.store.select import check_store, store_for_config
 
 __all__ = [
     "BoundedTransport",
@@ -75,7 +75,6 @@ class McpBoundTransport:
         self,
         inner: Any = None,
         *,
-        budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
@@ -85,7 +84,6 @@ class McpBoundTransport:
         if inner is None:
             inner = require("httpx2").AsyncHTTPTransport()
         self.inner = inner
-        self.budget = budget
         self.server = server
         self.store = store
         self.config = config
@@ -96,7 +94,6 @@ class McpBoundTransport:
         return rewrite_mcp_response(
             request,
             response,
-            budget=self.budget,
             server=self.server,
             store=self.store,
             config=self.config,
@@ -111,7 +108,6 @@ class McpBoundTransport:
 
 def budget_http_client(
     *,
-    budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
@@ -120,19 +116,17 @@ def budget_http_client(
 ) -> Any:
     """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)``.
 
-    Its ``tools/call`` results arrive bounded to ``budget`` (default: the process-wide MCP
-    budget, ``BUDGETWARE_MCP_*``), with their full output persisted once. ``server`` names
-    the server for per-server overrides (default: matched by URL). ``config`` picks the
-    artifact store (default: the environment and ``budget(...)`` blocks). ``transport`` is the
+    Its ``tools/call`` results arrive bounded by the ``mcp_*`` settings (``config``, over
+    the environment; ``budget(...)`` blocks and ``x-budgetware-*`` headers narrow them),
+    with their full output persisted once. ``server`` names the server for per-server
+    overrides (default: matched by URL). ``transport`` is the
     transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
     to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
     """
     httpx2 = require("httpx2")
     if "timeout" not in client_kwargs:
         client_kwargs["timeout"] = httpx2.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
-    bounded = McpBoundTransport(
-        transport, budget=budget, server=server, store=store, config=config
-    )
+    bounded = McpBoundTransport(transport, server=server, store=store, config=config)
     return httpx2.AsyncClient(transport=bounded, **client_kwargs)
 
 
@@ -140,14 +134,9 @@ class _State:
     """What the two directions share: pending ``tools/call`` ids and the server's name."""
 
     def __init__(
-        self,
-        budget: McpBudget | None,
-        server: str | None,
-        store: ArtifactStore | None,
-        config: BudgetConfig | None,
+        self, server: str | None, store: ArtifactStore | None, config: BudgetConfig | None
     ) -> None:
         self.config = config
-        self.budget = budget
         self.server = server
         self.named = server is not None
         self.store = store
@@ -234,34 +223,32 @@ class _BoundingRead(_StreamProxy):
         if key not in state.calls:
             return item
         tool = state.calls.pop(key)
-        budget = state.budget or effective_mcp_budget()
-        limit = budget.budget_for(state.server, tool)
-        if limit <= 0 and budget.max_message_bytes <= 0:
+        config = resolve_config(state.config, lenient=True)
+        limit = result_budget_for(config, state.server, tool)
+        if limit <= 0 and config.mcp_max_message_bytes <= 0:
             return item
         import anyio.to_thread
 
         # Bounding may write an artifact: off the event loop.
-        bounded = await anyio.to_thread.run_sync(self._bound, result, budget, limit)
+        bounded = await anyio.to_thread.run_sync(self._bound, result, config, limit)
         if bounded is result:
             return item
         types = require("mcp_types")
         new_message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=bounded)
         return type(item)(message=new_message, metadata=getattr(item, "metadata", None))
 
-    def _bound(self, result: dict[str, Any], budget: McpBudget, limit: int) -> Any:
+    def _bound(self, result: dict[str, Any], config: BudgetConfig, limit: int) -> Any:
         store = self._state.store
         if store is None:
-            store, persist = default_store(self._state.config)
-        else:
-            persist = resolve_config(self._state.config, lenient=True).persist
+            store = store_for_config(config)
         outcome = bound_tool_result(
             result,
             budget=limit,
-            max_bytes=budget.max_message_bytes,
+            max_bytes=config.mcp_max_message_bytes,
             store=store,
-            persist=persist,
-            unit=budget.unit,
-            options=preview_options(resolve_config(self._state.config, lenient=True)),
+            persist=config.persist,
+            unit=config.unit,
+            options=preview_options(config),
         )
         return outcome.result
 
@@ -270,7 +257,6 @@ def bound_streams(
     read_stream: Any,
     write_stream: Any,
     *,
-    budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
@@ -283,7 +269,7 @@ def bound_streams(
     """
     # A configuration mistake (or an unusable store) fails here, not on a call.
     check_store(check_settings(config))
-    state = _State(budget, server, store, config)
+    state = _State(server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
 
@@ -300,7 +286,6 @@ class BoundedTransport:
         self,
         transport: Any,
         *,
-        budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
@@ -308,7 +293,6 @@ class BoundedTransport:
         # A configuration mistake (or an unusable store) fails here, not on a call.
         check_store(check_settings(config))
         self._transport = transport
-        self._budget = budget
         self._server = server
         self._store = store
         self._config = config
@@ -318,7 +302,6 @@ class BoundedTransport:
         return bound_streams(
             read,
             write,
-            budget=self._budget,
             server=self._server,
             store=self._store,
             config=self._config,

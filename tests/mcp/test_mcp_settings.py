@@ -158,3 +158,27 @@ async def test_a_bad_per_tool_setting_later_leaves_the_other_mcp_settings_in_for
         monkeypatch.setenv("BUDGETWARE_MCP_TOOLS", "{bad json")
         result, _ = await call_over_http(sse_server.url, "big_text")
     assert len(result.content[0].text) <= 5_000
+
+
+# -- budget() blocks and x-budgetware-* headers reach the MCP boundary ----------------------
+
+
+async def test_a_budget_block_sets_the_mcp_result_budget(sse_server) -> None:
+    with instrument(), budget(mcp_result_budget=5_000):
+        result, _ = await call_over_http(sse_server.url, "big_text")
+    assert len(result.content[0].text) <= 5_000
+
+
+async def test_a_header_sets_the_mcp_result_budget(sse_server) -> None:
+    headers = {"x-budgetware-mcp-result-budget": "5000"}
+    with instrument():
+        async with httpx2.AsyncClient(headers=headers) as http:
+            result, _ = await call_over_http(sse_server.url, "big_text", http)
+    assert len(result.content[0].text) <= 5_000
+
+
+async def test_the_disable_header_leaves_only_the_message_limit(sse_server) -> None:
+    with instrument():
+        async with httpx2.AsyncClient(headers={"x-budgetware-disable": "1"}) as http:
+            result, _ = await call_over_http(sse_server.url, "big_text", http)
+    assert DEFAULT_RESULT_BUDGET < len(result.content[0].text) <= 1024 * 1024

@@ -13,12 +13,8 @@ from mcp.shared.message import SessionMessage
 from mcp_server_app import BIG, PNG, SMALL
 from mcp_types import JSONRPCRequest, JSONRPCResponse
 
-from budgetware.integrations.mcp import (
-    BoundedTransport,
-    McpBudget,
-    McpServerBudget,
-    bound_streams,
-)
+from budgetware.core.config import BudgetConfig
+from budgetware.integrations.mcp import BoundedTransport, McpServerBudget, bound_streams
 from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
 from budgetware.store.local import LocalArtifactStore
 
@@ -64,8 +60,9 @@ async def test_image_and_small_results_over_stdio_are_untouched(
 async def test_server_override_matches_the_name_from_initialize(
     store: LocalArtifactStore,
 ) -> None:
-    budget = McpBudget(servers={"big-output-server": McpServerBudget(result_budget=3_000)})
-    result, _ = await call_over_stdio("big_text", store=store, budget=budget)
+    servers = {"big-output-server": McpServerBudget(result_budget=3_000)}
+    config = BudgetConfig(mcp_servers=servers)
+    result, _ = await call_over_stdio("big_text", store=store, config=config)
     assert 2_000 < len(result.content[0].text) <= 3_000
 
 
