@@ -586,8 +586,8 @@ class BudgetConfig(BaseModel):
         if environ is None:
             env: Mapping[str, str] = environment_settings()
         else:
-            pairs = zip(cls.model_fields, _VARIABLES)
-            env = {n: environ[v] for n, v in pairs if v in environ and environ[v].strip()}
+            named = ((name, environ.get(variable_of(name))) for name in cls.model_fields)
+            env = {name: value for name, value in named if value and value.strip()}
         labels = {name: variable_of(name) for name in cls.model_fields}
         return _validate({**env, **overrides}, labels)
 
@@ -607,10 +607,10 @@ def variable_of(setting: str) -> str:
 
 # --- the environment, read by pydantic-settings -------------------------------------------
 
-_VARIABLES = tuple(variable_of(name) for name in BudgetConfig.model_fields)
+_VARIABLES = frozenset(variable_of(name) for name in BudgetConfig.model_fields)
 _BINDING: type[BaseSettings] | None = None
-# (what the variables held when last read, the settings read then)
-_READ: tuple[tuple[str | None, ...], Mapping[str, str]] = ((None,) * len(_VARIABLES), {})
+# (the variables set when last read and their values, the settings read then)
+_READ: tuple[tuple[tuple[str, str], ...], Mapping[str, str]] = ((), MappingProxyType({}))
 
 
 def _binding() -> type[BaseSettings]:
@@ -625,8 +625,6 @@ def _binding() -> type[BaseSettings]:
                 env_prefix=ENV_PREFIX,
                 env_ignore_empty=True,  # `export BUDGETWARE_<SETTING>=` clears it
                 enable_decoding=False,  # the validators read JSON and the short forms
-                extra="forbid",
-                frozen=True,
             )
 
         _BINDING = EnvironmentSettings
@@ -640,7 +638,7 @@ def environment_settings() -> Mapping[str, str]:
     since the last read, and only then does pydantic-settings read them again.
     """
     global _READ
-    seen = tuple(map(os.environ.get, _VARIABLES))
+    seen = _variables()
     read = _READ
     if seen == read[0]:
         return read[1]
@@ -652,9 +650,21 @@ def environment_settings() -> Mapping[str, str]:
         if not (isinstance(value, str) and value.isspace())
     }
     settings = MappingProxyType(values)
-    if tuple(map(os.environ.get, _VARIABLES)) == seen:  # nothing changed while it was read
+    if _variables() == seen:  # nothing changed while it was read
         _READ = (seen, settings)
     return settings
+
+
+def _variables() -> tuple[tuple[str, str], ...]:
+    """The settings' variables set now, with their values. One pass over the names in the
+    environment: a look-up of a name that is not set raises and catches a ``KeyError``
+    inside ``os.environ``, and most are not set."""
+    environ = os.environ
+    present = _VARIABLES.intersection(environ)
+    if not present:
+        return ()
+    values = ((name, environ.get(name)) for name in sorted(present))
+    return tuple((name, value) for name, value in values if value is not None)
 
 
 # --- validation and its errors ------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,12 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import BudgetConfig, check_settings, resolve_config
+from budgetware.core.config import (
+    BudgetConfig,
+    check_settings,
+    current_overrides,
+    resolve_config,
+)
 from budgetware.core.finalize import preview_options
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import bound_tool_result, result_budget_for
@@ -140,7 +146,8 @@ class _State:
         self.server = server
         self.named = server is not None
         self.store = store
-        self.calls: dict[tuple[type, Any], str | None] = {}
+        # id -> (tool name, the budget() block the call was sent in)
+        self.calls: dict[tuple[type, Any], tuple[str | None, Mapping[str, Any]]] = {}
         self.initialize: set[tuple[type, Any]] = set()
 
 
@@ -180,8 +187,11 @@ class _ObservedWrite(_StreamProxy):
         if method == "tools/call" and hasattr(message, "id"):
             params = getattr(message, "params", None)
             name = params.get("name") if isinstance(params, dict) else None
+            # The answer is read in the session's own task: the block around the call is
+            # taken here, where the call is sent.
             self._state.calls[(type(message.id), message.id)] = (
-                name if isinstance(name, str) else None
+                name if isinstance(name, str) else None,
+                current_overrides(),
             )
         elif method == "initialize" and hasattr(message, "id"):
             self._state.initialize.add((type(message.id), message.id))
@@ -222,8 +232,8 @@ class _BoundingRead(_StreamProxy):
             return item
         if key not in state.calls:
             return item
-        tool = state.calls.pop(key)
-        config = resolve_config(state.config, lenient=True)
+        tool, block = state.calls.pop(key)
+        config = resolve_config(state.config, request_overrides=block, lenient=True)
         limit = result_budget_for(config, state.server, tool)
         if limit <= 0 and config.mcp_max_message_bytes <= 0:
             return item
