@@ -382,3 +382,25 @@ def test_a_home_directory_of_no_user_is_a_config_error_naming_the_setting(
     monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", NO_SUCH_USER)
     with pytest.raises(ConfigError, match=r"artifact_dir \(BUDGETWARE_ARTIFACT_DIR\)"):
         instrument()
+
+
+@pytest.mark.parametrize(
+    ("word", "value"),
+    [(w, True) for w in ("1", "true", "yes", "on", "TRUE")]
+    + [(w, False) for w in ("0", "false", "no", "off", "Off")],
+)
+def test_a_boolean_variable_takes_the_usual_words(
+    word: str, value: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGETWARE_PERSIST", word)
+    monkeypatch.setenv("BUDGETWARE_PREVIEW_TOOL_HINT", word)
+    config = resolve_config()
+    assert (config.persist, config.preview_tool_hint) == (value, value)
+
+
+def test_a_typo_in_an_mcp_variable_gets_a_did_you_mean() -> None:
+    from budgetware.core.environment import unknown_variables
+
+    assert unknown_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
+        ("BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS")
+    ]
