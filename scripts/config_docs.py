@@ -4,8 +4,8 @@ Run it as ``scripts/gen-config-docs`` (``--check``: only say whether the page is
 
 The tables sit between ``<!-- BEGIN name ... -->`` and ``<!-- END name -->`` markers; the
 prose around them is written by hand. Sources: every field of ``BudgetConfig``
-(``BUDGETWARE_<FIELD>``), every field of ``McpBudget`` (``BUDGETWARE_MCP_<FIELD>``), and
-the registry of other variables, ``budgetware.core.environment.STANDALONE``. A new field
+(``BUDGETWARE_<FIELD>``), and the registry of other variables,
+``budgetware.core.environment.STANDALONE``. A new field
 appears here with no change to this script: its type, default and ``description`` make
 its row, so write the description for the reader of the docs.
 """
@@ -25,7 +25,6 @@ from pydantic.fields import FieldInfo
 
 from budgetware.core.config import ENV_PREFIX, BudgetConfig
 from budgetware.core.environment import STANDALONE
-from budgetware.mcp.bound import McpBudget
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "configuration.md"
@@ -111,10 +110,6 @@ def sections() -> dict[str, tuple[str, str]]:
     """``name -> (source, generated markdown)`` for every generated part of the page."""
     return {
         "budget-config": ("budgetware.BudgetConfig", model_table(BudgetConfig, ENV_PREFIX)),
-        "mcp-budget": (
-            "budgetware.integrations.mcp.McpBudget",
-            model_table(McpBudget, ENV_PREFIX + "MCP_"),
-        ),
         "environment": ("budgetware/core/environment.py", standalone_table()),
     }
 

@@ -17,7 +17,6 @@ from pydantic import Field
 
 from budgetware.core.config import BudgetConfig
 from budgetware.core.environment import STANDALONE
-from budgetware.mcp.bound import McpBudget
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "configuration.md"
@@ -47,11 +46,9 @@ def test_every_field_and_variable_has_a_row() -> None:
     page = PAGE.read_text(encoding="utf-8")
     for name in BudgetConfig.model_fields:
         assert f"| `{name}` | `BUDGETWARE_{name.upper()}` |" in page, REGENERATE
-    for name in McpBudget.model_fields:
-        assert f"| `{name}` | `BUDGETWARE_MCP_{name.upper()}` |" in page, REGENERATE
     for variable in STANDALONE:
         assert f"| `{variable.name}` |" in page, REGENERATE
-    assert len(BudgetConfig.model_fields) + len(McpBudget.model_fields) + len(STANDALONE) >= 14
+    assert len(BudgetConfig.model_fields) + len(STANDALONE) >= 14
 
 
 def _documented() -> set[str]:
@@ -75,7 +72,7 @@ def test_every_variable_the_code_names_is_documented() -> None:
         name: sorted(files) for name, files in _used_in_code().items() if name not in _documented()
     }
     assert not missing, (
-        f"{missing}: a variable read outside BudgetConfig and McpBudget goes in STANDALONE "
+        f"{missing}: a variable read outside BudgetConfig goes in STANDALONE "
         f"in budgetware/core/environment.py; then {REGENERATE}"
     )
 

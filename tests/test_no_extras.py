@@ -1,8 +1,9 @@
 """budgetware works with no extra installed: no HTTP library, no SDK, no orjson.
 
 A fresh interpreter refuses to import every optional package, as if only the core
-dependencies (pydantic, wrapt) were installed, and then uses the core, the wire layer and
-instrument(); an integration raises an ImportError that names the extra to install.
+dependencies (pydantic, pydantic-settings, wrapt) were installed, and then uses the core,
+the wire layer and instrument(); an integration raises an ImportError that names the extra
+to install.
 """
 
 from __future__ import annotations

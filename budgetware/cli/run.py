@@ -4,14 +4,15 @@ Works the way ``opentelemetry-instrument`` does: the folder ``budgetware/cli/boo
 goes first on the child's ``PYTHONPATH``; its ``sitecustomize`` calls ``instrument()``
 before the program's first import (``python agent.py``, ``python -m pkg``, a console
 script), then runs the ``sitecustomize`` it shadows. Options are settings: each
-``--<setting> VALUE`` becomes ``BUDGETWARE_<SETTING>`` for the child, which resolves it
-like any other setting (and rejects a bad one before the program starts). On POSIX the
+``--<setting> VALUE`` becomes ``BUDGETWARE_<SETTING>`` for the child. The settings the
+program will run with are validated here, once, by the settings model, before the program
+starts: a bad one ends the command (exit code 2) naming its option or variable. On POSIX the
 command replaces this process (``exec``), so its exit code, its signals and its process id
 are its own; elsewhere it runs as a child whose signals are forwarded and whose exit code
 is returned.
 
 This module imports nothing heavy (no ``subprocess``, ``shutil``, ``zipfile`` or ``re``
-unless a case needs it): the command starts in milliseconds.
+unless a case needs it, and the settings model only when there are settings to check).
 """
 
 from __future__ import annotations
@@ -20,14 +21,18 @@ import os
 import sys
 
 from budgetware.cli.errors import CliError, UsageError
-from budgetware.cli.variables import BOOLEAN_SETTINGS, MAIN_VARIABLE, OPTIONS_VARIABLE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import NoReturn
+
+    from budgetware.core.config import BudgetConfig
 
 __all__ = [
     "BOOTSTRAP_DIR",
+    "MAIN_VARIABLE",
+    "check_settings",
     "child_environment",
     "is_python_program",
     "main",
@@ -56,6 +61,10 @@ BUDGETWARE_* environment variables apply as well; options win over them.
 # it is the command (``--persist python agent.py``).
 _BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
 OTEL_INSTRUMENT = "opentelemetry-instrument"
+_PREFIX = "BUDGETWARE_"
+MAIN_VARIABLE = _PREFIX + "RUN_MAIN"
+"""The process id of the program ``budgetware run`` started (POSIX: the command's own, after
+``exec``): the one that says so when its Python has no budgetware."""
 
 
 def _setting_name(option: str) -> str:
@@ -76,6 +85,7 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
     settings: dict[str, str] = {}
     args = list(argv)
     options: list[str] = []
+    booleans: frozenset[str] = frozenset()
     while args:
         arg = args.pop(0)
         if arg == "--":
@@ -91,11 +101,13 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
         if not name:
             raise UsageError(f"bad option {arg!r} (see 'budgetware run --help')")
         setting = _setting_name(name)
+        if not booleans:
+            booleans = _boolean_settings()
         if equals:
             settings[setting] = value
-        elif setting.startswith("no_") and setting[3:] in BOOLEAN_SETTINGS:
+        elif setting.startswith("no_") and setting[3:] in booleans:
             settings[setting[3:]] = "false"
-        elif setting in BOOLEAN_SETTINGS:
+        elif setting in booleans:
             # A flag: on, unless a boolean word follows; never the command's first word.
             if args and args[0].lower() in _BOOLEAN_WORDS:
                 options.append(args[0])
@@ -114,15 +126,33 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
     return Parsed(settings, args, options)
 
 
-def _unknown(option: str, setting: str) -> None:
-    """Raise the start-up check's own "unknown option" error if ``setting`` is no setting.
+def _boolean_settings() -> frozenset[str]:
+    """The on/off settings: ``--persist`` alone turns one on, and never takes the next word
+    as its value unless it is a boolean word. Loads the settings model (an option is given:
+    it is checked anyway); none when it cannot be loaded (``main`` says so)."""
+    try:
+        from budgetware.core.config import BudgetConfig
+    except ImportError:
+        return frozenset()
+    fields = BudgetConfig.model_fields.items()
+    return frozenset(name for name, field in fields if field.annotation is bool)
 
-    Only reached on a mistake, where importing the model to know its fields is fine."""
-    from budgetware.cli.startup import unknown_options
+
+def unknown_options(options: Iterable[str]) -> str:
+    """The message for options that name no setting."""
+    from budgetware.core.config import BudgetConfig
+
+    valid = ", ".join("--" + name.replace("_", "-") for name in BudgetConfig.model_fields)
+    listed = ", ".join(options)
+    return f"unknown option {listed} (settings: {valid}; see 'budgetware run --help')"
+
+
+def _unknown(option: str, setting: str) -> None:
+    """Raise the "unknown option" error if ``setting`` is no setting."""
     from budgetware.core.config import BudgetConfig
 
     if setting not in BudgetConfig.model_fields:
-        raise UsageError(unknown_options([option], BudgetConfig.model_fields))
+        raise UsageError(unknown_options([option]))
 
 
 def _not_a_switch(option: str, setting: str) -> NoReturn:
@@ -162,12 +192,76 @@ def child_environment(
 def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     for name, value in settings.items():
-        env["BUDGETWARE_" + name.upper()] = value
-    if settings:
-        env[OPTIONS_VARIABLE] = ",".join(settings)
-    else:
-        env.pop(OPTIONS_VARIABLE, None)
+        env[_PREFIX + name.upper()] = value
     return env
+
+
+def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
+    """Validate the settings of the program's environment ``env`` with the settings model,
+    as ``instrument()`` will in the program, and the store they name: a ``UsageError``
+    (exit code 2) naming the option (``options``: the settings given as options) or the
+    variable of a bad one. Then one warning line per ``BUDGETWARE_*`` variable budgetware
+    does not read. Without any setting, only the default artifact directory is checked, in
+    one ``stat`` when it is plainly private."""
+    given = list(options)
+    variables = {
+        key: value
+        for key, value in env.items()
+        if key.startswith(_PREFIX) and not key.startswith(_PREFIX + "RUN_")
+    }
+    if not variables and _default_directory_is_private():
+        return
+    from budgetware.core.config import BudgetConfig, ConfigError
+    from budgetware.core.config import check_settings as check
+
+    unknown = [
+        "--" + name.replace("_", "-") for name in given if name not in BudgetConfig.model_fields
+    ]
+    if unknown:
+        raise UsageError(unknown_options(unknown))
+    # This process becomes the program (exec): its environment, read as the program will.
+    for key in [key for key in os.environ if key.startswith(_PREFIX)]:
+        if key not in env:
+            del os.environ[key]
+    os.environ.update(variables)
+    try:
+        _check_store(check())
+    except ConfigError as exc:
+        message = str(exc)
+        for name in given:  # name the option the user typed, not the variable it became
+            message = message.replace(
+                f"({_PREFIX}{name.upper()})", f"(--{name.replace('_', '-')})"
+            )
+        raise UsageError(message) from None
+    from budgetware.core.environment import ignored_variables
+
+    for said in ignored_variables(variables):
+        print(f"budgetware run: {said}", file=sys.stderr)
+
+
+def _default_directory_is_private() -> bool:
+    """Whether the default artifact directory is one budgetware surely accepts (or none
+    can be named: outputs are then bounded without a reference), seen without the model."""
+    from budgetware.core.paths import default_artifact_path
+    from budgetware.store.files import plainly_private
+
+    try:
+        return plainly_private(default_artifact_path())
+    except (RuntimeError, KeyError, OSError):
+        return True
+
+
+def _check_store(config: BudgetConfig) -> None:
+    """``check_store`` for a store on this machine: a file, a symbolic link, or a directory
+    another user owns or can write is refused. An ``s3://`` store is left to
+    ``instrument()`` in the program: no network and no boto3 client here."""
+    from budgetware.store.files import plainly_accepted
+
+    if plainly_accepted(config, s3_later=True):
+        return
+    from budgetware.store.select import check_store
+
+    check_store(config)
 
 
 def _is_python_name(path: str) -> bool:
@@ -342,6 +436,15 @@ def main(argv: list[str]) -> int:
         return parsed
     settings, command = parsed.settings, parsed.command
     env = child_environment(settings)
+    try:
+        check_settings(env, settings)
+    except ImportError as exc:  # a broken install: the program runs, without budgetware
+        print(
+            f"budgetware run: budgetware could not start ({type(exc).__name__}); "
+            "this program runs unbounded",
+            file=sys.stderr,
+        )
+        env = _with_settings(settings, None)
     executable, problem = _which(command[0], env.get("PATH"))
     if executable is None:
         if problem is not None:  # there, but not a program: exit code 126, as a shell says

@@ -1,4 +1,11 @@
-"""One validated configuration model, its environment variables, and per-request overrides."""
+"""The one settings model, its environment variables, and the layers each request resolves.
+
+``BudgetConfig`` holds every setting. pydantic-settings reads it from the environment
+(``BUDGETWARE_<SETTING>``); a configuration written in code holds only what it was given.
+Every entry point resolves a request's settings the same way, from wide to narrow:
+environment < the entry point's ``config`` < ``budget(...)`` blocks < per-request settings
+(``x-budgetware-*`` headers, then LiteLLM key and team metadata).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +15,12 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import unquote
 
 from pydantic import (
@@ -22,14 +29,19 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from budgetware.core.measure import Unit
 from budgetware.core.paths import default_artifact_path
 
+if TYPE_CHECKING:
+    from pydantic_settings import BaseSettings
+
 __all__ = [
+    "DEFAULT_MCP_MESSAGE_BYTES",
+    "DEFAULT_MCP_RESULT_BUDGET",
     "ENV_PREFIX",
     "FORMAT_NAMES",
     "NO_FORMAT",
@@ -37,19 +49,23 @@ __all__ = [
     "BudgetConfig",
     "ConfigError",
     "Count",
+    "McpServerBudget",
+    "McpToolPolicy",
     "Number",
     "Priority",
     "StoreLocation",
     "ToolPolicy",
     "budget",
+    "check_overrides",
     "check_settings",
+    "config_error",
     "current_overrides",
     "default_artifact_dir",
-    "is_unset",
+    "environment_settings",
     "parse_duration",
     "parse_store_url",
-    "register_setting_check",
     "resolve_config",
+    "variable_of",
     "warn_setting_once",
 ]
 
@@ -59,6 +75,12 @@ ENV_PREFIX = "BUDGETWARE_"
 MIB = 1024 * 1024
 HOUR = 3600.0
 DAY = 24 * HOUR
+# One MCP result may use half of the default batch budget: two oversized results of one turn
+# then still reach the model without a second cut.
+DEFAULT_MCP_RESULT_BUDGET = 100_000
+# The mcp client refuses a server-sent event larger than this many UTF-8 bytes
+# (mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE; a test pins the two together).
+DEFAULT_MCP_MESSAGE_BYTES = MIB
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": HOUR, "d": DAY, "w": 7 * DAY}
@@ -107,7 +129,17 @@ def parse_store_url(url: str) -> StoreLocation:
         raise ValueError(f"unsupported scheme {scheme!r}: use a path, file:// or s3://")
     if not text:
         raise ValueError("an empty path")
-    return StoreLocation("file", path=os.path.abspath(os.path.expanduser(text)))
+    return StoreLocation("file", path=os.path.abspath(expand_user(text)))
+
+
+def expand_user(path: str) -> str:
+    """``path`` with a leading ``~`` or ``~user`` expanded (ValueError when it names no one)."""
+    if not path.startswith("~"):
+        return path
+    expanded = os.path.expanduser(path)
+    if expanded.startswith("~"):  # no home directory, or no such user
+        raise ValueError("'~' or '~user' names no home directory on this machine")
+    return expanded
 
 
 # The wire formats an endpoint may be declared as (``budgetware.wire.formats``: a test keeps
@@ -179,8 +211,67 @@ class ToolPolicy(BaseModel):
     min_room: Count = Field(default=0, ge=0, description="Room a result keeps first, in the unit.")
 
 
+class McpToolPolicy(BaseModel):
+    """One tool's settings at the MCP boundary: a result budget, a priority, a floor.
+
+    Results arrive there one at a time, so a priority decides the per-result budget:
+    ``high`` is not cut to the result budget (only to the message limit; the batch
+    finalizer bounds it last) unless ``result_budget`` is set; ``normal`` and ``low`` get
+    the server's or global budget. ``min_room`` raises the budget that applies to at least
+    that much.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result_budget: Count | None = Field(
+        default=None, description="Per tools/call result of this tool."
+    )
+    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
+    min_room: Count = Field(default=0, ge=0, description="The least result budget this tool gets.")
+
+
+def _tool_entries(value: Any) -> Any:
+    # A JSON object from the environment; a bare priority stands for {"priority": p}.
+    value = _json(value)
+    if isinstance(value, dict):
+        return {k: {"priority": v} if isinstance(v, str) else v for k, v in value.items()}
+    return value
+
+
+def _json(value: Any) -> Any:
+    """A JSON text (from the environment) decoded; anything else as it is."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return json.loads(text) if text else {}
+        except ValueError:
+            raise ValueError("not valid JSON") from None
+    return value
+
+
+# Per-tool MCP overrides, for the whole boundary and for one server alike.
+_McpTools = Annotated[dict[str, Count | McpToolPolicy], BeforeValidator(_tool_entries)]
+
+
+class McpServerBudget(BaseModel):
+    """Overrides for one MCP server: its default result budget and per-tool budgets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result_budget: Count | None = Field(
+        default=None,
+        description="Budget per tools/call result of this server; None: the global one.",
+    )
+    tools: _McpTools = Field(
+        default_factory=dict,
+        description="Tool name (or fnmatch pattern) -> result budget, or {'result_budget', "
+        "'priority', 'min_room'}.",
+    )
+
+
 class BudgetConfig(BaseModel):
-    """Every budgetware setting, validated; unset fields fall back to the environment."""
+    """Every budgetware setting, validated. Written in code it holds what it was given; the
+    fields it leaves unset come from the environment (``BUDGETWARE_<SETTING>``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
@@ -191,8 +282,9 @@ class BudgetConfig(BaseModel):
     unit: Unit = Field(
         default="chars",
         description=(
-            "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
-            "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
+            "The unit of every budget: 'chars' (code points), 'utf8_bytes', 'tokens' "
+            "(estimated: bytes / 4), or exact tokens 'tokens:o200k_base' / "
+            "'tokens:cl100k_base' (extra budgetware[tokens])."
         ),
     )
     persist: bool = Field(default=True, description="Write the full output of a cut result once.")
@@ -217,17 +309,17 @@ class BudgetConfig(BaseModel):
         description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
         "(least recently used first), and a write past it gets no artifact.",
     )
-    artifact_max_age: Number = Field(
-        default=30 * DAY,
-        ge=0,
-        description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
-        "0 keeps them.",
-    )
     artifact_min_age: Number = Field(
         default=HOUR,
         ge=0,
         description="The sweep never deletes an artifact used more recently than this "
         "(seconds or 1h): one a live conversation still names.",
+    )
+    artifact_max_age: Number = Field(
+        default=30 * DAY,
+        ge=0,
+        description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
+        "0 keeps them.",
     )
     artifact_sweep_interval: Number = Field(
         default=600.0,
@@ -280,10 +372,6 @@ class BudgetConfig(BaseModel):
             "which always holds."
         ),
     )
-    preview_json: bool = Field(
-        default=True,
-        description="Shorten a JSON document to valid JSON of the same shape (else a text cut).",
-    )
     preview_salient_percent: Count = Field(
         default=25,
         ge=0,
@@ -301,6 +389,26 @@ class BudgetConfig(BaseModel):
             "More salient-line patterns: regular expressions matched at a line's start, "
             "against that line alone; refused if they may take unbounded time."
         ),
+    )
+    mcp_result_budget: Count = Field(
+        default=DEFAULT_MCP_RESULT_BUDGET,
+        description="MCP boundary: budget per tools/call result (its distinct text), in "
+        "`unit`; 0 or less disables.",
+    )
+    mcp_max_message_bytes: Count = Field(
+        default=DEFAULT_MCP_MESSAGE_BYTES,
+        description="MCP boundary: largest rewritten result message on the wire, in bytes "
+        "(keep it at the mcp client's max_sse_event_size); 0 or less disables.",
+    )
+    mcp_tools: _McpTools = Field(
+        default_factory=dict,
+        description="MCP boundary: tool name (or fnmatch pattern) -> result budget, or "
+        "{'result_budget', 'priority', 'min_room'}.",
+    )
+    mcp_servers: dict[str, McpServerBudget] = Field(
+        default_factory=dict,
+        description="MCP boundary: server name, URL or host:port (or pattern) -> "
+        '{"result_budget": n, "tools": {...}}.',
     )
 
     @field_validator("batch_budget", mode="before")
@@ -321,16 +429,12 @@ class BudgetConfig(BaseModel):
     @field_validator("tool_policies", mode="before")
     @classmethod
     def _parse_policies(cls, value: Any) -> Any:
-        # From the environment: a JSON object. A bare priority stands for {"priority": p}.
-        if isinstance(value, str):
-            text = value.strip()
-            value = json.loads(text) if text else {}  # a ValueError is a validation error
-        if isinstance(value, dict):
-            return {
-                pattern: {"priority": policy} if isinstance(policy, str) else policy
-                for pattern, policy in value.items()
-            }
-        return value
+        return _tool_entries(value)
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _parse_servers(cls, value: Any) -> Any:
+        return _json(value)
 
     @field_validator("preview_salient_patterns", mode="before")
     @classmethod
@@ -379,12 +483,11 @@ class BudgetConfig(BaseModel):
     @field_validator("artifact_dir", mode="before")
     @classmethod
     def _expand_dir(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value.strip():
+        if isinstance(value, (str, Path)):
+            text = str(value)
+            if not text.strip():
                 return None
-            return Path(value).expanduser()
-        if isinstance(value, Path):
-            return value.expanduser()
+            return Path(expand_user(text))
         return value
 
     @field_validator("endpoints", mode="before")
@@ -421,8 +524,8 @@ class BudgetConfig(BaseModel):
         return value
 
     @field_validator(
-        "artifact_max_age",
         "artifact_min_age",
+        "artifact_max_age",
         "artifact_sweep_interval",
         "artifact_store_timeout",
         mode="before",
@@ -445,14 +548,16 @@ class BudgetConfig(BaseModel):
             return value.strip()
         return value
 
-    @model_validator(mode="after")
-    def _ages(self) -> BudgetConfig:
-        if 0 < self.artifact_max_age < self.artifact_min_age:
+    @field_validator("artifact_max_age")
+    @classmethod
+    def _ages(cls, value: float, info: ValidationInfo) -> float:
+        least = info.data.get("artifact_min_age")
+        if least is not None and 0 < value < least:
             raise ValueError(
                 "artifact_max_age must be 0 (keep) or at least artifact_min_age "
-                f"({self.artifact_max_age:g} < {self.artifact_min_age:g} seconds)"
+                f"({value:g} < {least:g} seconds)"
             )
-        return self
+        return value
 
     @property
     def enabled(self) -> bool:
@@ -475,10 +580,16 @@ class BudgetConfig(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:
-        """Defaults, then ``BUDGETWARE_*`` variables, then ``overrides``."""
-        values = env_values(os.environ if environ is None else environ)
-        values.update(overrides)
-        return _validate(values, source="environment")
+        """Defaults, then the environment (or the variables of ``environ``, a test's), then
+        ``overrides``; a ``ConfigError`` names each bad setting with its variable (a
+        command replaces that with the option it read the value from)."""
+        if environ is None:
+            env: Mapping[str, str] = environment_settings()
+        else:
+            named = ((name, environ.get(variable_of(name))) for name in cls.model_fields)
+            env = {name: value for name, value in named if value and value.strip()}
+        labels = {name: variable_of(name) for name in cls.model_fields}
+        return _validate({**env, **overrides}, labels)
 
     def merged(self, overrides: Mapping[str, Any]) -> BudgetConfig:
         """A copy with ``overrides`` applied and validated."""
@@ -486,81 +597,135 @@ class BudgetConfig(BaseModel):
             return self
         values = {name: getattr(self, name) for name in type(self).model_fields}
         values.update(overrides)
-        return _validate(values, source="override")
+        return _validate(values, {})
 
 
-def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The settings present in ``environ`` as ``BUDGETWARE_<FIELD>``, unvalidated.
+def variable_of(setting: str) -> str:
+    """The environment variable of a setting: ``BUDGETWARE_<SETTING>``."""
+    return ENV_PREFIX + setting.upper()
 
-    An empty value (or only spaces) counts as unset: ``export BUDGETWARE_<FIELD>=`` clears
-    a setting.
+
+# --- the environment, read by pydantic-settings -------------------------------------------
+
+_VARIABLES = frozenset(variable_of(name) for name in BudgetConfig.model_fields)
+_BINDING: type[BaseSettings] | None = None
+# (the variables set when last read and their values, the settings read then)
+_READ: tuple[tuple[tuple[str, str], ...], Mapping[str, str]] = ((), MappingProxyType({}))
+
+
+def _binding() -> type[BaseSettings]:
+    """``BudgetConfig`` bound to the environment: pydantic-settings reads each field from
+    ``BUDGETWARE_<FIELD>`` (imported at the first read: ``import budgetware`` stays cheap)."""
+    global _BINDING
+    if _BINDING is None:
+        from pydantic_settings import BaseSettings, SettingsConfigDict
+
+        class EnvironmentSettings(BaseSettings, BudgetConfig):
+            model_config = SettingsConfigDict(
+                env_prefix=ENV_PREFIX,
+                env_ignore_empty=True,  # `export BUDGETWARE_<SETTING>=` clears it
+                enable_decoding=False,  # the validators read JSON and the short forms
+            )
+
+        _BINDING = EnvironmentSettings
+    return _BINDING
+
+
+def environment_settings() -> Mapping[str, str]:
+    """The settings the environment sets now, as text by field (a blank value is unset).
+
+    Every request resolves its settings: a look at the variables tells whether any changed
+    since the last read, and only then does pydantic-settings read them again.
     """
-    found: dict[str, Any] = {}
-    if environ is os.environ:
-        # Every request resolves its settings. ``os.environ.get`` of a missing name raises
-        # and catches a KeyError inside: for every field of the model that cost about 20 us
-        # a request. ``os.environ`` keeps its variables in a dict of encoded names, which
-        # is read here as ``os.environ`` itself reads it (its own encodekey/decodevalue).
-        data = getattr(environ, "_data", None)
-        decode = getattr(environ, "decodevalue", None)
-        names = _encoded_env_names(environ)
-        if isinstance(data, dict) and callable(decode) and names is not None:
-            for name, key in names:
-                raw = data.get(key)
-                if raw is not None:
-                    value = decode(raw)
-                    if not is_unset(value):
-                        found[name] = value
-            return found
-    for name, variable in _ENV_NAMES:
-        value = environ.get(variable)
-        if value is not None and not is_unset(value):
-            found[name] = value
-    return found
+    global _READ
+    seen = _variables()
+    read = _READ
+    if seen == read[0]:
+        return read[1]
+    from pydantic_settings import EnvSettingsSource
+
+    values = {
+        name: value
+        for name, value in EnvSettingsSource(_binding())().items()
+        if not (isinstance(value, str) and value.isspace())
+    }
+    settings = MappingProxyType(values)
+    if _variables() == seen:  # nothing changed while it was read
+        _READ = (seen, settings)
+    return settings
 
 
-def is_unset(value: str) -> bool:
-    """Whether an environment value means "unset": empty, or only whitespace."""
-    return not value or value.isspace()
+def _variables() -> tuple[tuple[str, str], ...]:
+    """The settings' variables set now, with their values. One pass over the names in the
+    environment: a look-up of a name that is not set raises and catches a ``KeyError``
+    inside ``os.environ``, and most are not set."""
+    environ = os.environ
+    present = _VARIABLES.intersection(environ)
+    if not present:
+        return ()
+    values = ((name, environ.get(name)) for name in sorted(present))
+    return tuple((name, value) for name, value in values if value is not None)
 
 
-# Each field and its environment variable, in the model's order.
-_ENV_NAMES = tuple((name, ENV_PREFIX + name.upper()) for name in BudgetConfig.model_fields)
-_ENCODED_NAMES: dict[int, tuple[Callable[[str], object], tuple[tuple[str, object], ...]]] = {}
+# --- validation and its errors ------------------------------------------------------------
 
 
-def _encoded_env_names(environ: object) -> tuple[tuple[str, object], ...] | None:
-    """The variables' names as ``os.environ`` stores them (None if it has no encodekey)."""
-    encode = getattr(environ, "encodekey", None)
-    if not callable(encode):
-        return None
-    cached = _ENCODED_NAMES.get(id(environ))
-    if cached is not None and cached[0] is encode:
-        return cached[1]
-    names = tuple((name, encode(variable)) for name, variable in _ENV_NAMES)
-    _ENCODED_NAMES[id(environ)] = (encode, names)
-    return names
-
-
-def _validate(
-    values: Mapping[str, Any], *, source: str, env_names: set[str] | None = None
-) -> BudgetConfig:
-    try:
-        return BudgetConfig.model_validate(dict(values))
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, source, env_names)) from None
-
-
-def _describe(exc: ValidationError, source: str, env_names: set[str] | None = None) -> str:
+def config_error(exc: ValidationError, labels: Mapping[str, str]) -> ConfigError:
+    """A ``ConfigError`` naming each bad setting, with ``labels[setting]`` (its environment
+    variable, or the option it came from) after it where there is one."""
     parts = []
     for error in exc.errors():
         name = ".".join(str(p) for p in error["loc"]) or "config"
         top = str(error["loc"][0]) if error["loc"] else ""
-        from_env = source == "environment" or (env_names is not None and top in env_names)
-        env = f" ({ENV_PREFIX}{top.upper()})" if from_env and top else ""
+        label = f" ({labels[top]})" if top in labels else ""
         message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's own words
-        parts.append(f"{name}{env}: {message} (got {error.get('input')!r})")
-    return "invalid budgetware setting: " + "; ".join(parts)
+        parts.append(f"{name}{label}: {message} (got {error.get('input')!r})")
+    return ConfigError("invalid budgetware setting: " + "; ".join(parts))
+
+
+def _validate(values: Mapping[str, Any], labels: Mapping[str, str]) -> BudgetConfig:
+    try:
+        return BudgetConfig.model_validate(dict(values))
+    except ValidationError as exc:
+        raise config_error(exc, labels) from None
+
+
+def _validate_leaving_out(values: dict[str, Any], from_env: set[str]) -> BudgetConfig:
+    """The settings validated with every invalid environment value left out (warned once)."""
+    while True:
+        try:
+            return BudgetConfig.model_validate(values)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]): e for e in exc.errors() if e["loc"]}
+            droppable = [name for name in bad if name in from_env and name in values]
+            if not droppable:
+                raise config_error(exc, {n: variable_of(n) for n in from_env}) from None
+            for name in droppable:
+                reason = str(bad[name]["msg"]).removeprefix("Value error, ")
+                if str(values[name]).strip() and str(values[name]).strip() in reason:
+                    reason = "invalid value"  # the reason quotes it: never a value in a log
+                warn_setting_once(variable_of(name), reason)
+                del values[name]
+
+
+_WARNED_SETTINGS: set[tuple[str, str]] = set()
+
+
+def warn_setting_once(variable: str, reason: str) -> None:
+    """Log, once per process, that an invalid setting is left out of a call that goes on.
+
+    ``reason`` says what is wrong, never the value (it may be a path or a secret).
+    """
+    key = (variable, reason)
+    if key in _WARNED_SETTINGS:
+        return
+    if len(_WARNED_SETTINGS) < 1024:
+        _WARNED_SETTINGS.add(key)
+    logger.warning(
+        "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
+        variable,
+        reason,
+    )
 
 
 def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -568,11 +733,13 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(overrides) - set(BudgetConfig.model_fields))
     if unknown:
         raise ConfigError(f"unknown budgetware setting(s): {', '.join(unknown)}")
-    checked = BudgetConfig.model_construct().merged(overrides) if overrides else None
-    if checked is None:
+    if not overrides:
         return {}
+    checked = _DEFAULT.merged(overrides)
     return {name: getattr(checked, name) for name in overrides}
 
+
+# --- the layers ----------------------------------------------------------------------------
 
 _NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
 _OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
@@ -607,106 +774,77 @@ def budget(**settings: Any) -> Iterator[None]:
         _OVERRIDES.reset(token)
 
 
+class _Same:
+    """A cache key part that is one object (held, so its id is never reused meanwhile)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
+def _key(layer: Mapping[str, Any]) -> object:
+    """A layer's settings as a cache key: by value, or by identity when a value is a table."""
+    if not layer:
+        return ()
+    key = tuple(layer.items())
+    try:
+        hash(key)
+    except TypeError:
+        return _Same(layer)
+    return key
+
+
 def resolve_config(
     base: BudgetConfig | None = None,
     *,
     request_overrides: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
     lenient: bool = False,
 ) -> BudgetConfig:
     """The configuration in effect for one request, from wide to narrow.
 
-    environment < ``base`` (fields explicitly set on it) < the active ``budget(...)``
-    block < ``request_overrides`` (from ``x-budgetware-*`` headers). An invalid
-    environment value raises ``ConfigError`` naming the variable; with ``lenient`` (the
-    request path, where a value that turned bad must not break a call) it is left out
-    instead and logged once.
+    environment < ``base`` (the fields set on it) < the active ``budget(...)`` block <
+    ``request_overrides`` (headers, metadata). An invalid environment value raises
+    ``ConfigError`` naming its variable; with ``lenient`` (the request path, where a value
+    that turned bad must not break a call) it is left out instead and warned about once.
     """
-    env = env_values(os.environ if environ is None else environ)
+    env = environment_settings()
+    block = _OVERRIDES.get()
+    if not env and base is None and not block and not request_overrides:
+        return _DEFAULT
+    # Every request resolves its settings; the same ones recur, so each combination is
+    # validated once (the configurations are immutable).
+    key = (_Same(env), _Same(base), _key(block), _key(request_overrides or {}))
+    cached = _RESOLVED.get(key)
+    if cached is None and lenient:
+        cached = _RESOLVED.get((*key, "lenient"))
+    if cached is not None:
+        return cached
     values = dict(env)
     if base is not None:
         values.update({name: getattr(base, name) for name in base.model_fields_set})
-    values.update(current_overrides())
+    values.update(block)
     if request_overrides:
         values.update(request_overrides)
-    if not values:
-        return _DEFAULT
-    # Every request resolves its configuration; the same settings recur, so the validated
-    # model (immutable) is reused instead of validating again.
-    try:
-        key = tuple(sorted((k, _hashable(v)) for k, v in values.items()))
-        hash(key)
-    except TypeError:  # an unhashable value: validate without caching
-        key = None
-    cached = _RESOLVED.get(key) if key is not None else None
-    if cached is None and lenient and key is not None:
-        cached = _RESOLVED.get(("lenient", key))
-    if cached is not None:
-        return cached
     from_env = {name for name in env if values[name] is env[name]}
     try:
-        resolved = _validate(values, source="config", env_names=from_env)
-        cache_key: Any = key
+        resolved = _validate(values, {name: variable_of(name) for name in from_env})
+        cache_key: tuple[object, ...] = key
     except ConfigError:
         if not lenient:
             raise
-        resolved = _validate_without_bad_env(values, from_env)
-        cache_key = ("lenient", key)
-    if key is not None:
-        if len(_RESOLVED) >= 256:
-            _RESOLVED.clear()
-        _RESOLVED[cache_key] = resolved
+        resolved = _validate_leaving_out(values, from_env)
+        cache_key = (*key, "lenient")
+    if len(_RESOLVED) >= 256:
+        _RESOLVED.clear()
+    _RESOLVED[cache_key] = resolved
     return resolved
-
-
-def _validate_without_bad_env(values: Mapping[str, Any], from_env: set[str]) -> BudgetConfig:
-    """The settings validated with every invalid environment value left out (logged once)."""
-    kept = dict(values)
-    while True:
-        try:
-            return BudgetConfig.model_validate(kept)
-        except ValidationError as exc:
-            bad = {str(e["loc"][0]): e["msg"] for e in exc.errors() if e["loc"]}
-            droppable = [name for name in bad if name in from_env and name in kept]
-            if not droppable:
-                raise ConfigError(_describe(exc, "config", from_env)) from None
-            for name in droppable:
-                warn_setting_once(ENV_PREFIX + name.upper(), bad[name])
-                del kept[name]
-
-
-_WARNED_SETTINGS: set[tuple[str, str]] = set()
-
-
-def warn_setting_once(variable: str, reason: str) -> None:
-    """Log, once per process, that an invalid setting is left out of a call that goes on.
-
-    ``reason`` says what is wrong, never the value (it may be a path or a secret).
-    """
-    key = (variable, reason)
-    if key in _WARNED_SETTINGS:
-        return
-    if len(_WARNED_SETTINGS) < 1024:
-        _WARNED_SETTINGS.add(key)
-    logger.warning(
-        "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
-        variable,
-        reason,
-    )
-
-
-SettingCheck = Callable[[], object]
-SETTING_CHECKS: list[SettingCheck] = []
-
-
-def register_setting_check(check: SettingCheck) -> None:
-    """Run ``check`` (which raises ``ConfigError``) wherever an entry point is set up.
-
-    Features with settings of their own (the MCP boundary's ``BUDGETWARE_MCP_*``) register
-    here, so that ``instrument()``, the transports and ``budget()`` validate them too.
-    """
-    if check not in SETTING_CHECKS:
-        SETTING_CHECKS.append(check)
 
 
 def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
@@ -714,16 +852,8 @@ def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
     value (naming its variable) surfaces where the entry point is set up, not on a call."""
     if config is not None and not isinstance(config, BudgetConfig):
         raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
-    resolved = resolve_config(config)
-    for check in SETTING_CHECKS:
-        check()
-    return resolved
-
-
-def _hashable(value: Any) -> Any:
-    # Dict settings (endpoints) are part of the key in their order: the first match wins.
-    return tuple(value.items()) if isinstance(value, dict) else value
+    return resolve_config(config)
 
 
 _DEFAULT = BudgetConfig()
-_RESOLVED: dict[Any, BudgetConfig] = {}
+_RESOLVED: dict[tuple[object, ...], BudgetConfig] = {}

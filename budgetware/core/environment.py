@@ -1,13 +1,12 @@
-"""The registry of ``BUDGETWARE_*`` environment variables that are not configuration fields.
+"""The registry of ``BUDGETWARE_*`` environment variables that are not settings.
 
 Most variables need no entry here: every ``BudgetConfig`` field ``name`` is read from
-``BUDGETWARE_<NAME>`` and every ``McpBudget`` field from ``BUDGETWARE_MCP_<NAME>``, and
-docs/configuration.md lists them from the models. A variable that a module reads on its
-own (a switch for diagnostics, say) is listed here instead, once; ``scripts/gen-config-docs``
-writes the table of docs/configuration.md from this list, and a test fails on any
-``BUDGETWARE_*`` name in the code that neither a model nor this list accounts for.
-``budgetware run`` warns about any other ``BUDGETWARE_*`` variable it finds set
-(``unknown_variables``): the models and this list are every name budgetware reads.
+``BUDGETWARE_<NAME>``, and docs/configuration.md lists them from the model. A variable
+that a module reads on its own (a switch for diagnostics, say) is listed here instead,
+once; ``scripts/gen-config-docs`` writes the table of docs/configuration.md from this list,
+and a test fails on any ``BUDGETWARE_*`` name in the code that neither the model nor this
+list accounts for. ``instrument()`` and ``budgetware run`` warn about any other
+``BUDGETWARE_*`` variable they find set (``unknown_variables``).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
-    "MCP_PREFIX",
     "PREFIX",
     "STANDALONE",
     "EnvironmentVariable",
@@ -25,8 +23,6 @@ __all__ = [
 ]
 
 PREFIX = "BUDGETWARE_"
-MCP_PREFIX = PREFIX + "MCP_"
-"""``McpBudget``'s variables (``BUDGETWARE_MCP_<FIELD>``): that model reads them itself."""
 
 
 @dataclass(frozen=True)
@@ -66,31 +62,17 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "retrieval.md",
     ),
     EnvironmentVariable(
-        "BUDGETWARE_RUN_OPTIONS",
-        "unset",
-        "Set by `budgetware run` for the program it starts: the settings given as options "
-        "(comma-separated names), so that a mistake names the option. Not for users.",
-        "run.md",
-    ),
-    EnvironmentVariable(
         "BUDGETWARE_RUN_MAIN",
         "unset",
         "Set by `budgetware run`: the process id of the program it started, the one that "
         "says so when its Python has no budgetware. Not for users.",
         "run.md",
     ),
-    EnvironmentVariable(
-        "BUDGETWARE_RUN_CHECKED",
-        "unset",
-        "Set by `budgetware run`'s start-up hook: the settings it checked, so that the Python "
-        "processes the program starts with the same settings skip the check. Not for users.",
-        "run.md",
-    ),
 )
 
 
 def _named() -> frozenset[str]:
-    """Every variable named by ``BudgetConfig`` or this registry (not the MCP ones)."""
+    """Every variable named by ``BudgetConfig`` or this registry."""
     from budgetware.core.config import BudgetConfig
 
     fields = (PREFIX + name.upper() for name in BudgetConfig.model_fields)
@@ -99,13 +81,11 @@ def _named() -> frozenset[str]:
 
 def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
     """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read (none of
-    ``BudgetConfig``'s, ``McpBudget``'s or this registry's), sorted, each with the known
-    variable closest to it (what a typo likely meant) or None. Imports pydantic."""
+    ``BudgetConfig``'s or this registry's), sorted, each with the known variable closest to
+    it (what a typo likely meant) or None. Imports pydantic."""
     known = _named()
     unknown = sorted(
-        name
-        for name in set(names)
-        if name.startswith(PREFIX) and not name.startswith(MCP_PREFIX) and name not in known
+        name for name in set(names) if name.startswith(PREFIX) and name.upper() not in known
     )
     if not unknown:
         return []

@@ -318,7 +318,6 @@ _NORMAL = ToolPolicy()
 def preview_options(config: BudgetConfig) -> PreviewOptions:
     """How the previews of a configuration are made (cached: configurations recur)."""
     return _preview_options(
-        config.preview_json,
         config.preview_salient_percent,
         config.preview_salient_patterns,
         config.preview_tool_hint,
@@ -326,16 +325,13 @@ def preview_options(config: BudgetConfig) -> PreviewOptions:
 
 
 @functools.lru_cache(maxsize=64)
-def _preview_options(
-    json: bool, percent: int, patterns: tuple[str, ...], tool_hint: bool = False
-) -> PreviewOptions:
-    if json and percent == DEFAULT_PREVIEW.salient_percent and not patterns and not tool_hint:
+def _preview_options(percent: int, patterns: tuple[str, ...], tool_hint: bool) -> PreviewOptions:
+    if percent == DEFAULT_PREVIEW.salient_percent and not patterns and not tool_hint:
         return DEFAULT_PREVIEW
     return PreviewOptions(
         wording=TOOL_HINT_WORDING if tool_hint else DEFAULT_WORDING,
         salient_percent=percent,
         salient=compile_salient(patterns) if percent > 0 else None,
-        json=json,
     )
 
 

@@ -1,4 +1,5 @@
-"""Per-request settings from ``x-budgetware-*`` headers, removed before a request leaves."""
+"""Per-request settings: ``x-budgetware-*`` headers (removed before a request leaves) and,
+spelled ``budgetware_*``, LiteLLM key and team metadata."""
 
 from __future__ import annotations
 
@@ -10,37 +11,115 @@ from typing import Any
 from budgetware.core.config import UNIT_NAMES, ConfigError, check_overrides
 from budgetware.core.errors import BudgetwareWarning
 
-__all__ = ["REQUEST_HEADER_PREFIX", "header_overrides", "split_headers"]
+__all__ = [
+    "METADATA_PREFIX",
+    "OVERRIDES_EXTENSION",
+    "REQUEST_HEADER_PREFIX",
+    "header_overrides",
+    "metadata_overrides",
+    "request_settings",
+    "split_headers",
+]
 
 REQUEST_HEADER_PREFIX = "x-budgetware-"
+METADATA_PREFIX = "budgetware_"
+# Where a request rebuilt without its x-budgetware-* headers keeps their settings, for the
+# response side (the MCP boundary bounds the answer with the request's settings).
+OVERRIDES_EXTENSION = "budgetware.overrides"
 
-# The headers that carry a setting, and the setting: their values follow the setting's own
-# rules, as in the environment (``inf`` or 0 disables a batch budget).
-_SETTING_HEADERS = {"batch-budget": "batch_budget", "unit": "unit"}
-_EXPECTED = (
-    "expected x-budgetware-batch-budget: <integer, or inf; 0 or less disables>, "
-    "x-budgetware-disable: 1, "
-    f"x-budgetware-unit: {'|'.join(UNIT_NAMES)}"
-)
+# What one request may narrow: the budgets and their unit; never where artifacts go or which
+# endpoints are bounded (behind a gateway, the clients send these). ``disable`` turns both
+# budgets off.
+_SETTINGS = ("batch_budget", "mcp_result_budget", "unit")
+_DISABLE = "disable"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
-def _is_truthy(value: str) -> bool | None:
-    lowered = value.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off", ""}:
-        return False
+def _expected(spell: Callable[[str], str]) -> str:
+    return (
+        f"expected {spell('batch_budget')}: <integer, or inf; 0 or less disables>, "
+        f"{spell('mcp_result_budget')}: <integer>, {spell(_DISABLE)}: 1, "
+        f"{spell('unit')}: {'|'.join(UNIT_NAMES)}"
+    )
+
+
+def _flag(value: object) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
     return None
 
 
 @functools.lru_cache(maxsize=256)
-def _setting(setting: str, value: str) -> tuple[tuple[str, Any], ...] | None:
-    """The validated setting a header value stands for (None if invalid); the same few
-    values recur on every request, so each is validated once."""
+def _checked(setting: str, value: object) -> tuple[tuple[str, Any], ...] | None:
+    """The validated setting a value stands for (None if invalid), by the setting's own
+    rules (``inf`` or 0 disables a budget, True is no number); the same few values recur on
+    every request, so each is validated once."""
     try:
-        return tuple(check_overrides({setting: value.strip()}).items())
+        return tuple(check_overrides({setting: value}).items())
     except ConfigError:
         return None
+
+
+def _setting(setting: str, value: object) -> dict[str, Any] | None:
+    check: Callable[[str, object], tuple[tuple[str, Any], ...] | None] = _checked
+    if isinstance(value, str):
+        value = value.strip()
+        if len(value) > 64:  # no setting: validated without filling the cache
+            check = _checked.__wrapped__
+    try:
+        checked = check(setting, value)
+    except TypeError:  # an unhashable value (a list in metadata): never a valid one
+        checked = None
+    return None if checked is None else dict(checked)
+
+
+def _overrides(
+    entries: Mapping[Any, Any],
+    *,
+    prefix: str,
+    separator: str,
+    where: str,
+    warn: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """The settings among ``entries`` whose name is ``prefix`` + a setting (spelled with
+    ``separator``); an invalid one is left out with a warning naming it."""
+    overrides: dict[str, Any] = {}
+    disable = False
+    for name, value in entries.items():
+        if not isinstance(name, str) or not name.lower().startswith(prefix):
+            continue
+        lowered = name.lower()
+        setting = lowered[len(prefix) :].replace(separator, "_")
+        parsed: dict[str, Any] | None = None
+        if setting == _DISABLE:
+            flag = _flag(value)
+            if flag is not None:
+                disable = disable or flag
+                parsed = {}
+        elif setting in _SETTINGS:
+            parsed = _setting(setting, value)
+        if parsed is None:
+            expected = _expected(lambda s: prefix + s.replace("_", separator))
+            message = (
+                f"budgetware: ignoring {where} {lowered!r}: invalid or unknown value "
+                f"{str(value)[:40]!r} ({expected})"
+            )
+            if warn is None:
+                warnings.warn(message, BudgetwareWarning, stacklevel=3)
+            else:
+                warn(message)
+            continue
+        overrides.update(parsed)
+    if disable:  # an explicit off switch wins over a budget beside it
+        overrides.update(batch_budget=0, mcp_result_budget=0)
+    return overrides
 
 
 def header_overrides(
@@ -48,33 +127,34 @@ def header_overrides(
 ) -> dict[str, Any]:
     """Settings from ``x-budgetware-*`` headers; an invalid one is ignored with a warning
     (a ``BudgetwareWarning``, or ``warn(message)`` where warnings go unseen)."""
-    overrides: dict[str, Any] = {}
-    for name, value in headers.items():
-        lowered = name.lower()
-        if not lowered.startswith(REQUEST_HEADER_PREFIX):
-            continue
-        setting = lowered[len(REQUEST_HEADER_PREFIX) :]
-        parsed: dict[str, Any] | None = None
-        if setting == "disable":
-            flag = _is_truthy(value)
-            parsed = None if flag is None else ({"batch_budget": 0} if flag else {})
-        elif setting in _SETTING_HEADERS:
-            # A long value is no setting: validated without filling the cache.
-            check = _setting if len(value) <= 64 else _setting.__wrapped__
-            checked = check(_SETTING_HEADERS[setting], value)
-            parsed = None if checked is None else dict(checked)
-        if parsed is None:
-            message = (
-                f"budgetware: ignoring request header {lowered!r}: invalid or unknown value "
-                f"{value[:40]!r} ({_EXPECTED})"
-            )
-            if warn is None:
-                warnings.warn(message, BudgetwareWarning, stacklevel=2)
-            else:
-                warn(message)
-            continue
-        overrides.update(parsed)
-    return overrides
+    return _overrides(
+        headers, prefix=REQUEST_HEADER_PREFIX, separator="-", where="request header", warn=warn
+    )
+
+
+def metadata_overrides(
+    metadata: object, where: str, *, warn: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Settings from the ``budgetware_*`` entries of LiteLLM key or team metadata (``where``
+    names which in a warning), by the rules of the headers."""
+    if not isinstance(metadata, Mapping):
+        return {}
+    return _overrides(metadata, prefix=METADATA_PREFIX, separator="_", where=where, warn=warn)
+
+
+def request_settings(request: Any) -> Mapping[str, Any]:
+    """The settings a request's ``x-budgetware-*`` headers carry: kept in its extensions
+    where budgetware removed the headers, else read from them (a bad one warns)."""
+    try:
+        carried = request.extensions.get(OVERRIDES_EXTENSION)
+        if carried is not None:
+            return carried  # type: ignore[no-any-return]
+        headers = request.headers
+        if not any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
+            return {}
+    except AttributeError:  # not an httpx or httpx2 request
+        return {}
+    return header_overrides(headers)
 
 
 def split_headers(headers: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -22,7 +22,7 @@ import wrapt
 from budgetware.core import observe
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
-from budgetware.http.hooks import load_features, rewrite_response
+from budgetware.http.hooks import rewrite_response
 from budgetware.store.files import plainly_accepted, plainly_private
 
 if TYPE_CHECKING:
@@ -344,7 +344,6 @@ class Instrumentation:
 
 _PREFIX = "BUDGETWARE_"
 _RUN_PREFIX = _PREFIX + "RUN_"  # budgetware run's own variables, not settings
-_MCP_PREFIX = _PREFIX + "MCP_"  # the MCP boundary's settings
 
 
 def _settings_in_environment() -> bool:
@@ -391,8 +390,6 @@ def _check_setup(config: BudgetConfig | None) -> None:
 
         check_store(resolve_config())  # says exactly what is wrong with it
         return
-    if any(key.startswith(_MCP_PREFIX) for key in os.environ):
-        load_features()  # the MCP boundary registers the check of its own settings
     from budgetware.core.config import check_settings
 
     resolved = check_settings(config)

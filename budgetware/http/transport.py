@@ -25,7 +25,7 @@ from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.diagnostics import recorder as _recorder
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import attach_report, settle
-from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.http.headers import OVERRIDES_EXTENSION, REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.hooks import response_may_wait, rewrite_response
 from budgetware.store.select import check_store, remote_store_in_use
 from budgetware.wire.body import finalize_body, observed_finalize_body
@@ -157,11 +157,13 @@ def prepare_request(
             return _rebuild(library, request, request.content, strip)
         except library.RequestNotRead:
             return _rebuild_headers_only(request, strip)
+    overrides = header_overrides(headers) if own else {}
     try:
         body = request.content
     except library.RequestNotRead:  # a streaming body: not ours to buffer
+        if overrides:
+            request.extensions[OVERRIDES_EXTENSION] = overrides
         return _rebuild_headers_only(request, own) if own else request
-    overrides = header_overrides(headers) if own else {}
     config = _effective_config(base, overrides)
     new_body = body
     report = None
@@ -181,6 +183,8 @@ def prepare_request(
     outgoing = (
         request if new_body is body and not own else _rebuild(library, request, new_body, own)
     )
+    if overrides:  # for the response side (the MCP boundary), once the headers are gone
+        outgoing.extensions[OVERRIDES_EXTENSION] = overrides
     if report is not None:
         attach_report(outgoing, report, asynchronous=asynchronous)
     return outgoing

@@ -5,32 +5,18 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
-
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from typing import Any, TypeVar
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore, text_key
 from budgetware.core.config import (
-    ENV_PREFIX,
+    DEFAULT_MCP_MESSAGE_BYTES,
+    DEFAULT_MCP_RESULT_BUDGET,
     BudgetConfig,
-    ConfigError,
-    Count,
-    Priority,
-    check_unit,
-    is_unset,
-    resolve_config,
-    warn_setting_once,
+    McpServerBudget,
+    McpToolPolicy,
 )
 from budgetware.core.fit import PreviewOptions, fit_text
 from budgetware.core.gil import give_way
@@ -39,29 +25,24 @@ from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
 from budgetware.mcp.pieces import LONG_STRING_BYTES
-from budgetware.store.select import store_for_config
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_RESULT_BUDGET",
     "META_ARTIFACTS",
     "BoundResult",
-    "McpBudget",
     "McpServerBudget",
     "McpToolPolicy",
     "bound_response_message",
     "bound_tool_result",
-    "default_store",
+    "names_server",
+    "result_budget_for",
 ]
 
 logger = logging.getLogger("budgetware")
 
-# One result may use half of the default model-facing batch budget (200,000 chars): two
-# oversized results of one turn then still reach the model without a second cut.
-DEFAULT_RESULT_BUDGET = 100_000
-# The mcp client refuses a server-sent event larger than this many UTF-8 bytes
-# (mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE; a test pins the two together).
-DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+DEFAULT_RESULT_BUDGET = DEFAULT_MCP_RESULT_BUDGET
+DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_MCP_MESSAGE_BYTES
 # Room kept under the event limit for the SSE field lines around the JSON (event, id, data).
 SSE_FRAMING_RESERVE = 1024
 # The _meta entry naming the artifacts that hold the full output of a bounded result.
@@ -69,187 +50,47 @@ META_ARTIFACTS = "budgetware/artifacts"
 # Strings of structuredContent this short are identifiers, enums and the like: never cut.
 _MIN_STRUCTURED_SLOT = 64
 
-_ENV_MCP = ENV_PREFIX + "MCP_"
 _V = TypeVar("_V")
 
 
-class McpToolPolicy(BaseModel):
-    """One tool's settings at the producer boundary: a result budget, a priority, a floor.
+def names_server(config: BudgetConfig, name: str) -> bool:
+    """Whether ``mcp_servers`` has overrides for this server name or URL."""
+    return _match(config.mcp_servers, name) is not None
 
-    Results arrive one at a time here, so a priority decides the per-result budget:
-    ``high`` is not cut to the result budget (only to the message limit: the batch
-    finalizer downstream bounds it, last, with its own ``tool_policies``) unless
-    ``result_budget`` is set; ``normal`` and ``low`` get the server's or global budget
-    (a result arrives alone here, with no other result to give room to: ``low`` gives
-    room first in the batch, through ``tool_policies``; a smaller ``result_budget`` cuts
-    it harder here).
-    ``min_room`` raises the budget that applies to at least that much.
+
+def result_budget_for(
+    config: BudgetConfig, server: str | None = None, tool: str | None = None
+) -> int:
+    """The result budget for one tool of one server (the most specific override wins:
+    server and tool, server, tool, ``mcp_result_budget``).
+
+    A tool entry is a budget, or an ``McpToolPolicy``: its ``result_budget`` if set, else
+    none for ``high`` priority (0: only the message limit applies) and the server's or
+    global budget otherwise, raised to ``min_room``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    result_budget: Count | None = Field(
-        default=None, description="Per tools/call result of this tool."
-    )
-    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
-    min_room: Count = Field(default=0, ge=0, description="The least result budget this tool gets.")
-
-
-def _tool_entries(value: Any) -> Any:
-    # A bare priority stands for {"priority": p}.
-    if isinstance(value, dict):
-        return {k: {"priority": v} if isinstance(v, str) else v for k, v in value.items()}
-    return value
-
-
-# Per-tool overrides, for the whole boundary and for one server alike. The default is given
-# where the field is declared: a Field() inside Annotated is no default to type checkers.
-_ToolOverrides = Annotated[dict[str, Count | McpToolPolicy], BeforeValidator(_tool_entries)]
-_TOOLS = (
-    "Tool name (or fnmatch pattern) -> result budget, or {'result_budget', 'priority', "
-    "'min_room'}."
-)
-
-
-class McpServerBudget(BaseModel):
-    """Overrides for one MCP server: its default result budget and per-tool budgets."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    result_budget: Count | None = Field(
-        default=None,
-        description="Budget per tools/call result of this server; None: the global one.",
-    )
-    tools: _ToolOverrides = Field(default_factory=dict, description=_TOOLS)
-
-
-class McpBudget(BaseModel):
-    """How MCP tool results are bounded as they arrive, independent of the batch budget.
-
-    ``result_budget`` (characters, or ``unit``) applies to the distinct text of one
-    ``tools/call`` result: its text blocks and the long strings of its
-    ``structuredContent``; 0 or less disables it. ``max_message_bytes`` is the most a
-    rewritten result message may take on the wire (the mcp client's SSE event limit);
-    it always applies, even when the result budget is disabled; 0 or less disables it.
-    Overrides: ``servers`` by server name or URL, then ``tools`` by tool name; the most
-    specific one wins (server+tool, server, tool, default).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    result_budget: Count = Field(
-        default=DEFAULT_RESULT_BUDGET,
-        description="Budget per tools/call result (its distinct text), in `unit`; 0 or less "
-        "disables.",
-    )
-    unit: Unit = Field(
-        default="chars",
-        description=(
-            "'chars' (code points), 'utf8_bytes', 'tokens' (estimated: bytes / 4), or exact "
-            "tokens 'tokens:o200k_base' / 'tokens:cl100k_base' (extra budgetware[tokens])."
-        ),
-    )
-    max_message_bytes: Count = Field(
-        default=DEFAULT_MAX_MESSAGE_BYTES,
-        description="Largest rewritten result message on the wire, in bytes (the mcp client's "
-        "limit for one server-sent event); 0 or less disables.",
-    )
-    tools: _ToolOverrides = Field(default_factory=dict, description=_TOOLS)
-
-    servers: dict[str, McpServerBudget] = Field(
-        default_factory=dict,
-        description='Server name, URL or host:port (or pattern) -> {"result_budget": n, '
-        '"tools": {...}}.',
-    )
-
-    @field_validator("unit")
-    @classmethod
-    def _exact_unit(cls, value: str) -> str:
-        return check_unit(value)
-
-    @classmethod
-    def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        *,
-        lenient: bool = False,
-        **overrides: Any,
-    ) -> McpBudget:
-        """Defaults, then ``BUDGETWARE_MCP_*`` variables, then ``overrides``.
-
-        ``BUDGETWARE_MCP_RESULT_BUDGET``, ``BUDGETWARE_MCP_UNIT``,
-        ``BUDGETWARE_MCP_MAX_MESSAGE_BYTES``, and ``BUDGETWARE_MCP_TOOLS`` /
-        ``BUDGETWARE_MCP_SERVERS`` as JSON objects; an empty one is unset. An invalid value
-        raises ``ConfigError`` naming its variable; with ``lenient`` (a call in flight) it
-        is left out and logged once.
-        """
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = env.get(_ENV_MCP + name.upper())
-            if raw is None or is_unset(raw):  # empty: unset, as for BUDGETWARE_<setting>
-                continue
-            if name in ("tools", "servers"):
-                try:
-                    values[name] = json.loads(raw)
-                except ValueError:
-                    if not lenient:
-                        raise ConfigError(f"{_ENV_MCP}{name.upper()}: not a JSON object") from None
-                    warn_setting_once(_ENV_MCP + name.upper(), "not a JSON object")
-            else:
-                values[name] = raw
-        from_env = set(values) - set(overrides)
-        values.update(overrides)
-        while True:
-            try:
-                return cls.model_validate(values)
-            except ValidationError as exc:
-                bad = {str(e["loc"][0]): e["msg"] for e in exc.errors() if e["loc"]}
-                if not lenient or not from_env.intersection(bad):
-                    named = ", ".join(
-                        f"{name} ({_ENV_MCP}{name.upper()})" if name in from_env else name
-                        for name in bad
-                    )
-                    raise ConfigError(f"invalid budgetware MCP setting {named}: {exc}") from None
-                for name in from_env.intersection(bad):
-                    warn_setting_once(_ENV_MCP + name.upper(), bad[name])
-                    del values[name]
-                    from_env.discard(name)
-
-    def names_server(self, name: str) -> bool:
-        """Whether ``servers`` has overrides for this server name or URL."""
-        return _match(self.servers, name) is not None
-
-    def budget_for(self, server: str | None = None, tool: str | None = None) -> int:
-        """The result budget for one tool of one server (most specific override wins).
-
-        A tool entry is a budget, or an ``McpToolPolicy``: its ``result_budget`` if set,
-        else none for ``high`` priority (0: only the message limit applies) and the
-        server's or global budget otherwise, raised to ``min_room``.
-        """
-        overrides = _match(self.servers, server) if server else None
-        base = self.result_budget
-        entry: int | McpToolPolicy | None = None
-        if overrides is not None:
-            if tool is not None:
-                entry = _match(overrides.tools, tool)
-            if overrides.result_budget is not None:
-                if entry is None:
-                    return overrides.result_budget  # server beats a global tool entry
-                base = overrides.result_budget
-        if entry is None and tool is not None:
-            entry = _match(self.tools, tool)
-        if entry is None:
-            return base
-        if isinstance(entry, int):
-            return entry
-        if entry.result_budget is not None:
-            budget = entry.result_budget
-        elif entry.priority == "high":
-            return 0
-        else:
-            budget = base
-        return max(budget, entry.min_room) if budget > 0 else budget
+    overrides = _match(config.mcp_servers, server) if server else None
+    base = config.mcp_result_budget
+    entry: int | McpToolPolicy | None = None
+    if overrides is not None:
+        if tool is not None:
+            entry = _match(overrides.tools, tool)
+        if overrides.result_budget is not None:
+            if entry is None:
+                return overrides.result_budget  # server beats a global tool entry
+            base = overrides.result_budget
+    if entry is None and tool is not None:
+        entry = _match(config.mcp_tools, tool)
+    if entry is None:
+        return base
+    if isinstance(entry, int):
+        return entry
+    if entry.result_budget is not None:
+        budget = entry.result_budget
+    elif entry.priority == "high":
+        return 0
+    else:
+        budget = base
+    return max(budget, entry.min_room) if budget > 0 else budget
 
 
 def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
@@ -261,16 +102,6 @@ def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
         if fnmatch.fnmatchcase(name, pattern):
             return value
     return None
-
-
-def default_store(config: BudgetConfig | None = None) -> tuple[ArtifactStore | None, bool]:
-    """The store the finalizer uses too (so decisions are found), and whether to persist.
-
-    ``config`` is the entry point's configuration (``instrument(config=)``, a transport's);
-    the environment and ``budget(...)`` blocks apply around it, as for model requests.
-    """
-    effective = resolve_config(config, lenient=True)
-    return store_for_config(effective), effective.persist
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,20 @@ from functools import partial
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactStore, digest_scope
-from budgetware.core.config import BudgetConfig, register_setting_check, resolve_config
+from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import PreviewOptions
 from budgetware.core.gil import give_way
 from budgetware.core.jsonio import compact_literal, dumps_faithful
+from budgetware.http.headers import request_settings
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
     SSE_FRAMING_RESERVE,
-    McpBudget,
     bound_response_message,
-    default_store,
+    names_server,
+    result_budget_for,
 )
 from budgetware.mcp.pieces import (
     LONG_STRING_BYTES,
@@ -34,15 +35,10 @@ from budgetware.mcp.pieces import (
     loads_in_pieces,
     loads_outline,
 )
+from budgetware.store.select import store_for_config
 from budgetware.wire.splice import patch_json
 
-__all__ = [
-    "configure_mcp",
-    "current_mcp_budget",
-    "effective_mcp_budget",
-    "response_may_wait",
-    "rewrite_mcp_response",
-]
+__all__ = ["response_may_wait", "rewrite_mcp_response"]
 
 
 # Set on a response this module produced, so a second layer (transport and send) skips it.
@@ -50,34 +46,11 @@ EXTENSION = "budgetware_mcp"
 _TOOLS_CALL = b'"tools/call"'
 _DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
 
-_configured: McpBudget | None = None
-
-
-def configure_mcp(budget: McpBudget | None) -> None:
-    """Set the process-wide MCP budget (``None``: read ``BUDGETWARE_MCP_*`` again)."""
-    global _configured
-    _configured = budget
-
-
-def current_mcp_budget() -> McpBudget:
-    """The process-wide MCP budget: the configured one, else from the environment.
-
-    Raises ``ConfigError`` naming the variable when a ``BUDGETWARE_MCP_*`` value is invalid.
-    """
-    return _configured if _configured is not None else McpBudget.from_env()
-
-
-def effective_mcp_budget() -> McpBudget:
-    """The MCP budget for a call in flight: like ``current_mcp_budget()``, but an invalid
-    environment value is left out and logged once instead of breaking the call."""
-    return _configured if _configured is not None else McpBudget.from_env(lenient=True)
-
 
 def rewrite_mcp_response(
     request: Any,
     response: Any,
     *,
-    budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
@@ -88,18 +61,22 @@ def rewrite_mcp_response(
     ``application/json`` or ``text/event-stream`` body is touched. A streaming response
     is wrapped, not read: its events go through one by one as they complete, and only the
     event holding this call's result is rewritten. Compressed bodies are decoded first;
-    the new response has no ``Content-Encoding`` or ``Content-Length``. ``config`` (default:
-    the configuration of the entry point delivering the response) picks the store.
+    the new response has no ``Content-Encoding`` or ``Content-Length``. The settings are
+    the request's, resolved as for a model request: ``config`` (default: the configuration
+    of the entry point delivering the response) < ``budget(...)`` blocks < the request's
+    ``x-budgetware-*`` headers.
     """
     call = _tools_call(request, response)
     if call is None:
         return response
     if config is None:
         config = entry_config()
+    effective = None
     try:
-        return _rewrite(request, response, call, budget, server, store, config)
+        effective = _effective(config, request)
+        return _rewrite(request, response, call, server, store, effective)
     except Exception:
-        fail_open("bound an MCP tool result", config=_effective(config))
+        fail_open("bound an MCP tool result", config=effective)
         return response
 
 
@@ -116,63 +93,60 @@ def response_may_wait(request: Any, response: Any, config: BudgetConfig | None =
     call = _tools_call(request, response)
     if call is None:
         return False
-    budget = effective_mcp_budget()
-    limit = _result_budget(budget, None, request, call[1])
+    effective = _effective(config, request)
+    limit = _result_budget(effective, None, request, call[1])
     size = len(content)
     over_budget = limit > 0 and size > limit
-    over_limit = budget.max_message_bytes > 0 and size > budget.max_message_bytes
+    over_limit = 0 < effective.mcp_max_message_bytes < size
     if not (over_budget or over_limit):
         return False
-    effective = _effective(config)
     return effective.persist and effective.store_location().scheme == "s3"
 
 
-def _effective(config: BudgetConfig | None) -> BudgetConfig:
-    """The settings in effect under ``config`` (environment < config < budget() blocks)."""
-    return resolve_config(config, lenient=True)
+def _effective(config: BudgetConfig | None, request: Any) -> BudgetConfig:
+    """The settings of this request: environment < ``config`` < ``budget()`` blocks <
+    its ``x-budgetware-*`` headers."""
+    return resolve_config(config, request_overrides=request_settings(request), lenient=True)
 
 
 def _rewrite(
     request: Any,
     response: Any,
     call: tuple[Any, str | None],
-    budget: McpBudget | None,
     server: str | None,
     store: ArtifactStore | None,
-    config: BudgetConfig | None,
+    effective: BudgetConfig,
 ) -> Any:
     call_id, tool = call
-    budget = budget or effective_mcp_budget()
-    limit = _result_budget(budget, server, request, tool)
-    if limit <= 0 and budget.max_message_bytes <= 0:
+    limit = _result_budget(effective, server, request, tool)
+    max_bytes = effective.mcp_max_message_bytes
+    if limit <= 0 and max_bytes <= 0:
         return response
-    effective = _effective(config)
+    persist = effective.persist
     if store is None:
-        store, persist = default_store(config)
-    else:
-        persist = effective.persist
+        store = store_for_config(effective)
     options = preview_options(effective)
+    unit = effective.unit
 
     def bound(message: Any) -> Any:
         return bound_response_message(
             message,
             budget=limit,
-            max_bytes=budget.max_message_bytes,
+            max_bytes=max_bytes,
             reserve_bytes=0,
             store=store,
             persist=persist,
-            unit=budget.unit,
+            unit=unit,
             options=options,
         )
 
     content_type = response.headers.get("content-type", "").lower()
     transform: Callable[[], _Transform]
     if content_type.startswith("text/event-stream"):
-        max_bytes = budget.max_message_bytes
 
         def transform() -> _Transform:
             return _SseTransform(
-                call_id, limit, max_bytes, store, persist, budget.unit, options, effective
+                call_id, limit, max_bytes, store, persist, unit, options, effective
             )
 
     else:
@@ -217,15 +191,17 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     return message["id"], tool if isinstance(tool, str) else None
 
 
-def _result_budget(budget: McpBudget, server: str | None, request: Any, tool: str | None) -> int:
-    if server is None and budget.servers:
+def _result_budget(
+    config: BudgetConfig, server: str | None, request: Any, tool: str | None
+) -> int:
+    if server is None and config.mcp_servers:
         url = request.url
         # Overrides may name the endpoint URL or just its host[:port].
         for name in (str(url.copy_with(query=None, fragment=None)), url.netloc.decode()):
-            if budget.names_server(name):
+            if names_server(config, name):
                 server = name
                 break
-    return budget.budget_for(server, tool)
+    return result_budget_for(config, server, tool)
 
 
 def _same_id(a: Any, b: Any) -> bool:
@@ -570,5 +546,3 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
 
 
 register_response_rewriter(rewrite_mcp_response, may_wait=response_may_wait)
-# Every entry point that installs this boundary validates BUDGETWARE_MCP_* where it is set up.
-register_setting_check(current_mcp_budget)

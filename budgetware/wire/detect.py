@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import os
 import re
 from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from budgetware.core.config import ENV_PREFIX, NO_FORMAT, BudgetConfig, warn_setting_once
+from budgetware.core.config import (
+    NO_FORMAT,
+    BudgetConfig,
+    environment_settings,
+    variable_of,
+    warn_setting_once,
+)
 from budgetware.core.jsonio import loads
 from budgetware.wire.formats import (
     anthropic_messages,
@@ -213,7 +218,7 @@ def _host_glob(glob: str) -> str:
     )
 
 
-_ENDPOINTS_VARIABLE = ENV_PREFIX + "ENDPOINTS"
+_ENDPOINTS_VARIABLE = variable_of("endpoints")
 
 
 def _endpoints_dropped(config: BudgetConfig) -> bool:
@@ -223,7 +228,7 @@ def _endpoints_dropped(config: BudgetConfig) -> bool:
     like any other; for this one setting that would bound endpoints the user excluded
     (``"none"``), so no request is touched until the value is fixed.
     """
-    raw = os.environ.get(_ENDPOINTS_VARIABLE)
+    raw = environment_settings().get("endpoints")
     if raw is None or "endpoints" in config.model_fields_set:
         return False
     return not _valid_endpoints(raw)

@@ -6,18 +6,17 @@ import functools
 import logging
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, get_args
+from typing import Any
 
 from litellm.caching.dual_cache import DualCache
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
-from budgetware.core.config import BudgetConfig, ConfigError, check_overrides, check_settings
+from budgetware.core.config import BudgetConfig, check_settings
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
-from budgetware.core.measure import Unit
-from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides
+from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
 from budgetware.wire.detect import format_for_path
@@ -25,7 +24,7 @@ from budgetware.wire.payload import bound_payload
 
 from . import _passthrough
 
-__all__ = ["METADATA_KEYS", "BudgetCallback"]
+__all__ = ["BudgetCallback"]
 
 logger = logging.getLogger("budgetware")
 
@@ -53,26 +52,11 @@ _FORMATS: dict[str, tuple[str, str]] = {
     "agenerate_content_stream": _GEMINI,
 }
 
-# Key and team metadata a proxy admin sets (``/key/generate``, ``/team/new``), by setting.
-METADATA_KEYS = ("budgetware_batch_budget", "budgetware_unit", "budgetware_disable")
-
 
 def _call_type_name(call_type: object) -> str:
     if isinstance(call_type, CallTypes):
         return str(call_type.value)
     return call_type if isinstance(call_type, str) else ""
-
-
-def _ignore(where: str, name: str, value: object, warn: Callable[[str], None] | None) -> None:
-    message = (
-        f"budgetware: ignoring {where} {name!r}: invalid value {str(value)[:40]!r} "
-        f"(expected budgetware_batch_budget: <int>, budgetware_unit: {'|'.join(get_args(Unit))}, "
-        "budgetware_disable: true|false)"
-    )
-    if warn is None:
-        warnings.warn(message, BudgetwareWarning, stacklevel=3)
-    else:
-        warn(message)
 
 
 # Messages already logged by log_warning (a bounded set: past it, every one is logged).
@@ -91,60 +75,6 @@ def log_warning(message: str) -> None:
     if len(_LOGGED) < _LOGGED_MAX:
         _LOGGED.add(message)
     logger.warning("BudgetwareWarning: %s", message)
-
-
-def _truthy(value: object) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in {"1", "true", "yes", "on"}:
-            return True
-        if lowered in {"0", "false", "no", "off", ""}:
-            return False
-    return None
-
-
-def _budget(value: object) -> int | None:
-    """The batch budget ``value`` stands for, by the setting's own rules (as from the
-    environment or a header: ``inf`` or 0 disables, ``True`` is no budget), or None."""
-    try:
-        budget: int = check_overrides({"batch_budget": value})["batch_budget"]
-    except ConfigError:
-        return None
-    return budget
-
-
-def metadata_overrides(
-    metadata: object, where: str, *, warn: Callable[[str], None] | None = None
-) -> dict[str, Any]:
-    """Settings from the ``budgetware_*`` entries of key or team metadata.
-
-    An invalid value is ignored with a warning naming the entry (a ``BudgetwareWarning``,
-    or ``warn(message)``).
-    """
-    if not isinstance(metadata, Mapping):
-        return {}
-    overrides: dict[str, Any] = {}
-    if "budgetware_batch_budget" in metadata:
-        budget = _budget(metadata["budgetware_batch_budget"])
-        if budget is None:
-            _ignore(where, "budgetware_batch_budget", metadata["budgetware_batch_budget"], warn)
-        else:
-            overrides["batch_budget"] = budget
-    if "budgetware_unit" in metadata:
-        try:
-            overrides.update(check_overrides({"unit": metadata["budgetware_unit"]}))
-        except ConfigError:
-            _ignore(where, "budgetware_unit", metadata["budgetware_unit"], warn)
-    # Checked last: an explicit off switch wins over a budget in the same metadata.
-    if "budgetware_disable" in metadata:
-        flag = _truthy(metadata["budgetware_disable"])
-        if flag is None:
-            _ignore(where, "budgetware_disable", metadata["budgetware_disable"], warn)
-        elif flag:
-            overrides["batch_budget"] = 0
-    return overrides
 
 
 def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
@@ -310,8 +240,9 @@ class BudgetCallback(CustomLogger):
 
     In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request (on the unified
     routes, and on pass-through routes whose path is a model API), with settings from the
-    callback's ``config`` < team metadata < key metadata < ``x-budgetware-*`` request
-    headers. For async SDK and Router calls ``async_pre_call_deployment_hook``
+    callback's ``config`` < ``x-budgetware-*`` request headers < team metadata < key
+    metadata (what the proxy's admin set wins over what a client asks). For async SDK and
+    Router calls ``async_pre_call_deployment_hook``
     bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
     Neither hook ever fails a request: an internal error sends it unchanged.
     """
@@ -353,9 +284,10 @@ class BudgetCallback(CustomLogger):
                 return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
-            overrides = metadata_overrides(team, "team metadata", warn=log_warning)
+            # The client's headers, then what the proxy's admin set on its team and key.
+            overrides = header_overrides(headers, warn=log_warning)
+            overrides.update(metadata_overrides(team, "team metadata", warn=log_warning))
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
-            overrides.update(header_overrides(headers, warn=log_warning))
             path, field = wire
             payload = _conversation(data, path, field, log_warning)
             if payload is None:

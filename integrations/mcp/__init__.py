@@ -1,9 +1,10 @@
 """MCP integration: bound tool results where they enter the agent (the producer boundary).
 
-Three ways in, all bounding ``tools/call`` results the same way (``McpBudget``):
+Three ways in, all bounding ``tools/call`` results the same way (the ``mcp_*`` settings of
+``BudgetConfig``):
 
 - ``budgetware.instrument()``: every httpx2 client in the process, so the streamable HTTP
-  transport of any ``mcp`` client, with the process-wide budget (``configure``);
+  transport of any ``mcp`` client, with the process-wide settings;
 - ``budget_http_client()``: one ``streamable_http_client(url, http_client=...)``;
 - ``BoundedTransport(transport)`` / ``bound_streams(read, write)``: any transport, stdio
   included, at the message level.
@@ -18,13 +19,11 @@ from budgetware.mcp.bound import (
     DEFAULT_RESULT_BUDGET,
     META_ARTIFACTS,
     BoundResult,
-    McpBudget,
     McpServerBudget,
     McpToolPolicy,
     bound_tool_result,
 )
-from budgetware.mcp.http import configure_mcp as configure
-from budgetware.mcp.http import current_mcp_budget, rewrite_mcp_response
+from budgetware.mcp.http import rewrite_mcp_response
 
 from ._client import (
     BoundedTransport,
@@ -40,13 +39,10 @@ __all__ = [
     "BoundResult",
     "BoundedTransport",
     "McpBoundTransport",
-    "McpBudget",
     "McpServerBudget",
     "McpToolPolicy",
     "bound_streams",
     "bound_tool_result",
     "budget_http_client",
-    "configure",
-    "current_mcp_budget",
     "rewrite_mcp_response",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, overload
 
@@ -17,12 +18,17 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import BudgetConfig, check_settings, resolve_config
+from budgetware.core.config import (
+    BudgetConfig,
+    check_settings,
+    current_overrides,
+    resolve_config,
+)
 from budgetware.core.finalize import preview_options
 from budgetware.http.transport import library_of
-from budgetware.mcp.bound import McpBudget, bound_tool_result, default_store
-from budgetware.mcp.http import effective_mcp_budget, rewrite_mcp_response
-from budgetware.store.select import check_store
+from budgetware.mcp.bound import bound_tool_result, result_budget_for
+from budgetware.mcp.http import rewrite_mcp_response
+from budgetware.store.select import check_store, store_for_config
 
 __all__ = [
     "BoundedTransport",
@@ -81,7 +87,6 @@ class McpBoundTransport:
         self,
         inner: Any = None,
         *,
-        budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
@@ -91,7 +96,6 @@ class McpBoundTransport:
         if inner is None:
             inner = require("httpx2").AsyncHTTPTransport()
         self.inner = inner
-        self.budget = budget
         self.server = server
         self.store = store
         self.config = config
@@ -102,7 +106,6 @@ class McpBoundTransport:
         return rewrite_mcp_response(
             request,
             response,
-            budget=self.budget,
             server=self.server,
             store=self.store,
             config=self.config,
@@ -117,7 +120,6 @@ class McpBoundTransport:
 
 def budget_http_client(
     *,
-    budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
@@ -126,19 +128,17 @@ def budget_http_client(
 ) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)``.
 
-    Its ``tools/call`` results arrive bounded to ``budget`` (default: the process-wide MCP
-    budget, ``BUDGETWARE_MCP_*``), with their full output persisted once. ``server`` names
-    the server for per-server overrides (default: matched by URL). ``config`` picks the
-    artifact store (default: the environment and ``budget(...)`` blocks). ``transport`` is the
+    Its ``tools/call`` results arrive bounded by the ``mcp_*`` settings (``config``, over
+    the environment; ``budget(...)`` blocks and ``x-budgetware-*`` headers narrow them),
+    with their full output persisted once. ``server`` names the server for per-server
+    overrides (default: matched by URL). ``transport`` is the
     transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
     to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
     """
     library = require("httpx2")
     if "timeout" not in client_kwargs:
         client_kwargs["timeout"] = library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
-    bounded = McpBoundTransport(
-        transport, budget=budget, server=server, store=store, config=config
-    )
+    bounded = McpBoundTransport(transport, server=server, store=store, config=config)
     client: httpx2.AsyncClient = library.AsyncClient(transport=bounded, **client_kwargs)
     return client
 
@@ -147,18 +147,14 @@ class _State:
     """What the two directions share: pending ``tools/call`` ids and the server's name."""
 
     def __init__(
-        self,
-        budget: McpBudget | None,
-        server: str | None,
-        store: ArtifactStore | None,
-        config: BudgetConfig | None,
+        self, server: str | None, store: ArtifactStore | None, config: BudgetConfig | None
     ) -> None:
         self.config = config
-        self.budget = budget
         self.server = server
         self.named = server is not None
         self.store = store
-        self.calls: dict[tuple[type, Any], str | None] = {}
+        # id -> (tool name, the budget() block the call was sent in)
+        self.calls: dict[tuple[type, Any], tuple[str | None, Mapping[str, Any]]] = {}
         self.initialize: set[tuple[type, Any]] = set()
 
 
@@ -198,8 +194,11 @@ class _ObservedWrite(_StreamProxy):
         if method == "tools/call" and hasattr(message, "id"):
             params = getattr(message, "params", None)
             name = params.get("name") if isinstance(params, dict) else None
+            # The answer is read in the session's own task: the block around the call is
+            # taken here, where the call is sent.
             self._state.calls[(type(message.id), message.id)] = (
-                name if isinstance(name, str) else None
+                name if isinstance(name, str) else None,
+                current_overrides(),
             )
         elif method == "initialize" and hasattr(message, "id"):
             self._state.initialize.add((type(message.id), message.id))
@@ -240,35 +239,33 @@ class _BoundingRead(_StreamProxy):
             return item
         if key not in state.calls:
             return item
-        tool = state.calls.pop(key)
-        budget = state.budget or effective_mcp_budget()
-        limit = budget.budget_for(state.server, tool)
-        if limit <= 0 and budget.max_message_bytes <= 0:
+        tool, block = state.calls.pop(key)
+        config = resolve_config(state.config, request_overrides=block, lenient=True)
+        limit = result_budget_for(config, state.server, tool)
+        if limit <= 0 and config.mcp_max_message_bytes <= 0:
             return item
         import anyio.to_thread
 
         # Bounding may write an artifact: off the event loop.
-        bounded = await anyio.to_thread.run_sync(self._bound, result, budget, limit)
+        bounded = await anyio.to_thread.run_sync(self._bound, result, config, limit)
         if bounded is result:
             return item
         types = require("mcp_types")
         new_message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=bounded)
         return type(item)(message=new_message, metadata=getattr(item, "metadata", None))
 
-    def _bound(self, result: dict[str, Any], budget: McpBudget, limit: int) -> Any:
+    def _bound(self, result: dict[str, Any], config: BudgetConfig, limit: int) -> Any:
         store = self._state.store
         if store is None:
-            store, persist = default_store(self._state.config)
-        else:
-            persist = resolve_config(self._state.config, lenient=True).persist
+            store = store_for_config(config)
         outcome = bound_tool_result(
             result,
             budget=limit,
-            max_bytes=budget.max_message_bytes,
+            max_bytes=config.mcp_max_message_bytes,
             store=store,
-            persist=persist,
-            unit=budget.unit,
-            options=preview_options(resolve_config(self._state.config, lenient=True)),
+            persist=config.persist,
+            unit=config.unit,
+            options=preview_options(config),
         )
         return outcome.result
 
@@ -277,7 +274,6 @@ def bound_streams(
     read_stream: Any,
     write_stream: Any,
     *,
-    budget: McpBudget | None = None,
     server: str | None = None,
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
@@ -290,7 +286,7 @@ def bound_streams(
     """
     # A configuration mistake (or an unusable store) fails here, not on a call.
     check_store(check_settings(config))
-    state = _State(budget, server, store, config)
+    state = _State(server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
 
@@ -307,7 +303,6 @@ class BoundedTransport:
         self,
         transport: Any,
         *,
-        budget: McpBudget | None = None,
         server: str | None = None,
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
@@ -315,7 +310,6 @@ class BoundedTransport:
         # A configuration mistake (or an unusable store) fails here, not on a call.
         check_store(check_settings(config))
         self._transport = transport
-        self._budget = budget
         self._server = server
         self._store = store
         self._config = config
@@ -325,7 +319,6 @@ class BoundedTransport:
         return bound_streams(
             read,
             write,
-            budget=self._budget,
             server=self._server,
             store=self._store,
             config=self._config,

@@ -147,7 +147,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCapture]:
     """Instrument for this test and record what budgetware did (see the module doc)."""
     from budgetware.core import observe
-    from budgetware.core.config import BudgetConfig
+    from budgetware.core.config import BudgetConfig, check_overrides
     from budgetware.http.instrument import instrument
 
     marker = request.node.get_closest_marker(MARKER)
@@ -167,7 +167,7 @@ def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCap
         artifact_dir = request.getfixturevalue("tmp_path") / "budgetware-artifacts"
     overrides = settings if artifact_dir is None else {**settings, "artifact_dir": artifact_dir}
     # A bad setting is a ConfigError naming it, at setup: the test errors, it does not fail.
-    config = BudgetConfig.from_env({}, **overrides)
+    config = BudgetConfig(**check_overrides(overrides))
     capture = BudgetwareCapture(settings, artifact_dir)
     with observe.subscribe(request=capture._record), instrument(config=config):
         yield capture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 import threading
 import typing
 from pathlib import Path
@@ -13,7 +12,12 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from budgetware import BudgetConfig, ConfigError, ToolPolicy, budget
-from budgetware.core.config import current_overrides, default_artifact_dir, resolve_config
+from budgetware.core.config import (
+    current_overrides,
+    default_artifact_dir,
+    environment_settings,
+    resolve_config,
+)
 
 
 def test_defaults() -> None:
@@ -25,22 +29,33 @@ def test_defaults() -> None:
     assert config.max_store_bytes == 500 * 1024 * 1024
 
 
-def test_environment_variables_are_read() -> None:
-    config = BudgetConfig.from_env(
+def setenv(monkeypatch: pytest.MonkeyPatch, variables: dict[str, str]) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    setenv(
+        monkeypatch,
         {
             "BUDGETWARE_BATCH_BUDGET": "1234",
             "BUDGETWARE_UNIT": "utf8_bytes",
             "BUDGETWARE_PERSIST": "false",
             "BUDGETWARE_ARTIFACT_DIR": "/tmp/bw",
-        }
+        },
     )
+    config = BudgetConfig.from_env()
     assert (config.batch_budget, config.unit, config.persist) == (1234, "utf8_bytes", False)
     assert config.artifact_dir == Path("/tmp/bw")
+    assert resolve_config() == config
 
 
-def test_an_invalid_environment_value_names_the_variable() -> None:
-    with pytest.raises(ConfigError, match="BUDGETWARE_BATCH_BUDGET"):
-        BudgetConfig.from_env({"BUDGETWARE_BATCH_BUDGET": "lots"})
+def test_an_invalid_environment_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "lots")
+    with pytest.raises(ConfigError, match=r"batch_budget \(BUDGETWARE_BATCH_BUDGET\)"):
+        BudgetConfig.from_env()
+    with pytest.raises(ConfigError, match=r"batch_budget \(BUDGETWARE_BATCH_BUDGET\)"):
+        resolve_config()
 
 
 def test_an_invalid_value_fails_at_construction_naming_the_setting() -> None:
@@ -59,27 +74,27 @@ def test_default_artifact_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> No
     assert default_artifact_dir() == Path.home() / ".cache" / "budgetware" / "artifacts"
 
 
-def test_precedence_is_env_then_config_then_budget_block_then_request() -> None:
-    env = {"BUDGETWARE_BATCH_BUDGET": "10", "BUDGETWARE_UNIT": "utf8_bytes"}
+def test_precedence_is_env_then_config_then_budget_block_then_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    setenv(monkeypatch, {"BUDGETWARE_BATCH_BUDGET": "10", "BUDGETWARE_UNIT": "utf8_bytes"})
     base = BudgetConfig(batch_budget=20)
-    assert resolve_config(base, environ=env).batch_budget == 20
-    assert resolve_config(base, environ=env).unit == "utf8_bytes"  # not set on base
+    assert resolve_config(base).batch_budget == 20
+    assert resolve_config(base).unit == "utf8_bytes"  # not set on base
     with budget(batch_budget=30):
-        assert resolve_config(base, environ=env).batch_budget == 30
-        assert (
-            resolve_config(base, environ=env, request_overrides={"batch_budget": 40}).batch_budget
-            == 40
-        )
-    assert resolve_config(None, environ={}).batch_budget == 200_000
+        assert resolve_config(base).batch_budget == 30
+        assert resolve_config(base, request_overrides={"batch_budget": 40}).batch_budget == 40
+    monkeypatch.delenv("BUDGETWARE_BATCH_BUDGET")
+    assert resolve_config(None).batch_budget == 200_000
 
 
 def test_budget_blocks_nest_and_restore() -> None:
     with budget(batch_budget=5, persist=False):
         with budget(batch_budget=7):
-            config = resolve_config(environ={})
+            config = resolve_config()
             assert (config.batch_budget, config.persist) == (7, False)
-        assert resolve_config(environ={}).batch_budget == 5
-    assert resolve_config(environ={}).batch_budget == 200_000
+        assert resolve_config().batch_budget == 5
+    assert resolve_config().batch_budget == 200_000
 
 
 def test_budget_rejects_unknown_or_invalid_settings_where_written() -> None:
@@ -96,7 +111,7 @@ def test_budget_stays_in_its_own_thread() -> None:
     def worker(name: str, value: int) -> None:
         with budget(batch_budget=value):
             barrier.wait()
-            seen[name] = resolve_config(environ={}).batch_budget
+            seen[name] = resolve_config().batch_budget
 
     threads = [threading.Thread(target=worker, args=(n, v)) for n, v in (("a", 1), ("b", 2))]
     for t in threads:
@@ -111,7 +126,7 @@ def test_budget_follows_copied_context_into_a_thread() -> None:
     with budget(batch_budget=99):
         ctx = contextvars.copy_context()
     thread = threading.Thread(
-        target=ctx.run, args=(lambda: seen.append(resolve_config(environ={}).batch_budget),)
+        target=ctx.run, args=(lambda: seen.append(resolve_config().batch_budget),)
     )
     thread.start()
     thread.join()
@@ -122,21 +137,23 @@ async def test_budget_is_per_asyncio_task() -> None:
     async def job(value: int) -> int:
         with budget(batch_budget=value):
             await asyncio.sleep(0.01)
-            return resolve_config(environ={}).batch_budget
+            return resolve_config().batch_budget
 
     assert await asyncio.gather(job(1), job(2), job(3)) == [1, 2, 3]
 
 
-def test_store_settings_take_durations_and_urls() -> None:
-    config = BudgetConfig.from_env(
+def test_store_settings_take_durations_and_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    setenv(
+        monkeypatch,
         {
             "BUDGETWARE_ARTIFACT_MAX_AGE": "14d",
             "BUDGETWARE_ARTIFACT_MIN_AGE": "2h",
             "BUDGETWARE_ARTIFACT_SWEEP_INTERVAL": "5m",
             "BUDGETWARE_ARTIFACT_STORE_TIMEOUT": "1.5",
             "BUDGETWARE_ARTIFACT_STORE": "s3://my-bucket/agents/prod/",
-        }
+        },
     )
+    config = BudgetConfig.from_env()
     assert config.artifact_max_age == 14 * 86400
     assert config.artifact_min_age == 7200
     assert config.artifact_sweep_interval == 300
@@ -180,48 +197,50 @@ def test_artifact_store_wins_over_artifact_dir(tmp_path: Path) -> None:
         ("BUDGETWARE_ARTIFACT_STORE", "gs://bucket/p"),
     ],
 )
-def test_a_bad_store_setting_names_its_variable(variable: str, value: str) -> None:
+def test_a_bad_store_setting_names_its_variable(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError, match=variable):
-        BudgetConfig.from_env({variable: value})
+        BudgetConfig.from_env()
 
 
-def test_max_age_below_min_age_is_refused() -> None:
-    with pytest.raises(ConfigError, match="artifact_max_age"):
-        BudgetConfig.from_env(
-            {"BUDGETWARE_ARTIFACT_MAX_AGE": "1h", "BUDGETWARE_ARTIFACT_MIN_AGE": "2h"}
-        )
+def test_max_age_below_min_age_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    setenv(monkeypatch, {"BUDGETWARE_ARTIFACT_MAX_AGE": "1h", "BUDGETWARE_ARTIFACT_MIN_AGE": "2h"})
+    with pytest.raises(ConfigError, match=r"artifact_max_age \(BUDGETWARE_ARTIFACT_MAX_AGE\)"):
+        BudgetConfig.from_env()
+    # While calls are in flight, the bad one is left out and the rest applies.
+    assert resolve_config(lenient=True).artifact_min_age == 7200
 
 
-def test_settings_read_from_os_environ_are_what_a_plain_mapping_gives(
+def test_the_environment_is_read_again_when_a_variable_changes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # os.environ is read through its own store of encoded names (os.environ.get of a missing
-    # name raises inside, for every field, on every request): the same values, at once.
-    from budgetware.core.config import env_values
-
     monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "1234")
     monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", "/tmp/caf\u00e9-\udcff")  # not UTF-8 on disk
     monkeypatch.delenv("BUDGETWARE_UNIT", raising=False)
-    seen = env_values(os.environ)
-    assert seen == env_values(dict(os.environ))
+    seen = environment_settings()
+    assert seen is environment_settings()  # unchanged: not read again
     assert seen["batch_budget"] == "1234"
     assert "unit" not in seen
     assert seen["artifact_dir"] == "/tmp/caf\u00e9-\udcff"
-    monkeypatch.setenv("BUDGETWARE_UNIT", "chars")
+    assert resolve_config().artifact_dir == Path("/tmp/caf\u00e9-\udcff")
+    monkeypatch.setenv("BUDGETWARE_UNIT", "utf8_bytes")
     monkeypatch.delenv("BUDGETWARE_BATCH_BUDGET")
-    seen = env_values(os.environ)
-    assert seen["unit"] == "chars"
+    seen = environment_settings()
+    assert seen["unit"] == "utf8_bytes"
     assert "batch_budget" not in seen
-    assert seen == env_values(dict(os.environ))
+    config = resolve_config()
+    assert (config.unit, config.batch_budget) == ("utf8_bytes", 200_000)
 
 
 def _number_fields() -> list[tuple[type[BaseModel], str]]:
     # Every int or float field of every configuration model, nested ones included: a new
     # number setting is covered here without a change.
-    from budgetware.mcp.bound import McpBudget, McpServerBudget, McpToolPolicy
+    from budgetware.core.config import McpServerBudget, McpToolPolicy
 
     found = []
-    for model in (BudgetConfig, ToolPolicy, McpBudget, McpServerBudget, McpToolPolicy):
+    for model in (BudgetConfig, ToolPolicy, McpServerBudget, McpToolPolicy):
         for name, field in model.model_fields.items():
             types = typing.get_args(field.annotation) or (field.annotation,)
             # Optional[Annotated[int, ...]] keeps the Annotated inside the union.
@@ -248,8 +267,10 @@ def test_every_number_setting_is_found() -> None:
         "artifact_sweep_interval",
         "artifact_store_timeout",
         "preview_salient_percent",
+        "mcp_result_budget",
+        "mcp_max_message_bytes",
     }
-    assert len(NUMBER_FIELDS) == len(names) + 6  # min_room; the 5 of the MCP models
+    assert len(NUMBER_FIELDS) == len(names) + 4  # 3 min_room and result_budget of the others
 
 
 @pytest.mark.parametrize("flag", [True, False])
@@ -277,72 +298,109 @@ def test_budget_refuses_a_boolean_budget_where_written(flag: bool) -> None:
     ):
         pass  # pragma: no cover
     with pytest.raises(ConfigError, match="artifact_max_age"):
-        BudgetConfig.from_env({}, artifact_max_age=flag)
+        BudgetConfig.from_env(artifact_max_age=flag)
     assert current_overrides() == {}
 
 
 def test_mcp_number_settings_refuse_booleans_as_config_errors() -> None:
-    from budgetware.mcp.bound import McpBudget
-
     for overrides in (
-        {"result_budget": True},
-        {"max_message_bytes": False},
-        {"tools": {"t": True}},
-        {"tools": {"t": {"min_room": True}}},
-        {"servers": {"s": {"result_budget": True}}},
+        {"mcp_result_budget": True},
+        {"mcp_max_message_bytes": False},
+        {"mcp_tools": {"t": True}},
+        {"mcp_tools": {"t": {"min_room": True}}},
+        {"mcp_servers": {"s": {"result_budget": True}}},
     ):
         with pytest.raises(ConfigError, match="a number, not True/False"):
-            McpBudget.from_env({}, **overrides)
+            BudgetConfig.from_env(**overrides)
 
 
-def test_numbers_and_their_strings_still_validate() -> None:
-    config = BudgetConfig.from_env(
+def test_numbers_and_their_strings_still_validate(monkeypatch: pytest.MonkeyPatch) -> None:
+    setenv(
+        monkeypatch,
         {
             "BUDGETWARE_BATCH_BUDGET": "5000",
             "BUDGETWARE_MAX_STORE_BYTES": "1000000",
             "BUDGETWARE_ARTIFACT_MAX_AGE": "30d",
             "BUDGETWARE_ARTIFACT_STORE_TIMEOUT": "0.5",
-            "BUDGETWARE_PREVIEW_SALIENT_PERCENT": "10",
-        }
+            "BUDGETWARE_MCP_RESULT_BUDGET": "10",
+        },
     )
+    config = BudgetConfig.from_env()
     assert (config.batch_budget, config.max_store_bytes) == (5000, 1_000_000)
     assert (config.artifact_max_age, config.artifact_store_timeout) == (30 * 86400, 0.5)
-    assert config.preview_salient_percent == 10
-    assert BudgetConfig.from_env({"BUDGETWARE_BATCH_BUDGET": "inf"}).batch_budget == 0
+    assert config.mcp_result_budget == 10
+    monkeypatch.setenv("BUDGETWARE_BATCH_BUDGET", "inf")
+    assert BudgetConfig.from_env().batch_budget == 0
     assert BudgetConfig(batch_budget=float("inf")).batch_budget == 0
     config = BudgetConfig(batch_budget=7, artifact_max_age=7200, artifact_store_timeout=1)
     assert (config.batch_budget, config.artifact_max_age) == (7, 7200.0)
     with budget(batch_budget=123, tool_policies={"t": {"min_room": 5}}):
-        assert resolve_config(environ={}).batch_budget == 123
+        assert resolve_config().batch_budget == 123
+
+
+VARIABLES = (
+    "BUDGETWARE_BATCH_BUDGET",
+    "BUDGETWARE_PERSIST",
+    "BUDGETWARE_UNIT",
+    "BUDGETWARE_MCP_RESULT_BUDGET",
+    "BUDGETWARE_MCP_MAX_MESSAGE_BYTES",
+    "BUDGETWARE_MCP_TOOLS",
+    "BUDGETWARE_MCP_SERVERS",
+)
 
 
 @pytest.mark.parametrize("value", ["", " ", "\t \n"])
 def test_an_empty_environment_variable_is_unset(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `export BUDGETWARE_BATCH_BUDGET=` clears a setting; os.environ (read through its own
-    # store) and a plain mapping agree.
-    from budgetware.core.config import env_values
-
-    variables = ("BUDGETWARE_BATCH_BUDGET", "BUDGETWARE_PERSIST", "BUDGETWARE_UNIT")
-    for variable in variables:
-        monkeypatch.setenv(variable, value)
-    assert env_values(os.environ) == env_values(dict(os.environ))
-    assert not {"batch_budget", "persist", "unit"} & set(env_values(os.environ))
-    assert BudgetConfig.from_env(dict.fromkeys(variables, value)) == BudgetConfig()
+    # `export BUDGETWARE_BATCH_BUDGET=` clears a setting.
+    setenv(monkeypatch, dict.fromkeys(VARIABLES, value))
+    names = {variable.removeprefix("BUDGETWARE_").lower() for variable in VARIABLES}
+    assert not names & set(environment_settings())
+    config = BudgetConfig.from_env()
+    assert {name: getattr(config, name) for name in names} == {
+        name: getattr(BudgetConfig(), name) for name in names
+    }
     assert resolve_config().batch_budget == 200_000
     with budget(batch_budget=9):  # checks the environment too: no error
         assert resolve_config().batch_budget == 9
 
 
-def test_an_empty_mcp_variable_is_unset() -> None:
-    from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, McpBudget
+NO_SUCH_USER = "~budgetware-no-such-user/artifacts"
 
-    env = {
-        "BUDGETWARE_MCP_RESULT_BUDGET": "",
-        "BUDGETWARE_MCP_MAX_MESSAGE_BYTES": " ",
-        "BUDGETWARE_MCP_TOOLS": "",
-        "BUDGETWARE_MCP_SERVERS": "  ",
-    }
-    assert McpBudget.from_env(env) == McpBudget()
-    assert McpBudget.from_env(env).result_budget == DEFAULT_RESULT_BUDGET
+
+def test_a_home_directory_of_no_user_is_a_config_error_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # It was a bare RuntimeError from Path.expanduser, out of instrument() too.
+    from budgetware.http.instrument import instrument
+
+    with pytest.raises(ValidationError, match="artifact_dir"):
+        BudgetConfig(artifact_dir=NO_SUCH_USER)
+    with pytest.raises(ValidationError, match="artifact_store"):
+        BudgetConfig(artifact_store=NO_SUCH_USER)
+    monkeypatch.setenv("BUDGETWARE_ARTIFACT_DIR", NO_SUCH_USER)
+    with pytest.raises(ConfigError, match=r"artifact_dir \(BUDGETWARE_ARTIFACT_DIR\)"):
+        instrument()
+
+
+@pytest.mark.parametrize(
+    ("word", "value"),
+    [(w, True) for w in ("1", "true", "yes", "on", "TRUE")]
+    + [(w, False) for w in ("0", "false", "no", "off", "Off")],
+)
+def test_a_boolean_variable_takes_the_usual_words(
+    word: str, value: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGETWARE_PERSIST", word)
+    monkeypatch.setenv("BUDGETWARE_PREVIEW_TOOL_HINT", word)
+    config = resolve_config()
+    assert (config.persist, config.preview_tool_hint) == (value, value)
+
+
+def test_a_typo_in_an_mcp_variable_gets_a_did_you_mean() -> None:
+    from budgetware.core.environment import unknown_variables
+
+    assert unknown_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
+        ("BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS")
+    ]

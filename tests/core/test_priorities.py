@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from budgetware import BudgetConfig, ConfigError, ToolPolicy
 from budgetware.core.allocate import allocate_by_priority
 from budgetware.finalizer import ToolResult, allocate, finalize_batch, guard_batch
-from budgetware.integrations.mcp import McpBudget, McpToolPolicy
+from budgetware.integrations.mcp import McpToolPolicy
+from budgetware.mcp.bound import result_budget_for
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True
@@ -194,19 +195,19 @@ def test_policies_from_the_environment_and_bad_ones() -> None:
 
 
 def test_mcp_per_tool_settings_take_a_priority_and_a_floor() -> None:
-    budget = McpBudget(
-        result_budget=10_000,
-        tools={"memory_*": "high", "fetch": {"min_room": 30_000}, "grep": 500},
-        servers={"docs": {"result_budget": 2_000, "tools": {"search": {"priority": "high"}}}},
+    config = BudgetConfig(
+        mcp_result_budget=10_000,
+        mcp_tools={"memory_*": "high", "fetch": {"min_room": 30_000}, "grep": 500},
+        mcp_servers={"docs": {"result_budget": 2_000, "tools": {"search": {"priority": "high"}}}},
     )
-    assert budget.tools["memory_*"] == McpToolPolicy(priority="high")
-    assert budget.budget_for(tool="memory_search") == 0  # only the message limit applies
-    assert budget.budget_for(tool="fetch") == 30_000
-    assert budget.budget_for(tool="grep") == 500
-    assert budget.budget_for(tool="other") == 10_000
-    assert budget.budget_for("docs", "search") == 0
-    assert budget.budget_for("docs", "memory_search") == 2_000  # the server wins over a tool
-    pinned = McpBudget(tools={"x": {"priority": "high", "result_budget": 50_000}})
-    assert pinned.budget_for(tool="x") == 50_000
-    env = McpBudget.from_env({"BUDGETWARE_MCP_TOOLS": '{"tool_search": "high"}'})
-    assert env.budget_for(tool="tool_search") == 0
+    assert config.mcp_tools["memory_*"] == McpToolPolicy(priority="high")
+    assert result_budget_for(config, tool="memory_search") == 0  # only the message limit
+    assert result_budget_for(config, tool="fetch") == 30_000
+    assert result_budget_for(config, tool="grep") == 500
+    assert result_budget_for(config, tool="other") == 10_000
+    assert result_budget_for(config, "docs", "search") == 0
+    assert result_budget_for(config, "docs", "memory_search") == 2_000  # server over tool
+    pinned = BudgetConfig(mcp_tools={"x": {"priority": "high", "result_budget": 50_000}})
+    assert result_budget_for(pinned, tool="x") == 50_000
+    env = BudgetConfig.from_env({"BUDGETWARE_MCP_TOOLS": '{"tool_search": "high"}'})
+    assert result_budget_for(env, tool="tool_search") == 0

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from budgetware.core.artifacts import ArtifactStoreError, text_key
-from budgetware.core.config import ConfigError
+from budgetware.core.config import BudgetConfig, ConfigError
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.integrations.mcp import budget_http_client
 from budgetware.mcp.bound import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RESULT_BUDGET,
     META_ARTIFACTS,
-    McpBudget,
     McpServerBudget,
     bound_tool_result,
+    result_budget_for,
 )
 from budgetware.store.local import LocalArtifactStore
 
@@ -102,22 +102,22 @@ def test_nested_structured_strings_are_cut_and_keys_and_types_kept(
 
 
 def test_budget_for_prefers_server_tool_then_server_then_tool_then_default() -> None:
-    budget = McpBudget(
-        result_budget=100,
-        tools={"t": 200, "db_*": 250},
-        servers={"s": McpServerBudget(result_budget=300, tools={"t": 400})},
+    config = BudgetConfig(
+        mcp_result_budget=100,
+        mcp_tools={"t": 200, "db_*": 250},
+        mcp_servers={"s": McpServerBudget(result_budget=300, tools={"t": 400})},
     )
-    assert budget.budget_for("s", "t") == 400
-    assert budget.budget_for("s", "u") == 300
-    assert budget.budget_for("other", "t") == 200
-    assert budget.budget_for(None, "db_query") == 250
-    assert budget.budget_for(None, None) == 100
+    assert result_budget_for(config, "s", "t") == 400
+    assert result_budget_for(config, "s", "u") == 300
+    assert result_budget_for(config, "other", "t") == 200
+    assert result_budget_for(config, None, "db_query") == 250
+    assert result_budget_for(config, None, None) == 100
 
 
 def test_defaults_are_documented_values() -> None:
-    budget = McpBudget()
-    assert budget.result_budget == DEFAULT_RESULT_BUDGET == 100_000
-    assert budget.max_message_bytes == 1024 * 1024
+    config = BudgetConfig()
+    assert config.mcp_result_budget == DEFAULT_RESULT_BUDGET == 100_000
+    assert config.mcp_max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES == 1024 * 1024
 
 
 def test_budget_reads_the_environment() -> None:
@@ -126,15 +126,15 @@ def test_budget_reads_the_environment() -> None:
         "BUDGETWARE_MCP_TOOLS": '{"big": 10}',
         "BUDGETWARE_MCP_SERVERS": '{"srv": {"result_budget": 20}}',
     }
-    budget = McpBudget.from_env(env)
-    assert budget.budget_for(None, None) == 5_000
-    assert budget.budget_for(None, "big") == 10
-    assert budget.budget_for("srv", None) == 20
+    config = BudgetConfig.from_env(env)
+    assert result_budget_for(config, None, None) == 5_000
+    assert result_budget_for(config, None, "big") == 10
+    assert result_budget_for(config, "srv", None) == 20
 
 
 def test_a_bad_environment_value_names_the_setting() -> None:
-    with pytest.raises(ConfigError, match="BUDGETWARE_MCP_TOOLS"):
-        McpBudget.from_env({"BUDGETWARE_MCP_TOOLS": "{not json"})
+    with pytest.raises(ConfigError, match=r"mcp_tools \(BUDGETWARE_MCP_TOOLS\)"):
+        BudgetConfig.from_env({"BUDGETWARE_MCP_TOOLS": "{not json"})
 
 
 def test_importing_budgetware_and_the_mcp_integration_pulls_in_no_sdk() -> None:

@@ -9,8 +9,8 @@ import openai
 import pytest
 from mcp_helpers import artifact_files, artifacts_of, call_over_http
 
+from budgetware.core.config import BudgetConfig
 from budgetware.http.instrument import instrument
-from budgetware.integrations.mcp import McpBudget, configure
 from budgetware.testing import FakeProvider
 
 BATCH_BUDGET = 30_000
@@ -63,13 +63,10 @@ async def test_instrumented_mcp_result_reaches_the_model_naming_the_producer_art
     assert artifact_files(artifact_dir) == [Path(ref)]
 
 
-async def test_configure_sets_the_budget_instrument_applies_to_mcp_results(
+async def test_the_config_of_instrument_sets_the_mcp_result_budget(
     sse_server, artifact_dir: Path
 ) -> None:
-    configure(McpBudget(result_budget=4_000))
-    try:
+    with instrument(config=BudgetConfig(mcp_result_budget=4_000)):
         result, _ = await call_over_http(sse_server.url, "big_text")
-    finally:
-        configure(None)
     assert len(result.content[0].text) <= 4_000
     assert artifacts_of(result)[0] in result.content[0].text

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from budgetware.integrations.mcp import McpBudget, rewrite_mcp_response
+from budgetware.integrations.mcp import rewrite_mcp_response
 from budgetware.store.local import LocalArtifactStore
 
 BIG = "m" * 200_000
@@ -57,9 +57,7 @@ def test_the_json_rewrite_keeps_every_number_as_the_server_wrote_it(
 ) -> None:
     body = _result(spacing)
     request, response = _exchange(body, "application/json")
-    new = rewrite_mcp_response(
-        request, response, budget=McpBudget(), store=LocalArtifactStore(tmp_path)
-    )
+    new = rewrite_mcp_response(request, response, store=LocalArtifactStore(tmp_path))
     assert new is not response
     _assert_numbers_kept(new.content.replace(spacing, b" "))
 
@@ -67,9 +65,7 @@ def test_the_json_rewrite_keeps_every_number_as_the_server_wrote_it(
 def test_the_sse_rewrite_keeps_every_number_as_the_server_wrote_it(tmp_path: Path) -> None:
     event = b"event: message\r\nid: 3\r\ndata: " + _result() + b"\r\n\r\n"
     request, response = _exchange(event, "text/event-stream")
-    new = rewrite_mcp_response(
-        request, response, budget=McpBudget(), store=LocalArtifactStore(tmp_path)
-    )
+    new = rewrite_mcp_response(request, response, store=LocalArtifactStore(tmp_path))
     out = new.content
     assert out.startswith(b"event: message\r\nid: 3\r\ndata: ")
     assert out.endswith(b"\r\n\r\n")
@@ -81,9 +77,7 @@ def test_a_multi_line_sse_event_stays_a_valid_event(tmp_path: Path) -> None:
     lines = _result().replace(b', "isError"', b',\n"isError"').split(b"\n")
     event = b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
     request, response = _exchange(event, "text/event-stream")
-    new = rewrite_mcp_response(
-        request, response, budget=McpBudget(), store=LocalArtifactStore(tmp_path)
-    )
+    new = rewrite_mcp_response(request, response, store=LocalArtifactStore(tmp_path))
     data = [line[len(b"data: ") :] for line in new.content.split(b"\n") if line]
     assert len(data) == 2
     _assert_numbers_kept(b"\n".join(data))
@@ -105,9 +99,7 @@ def test_an_event_over_the_limit_only_by_its_escapes_keeps_every_number(tmp_path
     )
     assert len(payload) > 1024 * 1024
     request, response = _exchange(b"data: " + payload + b"\n\n", "text/event-stream")
-    new = rewrite_mcp_response(
-        request, response, budget=McpBudget(), store=LocalArtifactStore(tmp_path)
-    )
+    new = rewrite_mcp_response(request, response, store=LocalArtifactStore(tmp_path))
     out = new.content
     assert len(out) <= 1024 * 1024
     assert out.startswith(b"data: ")
@@ -132,9 +124,7 @@ def test_a_raw_surrogate_byte_in_an_sse_event_does_not_leave_it_unbounded(
     request, response = _exchange(
         b"event: message\ndata: " + payload + b"\n\n", "text/event-stream"
     )
-    new = rewrite_mcp_response(
-        request, response, budget=McpBudget(), store=LocalArtifactStore(tmp_path)
-    )
+    new = rewrite_mcp_response(request, response, store=LocalArtifactStore(tmp_path))
     out = new.content
     assert len(out) < 110_000
     assert b'"k\xed\xa0\x80":1' in out  # the key keeps its bytes

@@ -18,7 +18,8 @@ from mcp_helpers import (
 from mcp_server_app import BIG, PNG, SMALL
 
 from budgetware.core.artifacts import text_key
-from budgetware.integrations.mcp import McpBudget, McpServerBudget, budget_http_client
+from budgetware.core.config import BudgetConfig
+from budgetware.integrations.mcp import McpServerBudget, budget_http_client
 from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET
 from budgetware.store.local import LocalArtifactStore
 
@@ -138,7 +139,7 @@ async def test_structured_only_result_is_bounded_and_still_validates(
 async def test_event_limit_holds_even_with_the_result_budget_disabled(
     sse_server, store: LocalArtifactStore
 ) -> None:
-    async with budget_http_client(budget=McpBudget(result_budget=0), store=store) as http:
+    async with budget_http_client(config=BudgetConfig(mcp_result_budget=0), store=store) as http:
         result, schema = await call_over_http(sse_server.url, "big_text", http)
     text = result.content[0].text
     # Both copies (text block and structuredContent) share the one-MiB event.
@@ -150,8 +151,8 @@ async def test_event_limit_holds_even_with_the_result_budget_disabled(
 async def test_per_tool_override_sets_the_result_budget(
     sse_server, store: LocalArtifactStore
 ) -> None:
-    budget = McpBudget(tools={"big_text": 5_000})
-    async with budget_http_client(budget=budget, store=store) as http:
+    config = BudgetConfig(mcp_tools={"big_text": 5_000})
+    async with budget_http_client(config=config, store=store) as http:
         result, _ = await call_over_http(sse_server.url, "big_text", http)
     assert len(result.content[0].text) <= 5_000
 
@@ -159,10 +160,11 @@ async def test_per_tool_override_sets_the_result_budget(
 async def test_per_server_override_by_url_sets_the_result_budget(
     sse_server, store: LocalArtifactStore
 ) -> None:
-    budget = McpBudget(
-        servers={sse_server.url: McpServerBudget(result_budget=7_000)}, tools={"big_text": 1}
+    config = BudgetConfig(
+        mcp_servers={sse_server.url: McpServerBudget(result_budget=7_000)},
+        mcp_tools={"big_text": 1},
     )
-    async with budget_http_client(budget=budget, store=store) as http:
+    async with budget_http_client(config=config, store=store) as http:
         result, _ = await call_over_http(sse_server.url, "big_text", http)
     assert 6_000 < len(result.content[0].text) <= 7_000
 

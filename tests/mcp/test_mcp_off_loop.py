@@ -236,15 +236,10 @@ def test_a_long_id_or_tool_name_is_read_whole_while_the_argument_is_not(
         content=json.dumps(answer).encode(),
         request=request,
     )
-    from budgetware.mcp.bound import McpBudget
-    from budgetware.mcp.http import configure_mcp
-
     # The long tool name is read whole: its own budget applies.
-    configure_mcp(McpBudget(tools={long: 5_000}) if field == "name" else None)
-    try:
-        new = _rewrite_in_thread(request, response, BudgetConfig(artifact_dir=tmp_path))
-    finally:
-        configure_mcp(None)
+    tools = {long: 5_000} if field == "name" else {}
+    config = BudgetConfig(artifact_dir=tmp_path, mcp_tools=tools)
+    new = _rewrite_in_thread(request, response, config)
     assert new.json()["id"] == call["id"]
     text = new.json()["result"]["content"][0]["text"]
     assert text.startswith("[Tool output truncated")

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import artifacts_of, call_over_http
 
 from budgetware.core.config import BudgetConfig, ConfigError, budget
@@ -158,3 +160,41 @@ async def test_a_bad_per_tool_setting_later_leaves_the_other_mcp_settings_in_for
         monkeypatch.setenv("BUDGETWARE_MCP_TOOLS", "{bad json")
         result, _ = await call_over_http(sse_server.url, "big_text")
     assert len(result.content[0].text) <= 5_000
+
+
+# -- budget() blocks and x-budgetware-* headers reach the MCP boundary ----------------------
+
+
+async def test_a_budget_block_sets_the_mcp_result_budget(sse_server) -> None:
+    with instrument(), budget(mcp_result_budget=5_000):
+        result, _ = await call_over_http(sse_server.url, "big_text")
+    assert len(result.content[0].text) <= 5_000
+
+
+async def test_a_budget_block_around_one_call_of_an_open_session(sse_server) -> None:
+    with instrument():
+        async with (
+            streamable_http_client(sse_server.url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            with budget(mcp_result_budget=5_000):
+                narrow = await session.call_tool("big_text", {})
+            wide = await session.call_tool("big_text", {})
+    assert len(narrow.content[0].text) <= 5_000
+    assert 5_000 < len(wide.content[0].text) <= DEFAULT_RESULT_BUDGET
+
+
+async def test_a_header_sets_the_mcp_result_budget(sse_server) -> None:
+    headers = {"x-budgetware-mcp-result-budget": "5000"}
+    with instrument():
+        async with httpx2.AsyncClient(headers=headers) as http:
+            result, _ = await call_over_http(sse_server.url, "big_text", http)
+    assert len(result.content[0].text) <= 5_000
+
+
+async def test_the_disable_header_leaves_only_the_message_limit(sse_server) -> None:
+    with instrument():
+        async with httpx2.AsyncClient(headers={"x-budgetware-disable": "1"}) as http:
+            result, _ = await call_over_http(sse_server.url, "big_text", http)
+    assert DEFAULT_RESULT_BUDGET < len(result.content[0].text) <= 1024 * 1024

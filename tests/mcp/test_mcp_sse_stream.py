@@ -13,7 +13,8 @@ import httpx2
 import pytest
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE
 
-from budgetware.integrations.mcp import McpBoundTransport, McpBudget, rewrite_mcp_response
+from budgetware.core.config import BudgetConfig
+from budgetware.integrations.mcp import McpBoundTransport, rewrite_mcp_response
 from budgetware.mcp.bound import DEFAULT_MAX_MESSAGE_BYTES
 from budgetware.store.local import LocalArtifactStore
 
@@ -65,7 +66,9 @@ def client_for(stream: httpx2.AsyncByteStream, store: LocalArtifactStore) -> htt
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
 
     inner = httpx2.MockTransport(handler)
-    transport = McpBoundTransport(inner, budget=McpBudget(result_budget=10_000), store=store)
+    transport = McpBoundTransport(
+        inner, config=BudgetConfig(mcp_result_budget=10_000), store=store
+    )
     return httpx2.AsyncClient(transport=transport)
 
 
@@ -149,7 +152,7 @@ def test_sync_streams_of_either_http_library_are_bounded(library: Any, tmp_path:
     response = library.Response(200, headers=headers, stream=Stream(), request=request)
     store = LocalArtifactStore(tmp_path)
     new = rewrite_mcp_response(
-        request, response, budget=McpBudget(result_budget=5_000), store=store
+        request, response, config=BudgetConfig(mcp_result_budget=5_000), store=store
     )
     data = new.read().split(b"data: ", 1)[1].split(b"\r\n", 1)[0]
     assert len(json.loads(data)["result"]["content"][0]["text"]) <= 5_000
@@ -165,7 +168,7 @@ def test_an_already_read_json_response_is_bounded_with_a_new_length(
     response = library.Response(200, headers=headers, json=message, request=request)
     store = LocalArtifactStore(tmp_path)
     new = rewrite_mcp_response(
-        request, response, budget=McpBudget(result_budget=5_000), store=store
+        request, response, config=BudgetConfig(mcp_result_budget=5_000), store=store
     )
     assert int(new.headers["content-length"]) == len(new.content) < 6_000
     assert len(new.json()["result"]["content"][0]["text"]) <= 5_000

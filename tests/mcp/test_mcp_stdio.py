@@ -13,12 +13,8 @@ from mcp.shared.message import SessionMessage
 from mcp_server_app import BIG, PNG, SMALL
 from mcp_types import JSONRPCRequest, JSONRPCResponse
 
-from budgetware.integrations.mcp import (
-    BoundedTransport,
-    McpBudget,
-    McpServerBudget,
-    bound_streams,
-)
+from budgetware.core.config import BudgetConfig, budget
+from budgetware.integrations.mcp import BoundedTransport, McpServerBudget, bound_streams
 from budgetware.mcp.bound import DEFAULT_RESULT_BUDGET, META_ARTIFACTS
 from budgetware.store.local import LocalArtifactStore
 
@@ -64,9 +60,26 @@ async def test_image_and_small_results_over_stdio_are_untouched(
 async def test_server_override_matches_the_name_from_initialize(
     store: LocalArtifactStore,
 ) -> None:
-    budget = McpBudget(servers={"big-output-server": McpServerBudget(result_budget=3_000)})
-    result, _ = await call_over_stdio("big_text", store=store, budget=budget)
+    servers = {"big-output-server": McpServerBudget(result_budget=3_000)}
+    config = BudgetConfig(mcp_servers=servers)
+    result, _ = await call_over_stdio("big_text", store=store, config=config)
     assert 2_000 < len(result.content[0].text) <= 3_000
+
+
+async def test_a_budget_block_around_one_call_applies_to_its_result(
+    store: LocalArtifactStore,
+) -> None:
+    # The answer is read in the session's task, which started before the block.
+    async with (
+        BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        with budget(mcp_result_budget=5_000):
+            narrow = await session.call_tool("big_text", {})
+        wide = await session.call_tool("big_text", {})
+    assert len(narrow.content[0].text) <= 5_000
+    assert 5_000 < len(wide.content[0].text) <= DEFAULT_RESULT_BUDGET
 
 
 async def test_messages_other_than_a_tools_call_result_are_the_same_objects(

@@ -253,16 +253,14 @@ def sdk_helpers(config: BudgetConfig) -> None:
 
 
 async def mcp_boundary(config: BudgetConfig) -> None:
-    limits = budget_mcp.McpBudget(
-        result_budget=50_000,
-        servers={"github": budget_mcp.McpServerBudget(result_budget=20_000)},
-        tools={"search_*": budget_mcp.McpToolPolicy(priority="low")},
+    limits = BudgetConfig(
+        mcp_result_budget=50_000,
+        mcp_servers={"github": budget_mcp.McpServerBudget(result_budget=20_000)},
+        mcp_tools={"search_*": budget_mcp.McpToolPolicy(priority="low")},
     )
-    budget_mcp.configure(limits)
-    assert_type(budget_mcp.current_mcp_budget(), budget_mcp.McpBudget)
-    async with budget_mcp.budget_http_client(budget=limits, config=config) as http:
+    async with budget_mcp.budget_http_client(config=limits) as http:
         assert_type(http, httpx2.AsyncClient)
-    result = budget_mcp.bound_tool_result({"content": []}, budget=limits.result_budget)
+    result = budget_mcp.bound_tool_result({"content": []}, budget=limits.mcp_result_budget)
     assert_type(result, budget_mcp.BoundResult)
     print(budget_mcp.DEFAULT_RESULT_BUDGET, budget_mcp.META_ARTIFACTS)
 

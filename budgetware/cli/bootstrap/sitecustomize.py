@@ -1,13 +1,12 @@
 """Started by ``budgetware run``: ``instrument()`` before the program's first import.
 
 Python imports ``sitecustomize`` at start-up; ``budgetware run`` puts this folder first on
-``PYTHONPATH``, so this module runs in every Python process the command starts. It
-instruments, then runs the ``sitecustomize`` it shadows (a virtualenv's, a distribution's,
-opentelemetry-instrument's), under the same name, as Python would have. A Python without
-budgetware runs unbounded (the program ``budgetware run`` started says so once); a bad
-setting stops the program before it starts, with one line and exit code 2; any other
-failure to start is one line, and the program runs unbounded. Whatever happens here, the
-shadowed ``sitecustomize`` runs.
+``PYTHONPATH``, so this module runs in every Python process the command starts (the command
+checked the settings before). It instruments, then runs the ``sitecustomize`` it shadows (a
+virtualenv's, a distribution's, opentelemetry-instrument's), under the same name, as Python
+would have. A Python without budgetware runs unbounded (the program ``budgetware run``
+started says so once); any other failure to start is one line, and the program runs
+unbounded. Whatever happens here, the shadowed ``sitecustomize`` runs.
 
 Another copy of this folder on ``PYTHONPATH`` (a nested ``budgetware run`` of another
 install, a symbolic link to this one) is never chained to: budgetware starts once per

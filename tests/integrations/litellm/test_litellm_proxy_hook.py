@@ -131,10 +131,14 @@ async def test_key_metadata_wins_over_team_metadata(callback: Any) -> None:
     assert await _hook(callback, data, key=key) is data
 
 
-async def test_request_header_wins_over_key_metadata(callback: Any) -> None:
-    key = _key(metadata={"budgetware_disable": True})
-    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}), key=key)
+async def test_key_and_team_metadata_win_over_a_request_header(callback: Any) -> None:
+    # What the proxy's admin set is narrower than what a client asks.
+    key = _key(metadata={"budgetware_batch_budget": 8000})
+    result = await _hook(callback, _chat({"x-budgetware-disable": "1"}), key=key)
     assert _within_budget(result, 8000)
+    team = _key(team_metadata={"budgetware_batch_budget": 6000})
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "20000"}), key=team)
+    assert _within_budget(result, 6000)
 
 
 @pytest.fixture

@@ -225,16 +225,17 @@ def test_key_metadata_disable_wins_over_the_team_budget(
     assert upstream_tool_texts(only_request(upstream)) == BIG
 
 
-def test_request_header_wins_over_key_metadata(
+def test_key_metadata_wins_over_a_request_header(
     gateway: LiteLLMProxy, upstream: FakeProvider
 ) -> None:
+    # What the proxy's admin set on the key is narrower than what a client asks.
     chat(
         gateway,
         drivers.openai_chat_messages(BIG),
-        key="sk-key-off",
-        headers={"x-budgetware-batch-budget": "9000"},
+        key="sk-key-8000",
+        headers={"x-budgetware-disable": "1"},
     )
-    assert sum(map(len, upstream_tool_texts(only_request(upstream)))) <= 9000
+    assert sum(map(len, upstream_tool_texts(only_request(upstream)))) <= 8000
 
 
 # --- streaming ------------------------------------------------------------------------------
