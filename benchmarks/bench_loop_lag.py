@@ -6,13 +6,11 @@ per request, the worst lateness. The baseline is the same client without budgetw
 the same run: reading a 4.3 MB JSON response costs the loop something by itself. Bounding
 the tools/call result in it parses 4.3 MB, cuts it, hashes and writes (and fsyncs) a new
 artifact: on the loop that stalls every other task; off the loop (a worker thread, as for
-request bodies over 1 MiB) it must add under 10 ms. The worker holds the GIL only for
-short pieces (the long text is decoded, measured, searched and scanned a piece at a time,
-the GIL given away between pieces), so the loop gets in at once. With budgetware[fast]
-installed the salient scan is measured both with the accelerator and without it (a
-default install). The cases run interleaved, one request each per round, in a rotating
-order; "added" is each statistic of a case minus the same statistic of the baseline. The
-same message is then measured as one server-sent event (a text/event-stream answer).
+request bodies over 1 MiB) the loop waits for the GIL at most the interpreter's switch
+interval (5 ms) and the longest single C call of the worker. Target: never more than 10
+ms. The cases run interleaved, one request each per round, in a rotating order; "added" is
+each statistic of a case minus the same statistic of the baseline. The same message is
+then measured as one server-sent event (a text/event-stream answer).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
 
+from budgetware.core.gil import give_way
 from budgetware.core.regexcost import regex_problem
 
 __all__ = [
@@ -318,7 +319,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """``[start, end)`` in pieces of about ``PIECE_CHARS``, each ending after a newline.
 
     No line crosses a piece: each piece holds whole lines (the last one may run past
-    ``end``). Each search covers one piece, so a scanning thread never holds the GIL long.
+    ``end``). Each search covers one piece, and between pieces the scanning thread gives
+    the GIL away (``gil.give_way``): an event loop waiting for it runs at once.
     """
     position = start
     find = text.find
@@ -327,6 +329,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
         stop = end if stop == -1 else stop + 1
         yield position, stop
         position = stop
+        if position < end:
+            give_way()
 
 
 def _search(
@@ -398,14 +402,12 @@ def _search_words(
 ) -> None:
     """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``
     (each holds ``key``; the newline: at a line start, after its indentation)."""
-    rfind = text.rfind
-    if key == "\n":
-        position = max(position - 1, 0)  # the newline before the piece's first line
-        for match in _keyed(key, words).finditer(text, position, piece_end):
-            found.add(match.start() + 1 if text[match.start()] == "\n" else 0)
+    matches = _keyed(key, words).finditer
+    if key == "\n":  # from the newline before the piece's first line (line 0 has none)
+        found.update(match.start() + 1 for match in matches(text, max(position - 1, 0), piece_end))
         return
-    for match in _keyed(key, words).finditer(text, position, piece_end):
-        found.add(rfind("\n", 0, match.start()) + 1)
+    rfind = text.rfind
+    found.update(rfind("\n", 0, match.start()) + 1 for match in matches(text, position, piece_end))
 
 
 @functools.lru_cache(maxsize=32)
@@ -498,8 +500,8 @@ class _Collected:
 
 # -- the whole output, once per process -------------------------------------------------
 
-# Spans walked per call while looking for distinct lines (so that no call holds the GIL
-# long): a few milliseconds of C-level maps each.
+# Spans walked per call while looking for distinct lines (between them the GIL is given
+# away): a few milliseconds of C-level maps each.
 _DISTINCT_BATCH = 4096
 _rstrip = str.rstrip
 
@@ -538,7 +540,8 @@ class Scanned:
         The walk from the start stops once it has ``limit`` lines, the walk from the end
         where that one stopped: a log of a million distinct errors reads a few batches,
         not every line. Spans are read ``_DISTINCT_BATCH`` at a time by C-level maps (a
-        dict of a batch's lines, set differences with the lines seen before).
+        dict of a batch's lines, set differences with the lines seen before), with the
+        GIL given away between batches.
         """
         first, last = self._range(start, end)
         head: list[int] = []  # indexes of spans, ascending
@@ -554,6 +557,8 @@ class Scanned:
             head.extend(fresh[: limit - len(head)])
             seen.update(firsts)
             at = stop
+            if at < last:
+                give_way()
         if len(head) < limit:
             return self._spans_at(head)  # every distinct line of the range
         # Every line before the last one kept is one of those kept (the walk took each
@@ -571,6 +576,8 @@ class Scanned:
             tail.extend(fresh[: limit - len(tail)])
             seen.update(lasts)
             stop = at
+            if stop > floor:
+                give_way()
         tail.reverse()
         return self._spans_at(head + tail)
 

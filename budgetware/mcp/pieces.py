@@ -1,13 +1,13 @@
 """Large JSON messages read a piece at a time, so a worker thread never holds the GIL long.
 
 A worker thread that bounds a 4 MB MCP response off the event loop still stalls the loop
-while it holds the GIL in one long C call (the loop gets it only between calls, after the
-interpreter's 5 ms switch interval): ``orjson.loads`` of 4 MB takes 4 to 8 ms here, and
-``loads_exact`` scans the bytes once more before. Here the long string tokens of a message
-(the text of a tool result) are decoded in pieces of ``PIECE_BYTES``; the rest of the
-message, small, is parsed in one call. The value is exactly the one ``loads_exact``
-returns; anything unexpected (invalid JSON, a string that cannot be cut safely) is parsed
-the plain way, so errors are the same too.
+while it holds the GIL in one long C call: ``orjson.loads`` of 4 MB takes 4 to 8 ms here,
+and ``loads_exact`` scans the bytes once more before. Here the long string tokens of a
+message (the text of a tool result) are decoded in pieces of ``PIECE_BYTES``, the GIL
+given away between them (``gil.give_way``); the rest of the message, small, is parsed in
+one call. The value is exactly the one ``loads_exact`` returns; anything unexpected
+(invalid JSON, a string that cannot be cut safely) is parsed the plain way, so errors are
+the same too.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any
 
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import loads, loads_exact
 
 __all__ = ["LONG_STRING_BYTES", "PIECE_BYTES", "loads_in_pieces", "loads_outline"]
@@ -76,6 +77,7 @@ def _loads(body: bytes, *, decode: bool) -> Any:
             previous = end
         parts.append(body[previous:])
         outline = loads_exact(b"".join(parts))
+        give_way()
         prefix = f"\x00{nonce}:"
         if decode:
             values = [_decode(body, start, end) for start, end in spans]
@@ -117,6 +119,7 @@ def _long_strings(body: bytes) -> list[tuple[int, int]]:
             if after is None or body[after.end() : after.end() + 1] != b":":
                 spans.append((start, end))
         pos = end
+        give_way()
     raise _CannotSplit  # many small strings: nothing worth splitting off
 
 
@@ -149,6 +152,7 @@ def _decode(body: bytes, start: int, end: int) -> str:
             raise _CannotSplit
         pieces.append(value)
         pos = cut
+        give_way()
     return "".join(pieces)
 
 
