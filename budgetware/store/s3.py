@@ -62,6 +62,7 @@ from collections import OrderedDict, deque
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.gil import give_way
 from budgetware.store import sweeper
 from budgetware.store.base import (
     CACHE_ENTRIES,
@@ -686,6 +687,7 @@ class S3ArtifactStore(ContentStore):
             if not page.get("IsTruncated") or not token:
                 return listing
             sweeper.check_stopping()
+            give_way()  # hand the GIL to request threads between pages
 
     def _delete(self, names: list[str]) -> None:
         for start in range(0, len(names), 1000):  # DeleteObjects takes 1,000 at most
