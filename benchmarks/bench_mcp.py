@@ -59,7 +59,7 @@ def main() -> None:
                 )
             )
             rows.append(
-                (name, f"{base * 1e3:.3f} ms", f"{warm * 1e3:.2f} ms", f"{cold * 1e3:.1f} ms")
+                (name, f"{base * 1e3:.3f} ms", f"{warm * 1e3:.3f} ms", f"{cold * 1e3:.1f} ms")
             )
     finally:
         shutil.rmtree(directory, ignore_errors=True)

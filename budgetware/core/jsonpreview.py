@@ -107,8 +107,8 @@ def parse_document(text: str) -> Document | None:
     # most of its cost. orjson's parse, proven faithful, costs a serialization and a
     # comparison more than orjson's parse alone: less than the literal parse when numbers
     # are many and spelled as orjson writes them, more when they are few (an API's
-    # strings) or the proof fails (Python's ``1e-05`` and ``1e+16``: orjson writes
-    # ``1e-5`` and ``1e16``).
+    # strings) or the proof fails (Python's ``1e-05``, ``2.5e-07``: orjson writes
+    # ``0.00001``, ``2.5e-7``).
     if _number_dense(body) and _OTHER_EXPONENT.search(body) is None:
         exact = loads_spelled(body)
         if exact is not None:
@@ -127,8 +127,8 @@ def parse_document(text: str) -> Document | None:
     return Document(value, size)
 
 
-# An exponent as Python (and JavaScript) write it and orjson does not: ``1e-05``, ``1e+16``.
-_OTHER_EXPONENT = re.compile(r"e(?:\+|-0)")
+# A negative exponent as Python writes it and orjson never does: ``1e-05``.
+_OTHER_EXPONENT = re.compile("e-0")
 # Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
 _NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
 _WINDOWS, _WINDOW = 16, 512
