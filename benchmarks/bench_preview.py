@@ -1,6 +1,6 @@
 """Preview quality and speed: what the model reads, against a plain 20/80 head and tail.
 
-Run: scripts/bench benchmarks/bench_preview.py (the speed part alone, without making the
+Run: scripts/bench benchmarks/bench_preview.py (the token part alone, without making the
 corpus: .venv/bin/python benchmarks/bench_preview.py --speed)
 
 Quality is measured on a corpus this script makes by running real tools on this machine
@@ -18,13 +18,9 @@ and 5,000 characters:
 Targets (issue 17): every JSON preview parses from 1,000 chars up; at least 90% of salient
 lines kept at 5,000 chars; content share at least 50% from 100 chars up.
 
-Speed is measured against baselines taken in the same run (as in bench_core.py): the
-salient-line scan of a 10 MB output against one orjson.loads of a body that size (target
-within 1x); a JSON-structured preview of a 10 MB JSON output against parsing it (within
-3x); exact token counting over a 20-turn conversation against the chars unit (within 1.5x
-cached; the uncached cost reported too). The scan runs alone in this process, where it
-gives the GIL to nobody; a row beside shows it with another thread alive, as in a server,
-where it hands the GIL over between pieces (``budgetware.core.gil``).
+Exact token counting over a 20-turn conversation is measured against the chars unit
+(within 1.5x cached; the uncached cost reported too). What bounding a 10 MB output costs,
+salient scan and JSON preview included, is in bench_targets.py.
 """
 
 from __future__ import annotations
@@ -33,13 +29,10 @@ import json
 import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +44,6 @@ from _harness import print_table
 from budgetware.core import finalize as finalize_module
 from budgetware.core import salient, tokens
 from budgetware.core.config import BudgetConfig
-from budgetware.core.salient import compile_salient
 from budgetware.finalizer import fit_text
 from budgetware.wire.body import finalize_body
 
@@ -351,15 +343,6 @@ def quality(outputs: dict[str, str]) -> None:
 # -- speed ---------------------------------------------------------------------------
 
 
-def best(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def _log(size: int) -> str:
     lines = []
     n = 0
@@ -455,139 +438,6 @@ def _pytest_log(size: int, seed: int = 1) -> str:
         f"============ {len(failures)} failed, {i - len(failures)} passed in 812.31s ============"
     )
     return "\n".join(out) + "\n"
-
-
-def _interleaved(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Seconds per round of each case, the cases run in turn within every round."""
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, fn in cases.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
-def _ratios(times: dict[str, list[float]], name: str, base: str) -> str:
-    per_round = sorted(t / b for t, b in zip(times[name], times[base]))
-    median = statistics.median(per_round)
-    return f"{median:.2f}x ({per_round[0]:.2f}x to {per_round[-1]:.2f}x)"
-
-
-def _beside_a_thread(work: Callable[[], object]) -> None:
-    """``work()`` while another thread is alive (idle): a scan then gives the GIL away
-    between its pieces (``gil.give_way``); alone in a process it does not."""
-    waiting = threading.Event()
-    other = threading.Thread(target=waiting.wait)
-    other.start()
-    try:
-        work()
-    finally:
-        waiting.set()
-        other.join()
-
-
-def speed() -> None:
-    pattern = compile_salient()
-    assert pattern is not None
-    fast = salient.accelerator()
-    rows = []
-    for name, text in (
-        ("realistic pytest -v log", _pytest_log(10 * 1024 * 1024)),
-        ("service log", _log(10 * 1024 * 1024)),
-    ):
-        body = _body(text)
-        plain = salient._spans(text, 0, len(text), pattern, None)
-        # The combined pattern searched at every line start: the pure-re scan before the
-        # anchor words (the same spans).
-        searched = salient.SalientPattern(regex=pattern.regex, extra=None, defaults=False)
-        assert salient._spans(text, 0, len(text), searched, None) == plain
-        cases: dict[str, Callable[[], object]] = {
-            "loads": lambda: orjson.loads(body),  # noqa: B023 - run within this iteration
-            "re": lambda: salient._spans(text, 0, len(text), pattern, None),  # noqa: B023
-            "threaded": lambda: _beside_a_thread(
-                lambda: salient._spans(text, 0, len(text), pattern, None)  # noqa: B023
-            ),
-            "search": lambda: salient._spans(text, 0, len(text), searched, None),  # noqa: B023
-        }
-        if fast is not None:
-            assert salient._spans(text, 0, len(text), pattern, fast) == plain
-            cases["fast"] = lambda: salient._spans(text, 0, len(text), pattern, fast)  # noqa: B023
-        times = _interleaved(cases, 9)
-        lines = text.count("\n")
-        label = f"{name}, {len(text) / 1e6:.1f} MB, {lines:,} lines, {len(plain):,} salient"
-        loads_ms = statistics.median(times["loads"]) * 1e3
-        rows.append(
-            (
-                f"salient scan, pure Python (anchor words): {label}",
-                "orjson.loads of its body",
-                _ratios(times, "re", "loads"),
-                f"{statistics.median(times['re']) * 1e3:.1f} ms vs {loads_ms:.1f} ms",
-            )
-        )
-        rows.append(
-            (
-                "  the same with another thread alive (the GIL handed over between pieces)",
-                "orjson.loads of its body",
-                _ratios(times, "threaded", "loads"),
-                f"{statistics.median(times['threaded']) * 1e3:.1f} ms",
-            )
-        )
-        rows.append(
-            (
-                "salient scan, the combined re pattern searched at every line (before)",
-                "orjson.loads of its body",
-                _ratios(times, "search", "loads"),
-                f"{statistics.median(times['search']) * 1e3:.1f} ms",
-            )
-        )
-        if fast is not None:
-            rows.append(
-                (
-                    "salient scan, budgetware[fast] (hyperscan prefilter, same spans)",
-                    "orjson.loads of its body",
-                    _ratios(times, "fast", "loads"),
-                    f"{statistics.median(times['fast']) * 1e3:.1f} ms",
-                )
-            )
-        fit = best(lambda: fit_text((text + ".")[:-1], 5_000))  # noqa: B023
-        rows.append(
-            (
-                "fit_text of it into 5,000 (a new output: scanned whole, not remembered)",
-                "orjson.loads of its body",
-                f"{fit / (loads_ms / 1e3):.2f}x",
-                f"{fit * 1e3:.1f} ms",
-            )
-        )
-    doc = json.dumps(
-        {
-            "data": [
-                {"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
-                for i in range(60_000)
-            ]
-        },
-        indent=1,
-    )
-    parse = best(lambda: orjson.loads(doc))
-    preview = best(lambda: fit_text(doc, 5_000))
-    assert json_body(fit_text(doc, 5_000)) is not None
-    rows.append(
-        (
-            f"JSON preview of a {len(doc) / 1e6:.0f} MB JSON output",
-            "orjson.loads of it",
-            f"{preview / parse:.2f}x",
-            f"{preview * 1e3:.1f} ms vs {parse * 1e3:.1f} ms",
-        )
-    )
-    print_table(
-        "speed (targets: scan <= 1x, JSON preview <= 3x; 9 interleaved rounds: median "
-        "(range) of the per-round ratios; accelerator "
-        + ("installed" if fast is not None else "NOT installed: pip install budgetware[fast]")
-        + ")",
-        rows,
-        ("work", "baseline", "ratio", "times (median)"),
-    )
-    conversation()
 
 
 def _turns(count: int) -> list[bytes]:
@@ -693,7 +543,7 @@ def conversation() -> None:
 
 def main() -> None:
     if "--speed" in sys.argv[1:]:
-        speed()
+        conversation()
         return
     work = Path(tempfile.mkdtemp(prefix="budgetware-previews-"))
     try:
@@ -701,7 +551,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     quality(outputs)
-    speed()
+    conversation()
 
 
 if __name__ == "__main__":

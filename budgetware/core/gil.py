@@ -1,24 +1,10 @@
-"""Giving the GIL away during long work in pieces, and only when someone can take it.
+"""Handing the GIL to a waiting thread between pieces of long work.
 
-A worker thread that scans or decodes a large output in pieces calls ``give_way()``
-between them: a thread waiting for the GIL (an event loop's, say) takes it at once
-instead of after the interpreter's switch interval (5 ms) or the end of the next long C
-call.
-
-The hand-over is ``time.sleep(0)``: it releases the GIL for the kernel's timer slack
-(about 60 microseconds on Linux), long enough for the waiting thread to wake and take
-it. ``os.sched_yield()`` costs a microsecond but hands over only now and then (the
-releasing thread takes the GIL back before the other one wakes): measured here, 0 to 7
-hand-overs of 50 on a loaded machine, against 42 to 48 for ``time.sleep(0)``.
-
-With no other Python thread alive (``threading.active_count() == 1``) nothing can wait
-for the GIL, and the call does nothing: a single-threaded program (a script, a CLI, a
-synchronous agent) pays one counter read instead of 41 sleeps per 10 MB scanned (an
-eighth of a salient scan). With other threads alive it hands over at every call: spacing
-the hand-overs (once a millisecond, say) saved most of their cost in a server but let a
-missed hand-over (the waiting thread not woken in time: a few in 50) grow an event loop's
-lag from a piece (a quarter of a millisecond) to several milliseconds. It reads no clock
-and decides nothing about results.
+A worker thread bounding a large output calls ``give_way()`` between short pieces: an
+event loop waiting for the GIL takes it at once instead of after the interpreter's 5 ms
+switch interval, which is half of the 10 ms a loop may be stalled (docs/benchmarks.md).
+``time.sleep(0)`` hands it over (``os.sched_yield()`` mostly does not: the releasing
+thread takes the GIL back first). With no other thread alive it does nothing.
 """
 
 from __future__ import annotations

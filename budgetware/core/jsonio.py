@@ -173,38 +173,20 @@ def loads_literal(text: str) -> Any:
 # JSON's whitespace: what a parser skips between tokens (inside strings only spaces can be
 # raw; tabs and line breaks there are escaped).
 _JSON_SPACE = b" \t\n\r"
-# A number token, and the bytes one is made of (none of them starts or ends a neighbour).
-_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_NUMBER_BYTES = frozenset(b"0123456789+-.eE")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')
-# Differences between a document and orjson's writing of it (numbers spelled otherwise,
-# strings escaped otherwise) looked at one by one; a document with more is read by
-# loads_literal.
-_MAX_DIFFERENCES = 4096
 
 
 def loads_spelled(text: str) -> tuple[Any, int] | None:
-    """orjson's parse of ``text``, every number of it written back as ``text`` spells it,
-    and the size of its compact serialization (``dumps_literal``); or None.
+    """orjson's parse of ``text`` and the size of its compact serialization, when every
+    number of ``text`` is spelled as orjson writes it; else None (``loads_literal`` then
+    reads it, each number kept as its own spelling).
 
-    For previews that must keep each number's spelling (``loads_literal``), at the cost of
-    one orjson parse, one serialization and a comparison when the document spells its
-    numbers as orjson writes them, as most writers do; no number is looked at on its own.
-    The proof is the comparison: ``text`` and the serialization, each without its JSON
+    The proof is one comparison: ``text`` and orjson's writing of it, each without its JSON
     whitespace, are the same bytes (after writing non-ASCII as ``\\uXXXX`` escapes the way
-    ``json.dumps`` does, when ``text`` is ASCII). JSON never needs whitespace between two
-    tokens, so equal bytes mean the same tokens in the same order: the same tree (no key
-    dropped as a duplicate), every number written as spelled.
-
-    Where the bytes differ only by numbers spelled otherwise (``1.10``, ``1E5``, ``-0``,
-    ``1e-05``, an integer beyond 64 bits) and strings escaped otherwise (``\\/``), each such
-    number becomes an ``orjson.Fragment`` of its spelling, found by the sizes of its
-    ancestors' children: the cost grows with the numbers spelled otherwise, not with the
-    document. None for more than 4,096 differences, for any other difference, for
-    text orjson refuses (``NaN``, ``1e400``, lone surrogates) or cannot write back (nesting
-    deeper than it writes), and without orjson: the caller reads those with
-    ``loads_literal``.
+    ``json.dumps`` does, when ``text`` is ASCII). JSON needs no whitespace between tokens,
+    so equal bytes mean the same tokens in the same order: the same tree (no key dropped as
+    a duplicate), every number as spelled. None for any difference (``1.10``, ``1e-05``, an
+    integer beyond 64 bits, ``\\/``), for text orjson refuses (``NaN``, lone surrogates)
+    or cannot write back (nesting deeper than it writes), and without orjson.
     """
     if _orjson is None:
         return None
@@ -216,236 +198,16 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
         return None
     if raw == out:
         return value, len(out)
-    stripped = raw.translate(None, _JSON_SPACE)
     written = out.translate(None, b" ") if b" " in out else out  # orjson writes no other
-    measure = _stripped_size
     if raw.isascii() and not written.isascii():
         # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
         escape = json.encoder.encode_basestring_ascii  # json.dumps's own, in C
         written = _NON_ASCII.sub(
             lambda m: escape(m.group())[1:-1], written.decode("utf-8")
         ).encode("ascii")
-        measure = _stripped_ascii_size
-    if stripped == written:
-        return value, len(out)
-    if not isinstance(value, (dict, list)):
+    if raw.translate(None, _JSON_SPACE) != written:
         return None
-    try:
-        spelled = _respelled(stripped, written)
-        if spelled is None or not _respell(value, spelled, written, measure):
-            return None
-    except RecursionError:  # nesting deep enough to exhaust the stack on the way
-        return None
-    return value, len(out) + sum(len(mine) - len(theirs) for _, mine, theirs in spelled)
-
-
-def _stripped_size(written: bytes) -> int:
-    """The size of orjson's ``written`` without spaces (the only whitespace it writes)."""
-    return len(written) - written.count(b" ")
-
-
-# UTF-8 lead bytes of two-, three- and four-byte characters become a, b and c: written as
-# \uXXXX escapes (a surrogate pair for four bytes) they take 4, 3 and 8 bytes more.
-_LEADS = bytes(
-    0x61 if 0xC0 <= n < 0xE0 else 0x62 if 0xE0 <= n < 0xF0 else 0x63 if n >= 0xF0 else 0x20
-    for n in range(256)
-)
-
-
-def _stripped_ascii_size(written: bytes) -> int:
-    """The size of orjson's ``written`` without spaces, non-ASCII written as escapes."""
-    size = _stripped_size(written)
-    if written.isascii():
-        return size
-    leads = written.translate(_LEADS)
-    return size + 4 * leads.count(b"a") + 3 * leads.count(b"b") + 8 * leads.count(b"c")
-
-
-def _respelled(text: bytes, written: bytes) -> list[tuple[int, bytes, bytes]] | None:
-    """Where ``text`` and ``written`` (the same document without whitespace, as spelled
-    and as orjson wrote it) differ: ``(position in written, spelling, orjson's)`` of each
-    number spelled otherwise; None when they differ in anything but numbers and string
-    escapes, or in too many places."""
-    found: list[tuple[int, bytes, bytes]] = []
-    differences = 0
-    i = j = 0  # positions in text and written between two tokens, the bytes before equal
-    while True:
-        k = _first_difference(text, i, written, j)
-        if k < 0:
-            return found
-        differences += 1
-        if differences > _MAX_DIFFERENCES:
-            return None
-        at = j + k
-        quotes = written.count(b'"', j, at) if written.find(b'"', j, at) >= 0 else 0
-        if quotes and written.find(b"\\", j, at) >= 0:
-            quotes -= len(_ESCAPED_QUOTE.findall(written, j, at))
-        if quotes % 2:
-            # Inside a string written with other escapes: both strings end the same.
-            start = _opening_quote(written, j, at)
-            mine = _STRING.match(text, i + start - j)
-            theirs = _STRING.match(written, start)
-            if mine is None or theirs is None:  # pragma: no cover - both texts are JSON
-                return None
-            i, j = mine.end(), theirs.end()
-            continue
-        start = at
-        while start > j and written[start - 1] in _NUMBER_BYTES:
-            start -= 1
-        mine = _NUMBER.match(text, i + start - j)
-        theirs = _NUMBER.match(written, start)
-        if (
-            mine is None
-            or theirs is None
-            or max(mine.end() - i, theirs.end() - j) <= k  # both end before the difference
-            or text[mine.end() : mine.end() + 1] in (b"e", b"E", b".")
-            or written[theirs.end() : theirs.end() + 1] in (b"e", b"E", b".")
-        ):
-            return None
-        found.append((start, mine.group(), theirs.group()))
-        i, j = mine.end(), theirs.end()
-
-
-def _first_difference(a: bytes, i: int, b: bytes, j: int) -> int:
-    """The least k with ``a[i + k] != b[j + k]`` (or where one of them ends), -1 if
-    ``a[i:] == b[j:]``; equal runs are compared in growing blocks, a differing block
-    halved, so that the bytes copied stay a few times the distance to the difference."""
-    k, step = 0, 1024
-    while True:
-        mine, theirs = a[i + k : i + k + step], b[j + k : j + k + step]
-        if mine == theirs:
-            if len(mine) < step:
-                return -1
-            k += step
-            step = min(step * 2, 1 << 16)
-            continue
-        lo, hi = 0, min(len(mine), len(theirs))
-        if mine[:hi] == theirs[:hi]:
-            return k + hi  # one of them ends here
-        while hi - lo > 1:  # mine[:lo] == theirs[:lo], mine[:hi] != theirs[:hi]
-            mid = (lo + hi) // 2
-            if mine[lo:mid] == theirs[lo:mid]:
-                lo = mid
-            else:
-                hi = mid
-        return k + lo
-
-
-def _opening_quote(written: bytes, start: int, end: int) -> int:
-    """The last quote before ``end`` (from ``start`` on) that no backslash escapes."""
-    at = end
-    while True:
-        at = written.rfind(b'"', start, at)
-        slashes = 0
-        while written[at - 1 - slashes] == 0x5C:
-            slashes += 1
-        if slashes % 2 == 0:
-            return at
-
-
-def _respell(
-    root: dict[str, Any] | list[Any],
-    spelled: list[tuple[int, bytes, bytes]],
-    written: bytes,
-    measure: Callable[[bytes], int],
-) -> bool:
-    """Replace each number of ``root`` at a position of ``spelled`` (in ``written``,
-    orjson's writing of ``root`` without whitespace, sized by ``measure``) by its spelling;
-    False when a position holds no number written as expected (then ``root`` is not to be
-    used).
-
-    In a list, a run of numbers and literals up to the next position is counted by its
-    commas. Other children are measured in chunks of a few KB; a chunk holding a position
-    is halved down to a few children, measured one by one: the work is about one
-    serialization of the containers on the way and a few small ones per position."""
-    dumps, fragment = _orjson.dumps, _orjson.Fragment
-    pending = iter(spelled)
-    target: tuple[int, bytes, bytes] | None = next(pending, None)
-
-    def visit(node: Any, start: int, close: int) -> bool:
-        # ``node`` is written from ``start`` (its bracket) to ``close`` (the other one).
-        nonlocal target
-        keys: list[Any] | None = None if isinstance(node, list) else list(node)
-        at, index, count, chunk = start + 1, 0, len(node), 64
-        while index < count and target is not None:
-            position = target[0]
-            if keys is None and _flat(written, at, position):
-                index += written.count(b",", at, position)
-                child = node[index] if index < count else None
-                if not (
-                    (position == at or written[position - 1] == 0x2C)  # a child starts there
-                    and _is_number(child)
-                    and dumps(child) == target[2]
-                ):
-                    return False
-                node[index] = fragment(target[1])
-                at, index = position + len(target[2]) + 1, index + 1
-                target = next(pending, None)
-                continue
-            last = min(index + chunk, count)
-            if last == count:
-                end = close
-            else:
-                end = at + measure(dumps(_part(node, keys, index, last))) - 2
-            if position < end and not walk(node, keys, index, last, at, end):
-                return False
-            # Chunks of about 8 KB whatever the children's sizes.
-            chunk = max(4, min(4096, 8192 * (last - index) // max(end - at, 1)))
-            at, index = end + 1, last
-        return True
-
-    def walk(node: Any, keys: list[Any] | None, first: int, last: int, at: int, end: int) -> bool:
-        # Children first..last-1 of ``node``, written from ``at`` to ``end``, hold the target.
-        nonlocal target
-        while last - first > 4:
-            if target is None or target[0] >= end:
-                return True
-            half = (first + last) // 2
-            middle = at + measure(dumps(_part(node, keys, first, half))) - 2
-            if target[0] < middle and not walk(node, keys, first, half, at, middle):
-                return False
-            first, at = half, middle + 1
-        for index in range(first, last):
-            key = index if keys is None else keys[index]
-            child = node[key]
-            if keys is not None:
-                at += measure(dumps(key)) + 1
-            # The last child ends where the range does: a large one is not written again.
-            size = end - at if index == last - 1 else measure(dumps(child))
-            if target is not None and target[0] < at + size:
-                if isinstance(child, (dict, list)):
-                    if not visit(child, at, at + size - 1):
-                        return False
-                elif target[0] == at and _is_number(child) and dumps(child) == target[2]:
-                    node[key] = fragment(target[1])
-                    target = next(pending, None)
-                else:
-                    return False
-                if target is not None and target[0] < at + size:
-                    return False  # not at a number of the child
-            at += size + 1
-        return True
-
-    return target is None or (visit(root, 0, len(written) - 1) and target is None)
-
-
-def _flat(written: bytes, start: int, end: int) -> bool:
-    """Whether ``written[start:end]`` holds only numbers, literals and commas."""
-    return start <= end and all(written.find(c, start, end) < 0 for c in _NOT_FLAT)
-
-
-_NOT_FLAT = (b"[", b"{", b'"', b"]", b"}")
-
-
-def _part(node: Any, keys: list[Any] | None, first: int, last: int) -> Any:
-    """Children first..last-1 of a list (``keys`` None) or an object, as one value."""
-    if keys is None:
-        return node[first:last]
-    return {key: node[key] for key in keys[first:last]}
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return value, len(out)
 
 
 def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:

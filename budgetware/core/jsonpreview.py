@@ -104,10 +104,12 @@ def parse_document(text: str) -> Document | None:
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
     # The literal parse makes an object of every number: on a document of numbers that is
-    # most of its cost, twice orjson's parse. orjson's parse, kept faithful, costs a
-    # serialization and a comparison more than orjson's parse alone: less than the
-    # literal parse when numbers are many, more when they are few (an API's strings).
-    if _number_dense(body):
+    # most of its cost. orjson's parse, proven faithful, costs a serialization and a
+    # comparison more than orjson's parse alone: less than the literal parse when numbers
+    # are many and spelled as orjson writes them, more when they are few (an API's
+    # strings) or the proof fails (Python's ``1e-05``, ``2.5e-07``: orjson writes
+    # ``0.00001``, ``2.5e-7``).
+    if _number_dense(body) and _OTHER_EXPONENT.search(body) is None:
         exact = loads_spelled(body)
         if exact is not None:
             value, size = exact
@@ -125,12 +127,14 @@ def parse_document(text: str) -> Document | None:
     return Document(value, size)
 
 
+# A negative exponent as Python writes it and orjson never does: ``1e-05``.
+_OTHER_EXPONENT = re.compile("e-0")
 # Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
 _NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
 _WINDOWS, _WINDOW = 16, 512
 # From about this many numbers a kilobyte, orjson's parse kept faithful costs less than the
-# literal parse (measured in benchmarks/bench_core.py: an API listing has about 5, a table of
-# floats 40 to 100).
+# literal parse (measured in benchmarks/bench_targets.py: an API listing has about 5, a table
+# of floats 40 to 100).
 _DENSE = 20
 
 

@@ -7,29 +7,16 @@ the newline before the line to the line's end, so ``$`` and ``\\Z`` are the end 
 and nothing after it is seen. Each pattern is matched like ``re.match`` against a line after
 its indentation; start one with ``.*?`` to find a word anywhere in a line (it costs more).
 
-Finding the lines (``salient_spans``, ``scan``) is one of three ways that give the same
-spans, in newline-aligned pieces of 256 KiB (between them the scanning thread gives the GIL
-away, so a worker scanning a large output lets an event loop run):
-
-- **anchor words, pure Python** (the default patterns, always there): words that every
-  default match contains (``_ANCHORS``: a test holds them complete) are found by a plan
-  made from how dense their characters are in a piece (``_Words``): a word with a sparse
-  character is followed by it (``str.find`` of one character is a memchr; one memchr per
-  character rules out or finds all the words that hold it), the others by ``re`` searches
-  keyed on a character they share (one pass finds ``rror``, ``tion:``, ``goroutine`` ...
-  from their ``o``), or at line starts only (``E  ``, ``panic:``: one search of the
-  newlines); each search call covers at most ``_FIND_CHARS`` characters; only the lines
-  that hold a word are checked alone as above;
-- **an accelerator** (``budgetware[fast]``, hyperscan, imported lazily): the same words,
-  all at once in C;
-- **the combined ``re`` pattern searched** at every line start, for user patterns (they
-  are not read for words): with the defaults, their candidates are added to the words'.
-
-All check every candidate with the same combined pattern, so replicas with and without
-the accelerator make byte-identical previews (tests compare the ways on varied corpora).
-A scan never depends on time: no timeout, no sampling; its size cap (``SCAN_LIMIT``) is a
-number of characters. User patterns that may cost without bound are refused where they
-are configured (``check_patterns``, with ``core/regexcost.regex_problem``).
+Matching that pattern at every line start costs about a microsecond a line, so the scan
+(``salient_spans``, ``scan``) checks only candidate lines: for the default patterns, the
+lines that hold one of a few words every default match contains (``_ANCHORS``: a test holds
+them complete), found by ``str.find`` of a character rare in logs and by two ``re``
+searches; for the user's patterns, the lines where they match, searched at every line
+start. The text is read in newline-aligned pieces of 256 KiB, so that no call holds the
+GIL long (a worker thread scanning a large output lets an event loop run). A scan never
+depends on time: no timeout, no sampling; its size cap (``SCAN_LIMIT``) is a number of
+characters. User patterns that may cost without bound are refused where they are
+configured (``check_patterns``, with ``core/regexcost.regex_problem``).
 """
 
 from __future__ import annotations
@@ -42,10 +29,9 @@ import threading
 import warnings
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
-from typing import Any
 
 from budgetware.core.gil import give_way
 from budgetware.core.regexcost import regex_problem
@@ -57,7 +43,6 @@ __all__ = [
     "SCAN_LIMIT",
     "SalientPattern",
     "Scanned",
-    "accelerator",
     "check_patterns",
     "compile_salient",
     "salient_spans",
@@ -122,68 +107,52 @@ DEFAULT_SALIENT_PATTERNS: tuple[str, ...] = (
     r"| (?:\S+ )?(?:\[?(?:ERROR|FATAL|CRITICAL|PANIC|SEVERE)\]?|FAILED|error:|fatal:)(?=\s|$))",
 )
 
-# Words at least one of which every line that a default pattern matches contains (case as
-# written): the scan looks for these and checks only the lines that hold one. A test
-# matches each default pattern against generated lines and holds this list complete.
-# Longer words are found faster (a find skips ahead by about their length).
-_ANCHORS: tuple[str, ...] = (
-    "rror",  # error, Error, AssertionError, collect2: error, Bus error, npm error, rror:
-    "ERROR",  # ERROR, ERRORS, [ERROR]
-    "ERR!",  # npm ERR!
-    "FAIL",  # FAIL, FAILED, FAILURES, --- FAIL, test result: FAILED
-    "FATAL",
-    "fatal",
-    "PANIC",
-    "panic",  # panic:, panicked
-    "' panicked",  # thread 'main' panicked (the pure-Python scan looks for panic: at line starts)
-    "CRITICAL",
-    "SEVERE",
-    "EMERG",
-    "ALERT",
-    "Traceback (most recent call last)",
-    "xception",  # Exception, exception (During handling, The above exception)
-    "E  ",  # pytest's assertion lines
-    "failed",
-    "failures:",
-    "undefined reference to",
+# Every line a default pattern matches holds one of these words (case as written), and
+# the scan checks only the lines that hold one; a test matches each default pattern against
+# generated lines and holds the lists complete. Each word is found one of three ways:
+#
+# - words the patterns need only at a line start, after its indentation (``E  `` of
+#   ``E {2,}\S``, ``panic:``, ``goroutine 1 [running]``): one ``re`` search of line starts;
+_AT_LINE_START: tuple[str, ...] = (
+    "E  ",
+    "panic",
     "goroutine ",
+    "Traceback (most recent call last)",
     "Uncaught",
     "Unhandled",
-    "● ",  # jest
-    "✕ ",
-    "✗ ",
-    "× ",
     "Caused by: ",
     "Segmentation fault",
     "Killed",
     "Aborted",
-    ": ***",  # make: ***, make[2]: ***
+    "undefined reference to",
+    "failures:",
+)
+# - words made of characters common in any text: one ``re`` search keyed on their ``o``
+#   (the engine leaves its tight loop only where an ``o`` is);
+_O_WORDS: tuple[str, ...] = (
+    "rror",  # error, Error, AssertionError, collect2: error, Bus error, npm error, rror:
+    "xception",  # Exception, exception (During handling, The above exception)
     "tion:",
     "not found",
     "No such file",
     "Permission denied",
 )
-
-# Anchors that the default patterns need only at the start of a line, right after its
-# indentation (``E  `` of ``E {2,}\S``, ``panic:``, ``goroutine 1 [running]``, ...; ``panic``
-# elsewhere in a line is ``' panicked``): the pure-Python scan may look for these at line
-# starts only, all of them in one search. A test holds every default match to this.
-_AT_LINE_START = frozenset(
-    {
-        "E  ",
-        "panic",
-        "goroutine ",
-        "Traceback (most recent call last)",
-        "Uncaught",
-        "Unhandled",
-        "Caused by: ",
-        "Segmentation fault",
-        "Killed",
-        "Aborted",
-        "undefined reference to",
-        "failures:",
-    }
-)
+# - the others by a character of theirs that is rare in logs: ``str.find`` of one character
+#   is a memchr, so a piece without it costs next to nothing; each occurrence is tried in
+#   Python, and one found denser than ``_SPARSE`` leaves the rest of its piece to a search.
+_FOLLOWED: dict[str, tuple[str, ...]] = {
+    "R": ("ERROR", "ERR!", "CRITICAL", "SEVERE", "EMERG", "ALERT"),  # ERRORS, [ERROR], npm ERR!
+    "L": ("FAIL", "FATAL"),  # FAILED, FAILURES, --- FAIL, test result: FAILED
+    "C": ("PANIC",),
+    "f": ("fatal", "failed"),
+    "'": ("' panicked",),  # thread 'main' panicked
+    "*": (": ***",),  # make: ***, make[2]: ***
+    "●": ("● ",),  # jest
+    "✕": ("✕ ",),
+    "✗": ("✗ ",),
+    "×": ("× ",),
+}
+_ANCHORS = _AT_LINE_START + _O_WORDS + tuple(w for words in _FOLLOWED.values() for w in words)
 
 # The scan reads lines in pieces of about this many characters, each ending at a newline.
 PIECE_CHARS = 1 << 18
@@ -264,7 +233,7 @@ class SalientPattern:
     """The salient-line matcher of one configuration.
 
     ``regex`` is the truth: a line is salient when it matches that line alone. ``extra``
-    matches the user's patterns alone (the accelerator's candidates for them), None when
+    matches the user's patterns alone (the scan's candidates for them), None when
     there are none; ``defaults`` whether the default patterns are part of ``regex``;
     ``name`` identifies the patterns (cache keys).
     """
@@ -309,24 +278,21 @@ def salient_spans(
     """The ``(start, end)`` of every whole line inside ``text[start:end]`` that is salient.
 
     ``end`` excludes the newline. Lines are in order; a line cut by either bound is skipped;
-    past ``MAX_SPANS`` lines, the first and the last halves of them. Uses the accelerator
-    when it is installed (the same spans either way).
+    past ``MAX_SPANS`` lines, the first and the last halves of them.
     """
-    return _spans(text, start, end, pattern, accelerator())
+    return _spans(text, start, end, pattern)
 
 
-def _spans(
-    text: str, start: int, end: int, pattern: SalientPattern, fast: _Accelerator | None
-) -> list[tuple[int, int]]:
-    starts, ends = _span_arrays(text, start, end, pattern, fast)
+def _spans(text: str, start: int, end: int, pattern: SalientPattern) -> list[tuple[int, int]]:
+    starts, ends = _span_arrays(text, start, end, pattern)
     return list(zip(starts, ends))
 
 
 def _span_arrays(
-    text: str, start: int, end: int, pattern: SalientPattern, fast: _Accelerator | None
+    text: str, start: int, end: int, pattern: SalientPattern
 ) -> tuple[array[int], array[int]]:
-    """The spans of ``_spans`` as two arrays, their starts and their ends: 16 bytes a line
-    and no object per line (a log whose every line is an error has a million of them)."""
+    """The spans of ``salient_spans`` as two arrays, their starts and their ends: 16 bytes a
+    line and no object per line (a log whose every line is an error has a million of them)."""
     start = max(start, 0)
     end = min(end, len(text))
     spans = _Collected(MAX_SPANS)
@@ -337,18 +303,15 @@ def _span_arrays(
         first = text.find("\n", 0, end)
         if regex.match("\n" + text[:first]):
             spans.extend((0,), (first,))
-    words = _Words() if fast is None and pattern.defaults else None
     for piece_start, piece_end in _pieces(text, start, end):
-        if fast is not None and pattern.defaults:
-            lines = fast.candidates(text, piece_start, piece_end)
-        elif words is not None:
-            lines = words.candidates(text, piece_start, piece_end)
+        if pattern.defaults:
+            lines = _candidates(text, piece_start, piece_end)
+            if pattern.extra is not None:
+                lines.update(_search(text, piece_start, piece_end, start, pattern.extra))
+            found = sorted(lines)
         else:
-            lines = _search(text, piece_start, piece_end, start, regex)
-        if pattern.defaults and pattern.extra is not None:
-            extra = _search(text, piece_start, piece_end, start, pattern.extra)
-            lines = sorted(set(lines).union(extra))
-        _check(text, lines, start, end, regex, spans)
+            found = _search(text, piece_start, piece_end, start, regex)
+        _check(text, found, start, end, regex, spans)
     return spans.arrays()
 
 
@@ -356,9 +319,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """``[start, end)`` in pieces of about ``PIECE_CHARS``, each ending after a newline.
 
     No line crosses a piece: each piece holds whole lines (the last one may run past
-    ``end``). Between pieces the scanning thread gives the GIL away (``gil.give_way``,
-    which reads no clock and decides nothing): a thread waiting for it, an event loop,
-    runs at once instead of after the interpreter's switch interval (5 ms).
+    ``end``). Each search covers one piece, and between pieces the scanning thread gives
+    the GIL away (``gil.give_way``): an event loop waiting for it runs at once.
     """
     position = start
     find = text.find
@@ -396,408 +358,76 @@ def _search(
             return found
 
 
-# -- the pure-Python prefilter: the anchors by memchr and keyed searches --------------------
-
-# Characters from the rarest in logs to the most common (a guess, never a result: any
-# order finds the same lines): it orders a word's characters, and breaks ties.
-_RARITY = (
-    "●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNRIOTSAEqzxjkvbpygfwmucldrhsnioate"
-    "0123456789$%&+,-./;<=>?@[]^_{|}~:\t "
-)
-_RANK = {char: rank for rank, char in enumerate(_RARITY)}
-# A character is followed in Python (``str.find`` from one occurrence to the next, and the
-# words that hold it tried there) while it is sparser than one in this many characters of
-# a piece; the words that hold only denser characters are found by searches in C.
-_SPARSE = 2048
-# Densities are estimated from the occurrences in this many characters of a piece, in
-# windows spread over it.
-_WINDOW = 8192
-_WINDOWS = 4
-# The rarest characters of a word that may be followed to find it.
-_PROBE_CHARS = 4
-# Costs, in characters passed by a search (about 0.4 ns each): per occurrence of a search's
-# key (where the engine leaves its tight loop to try the words there), of a key that one
-# word holds with two characters or more after it (left at once), and per line start for
-# the search of words at line starts; a memchr per character; a Python step (a find and a
-# startswith) per occurrence of a followed character.
-_KEY_COST = 80
-_LOOP_COST = 40
-_LINE_COST = 112
-_MEMCHR = 1 / 16
-_STEP = 1500
-# A followed character is given up for a search (in that piece) after this many more
-# misses than twice its estimated occurrences.
+# A followed character is left to a search for the rest of its piece after this many
+# occurrences that start none of its words, plus one per this many characters of the piece.
 _MISSES = 64
-# The plan (which character finds which words) is made again after this many pieces, or
-# at once where a followed character turns out denser than it looked.
-_PLAN_PIECES = 16
-# The search of words at line starts allows this much indentation before one (a line
-# indented more is a candidate whatever it holds), so its matches are short.
-_INDENT_CAP = 64
-# Pieces smaller than this use one plan made once (``_small_plan``), which takes these
-# characters as sparse (rare in logs) and all others as dense.
-_SMALL = 1 << 16
-_SMALL_SPARSE = frozenset("●✕✗×*!'`\"#()QZXJKVWYBGUMHFLPCDNqzxjkvbpygfw")
-# A search is capped at this many characters per call, and a memchr at 8 times as many, so
-# no call holds the GIL for long even in a piece that is one huge line; the matches of a
-# search and the checks of candidate lines are taken at most this many a call (C-level
-# maps: no Python step, but no switch to another thread either).
-_FIND_CHARS = 1 << 18
-_BATCH = 256
+_SPARSE = 2048
 
 
-def _chars(word: str) -> tuple[str, ...]:
-    """The distinct characters of ``word``, the rarest (by ``_RARITY``) first."""
-    return tuple(sorted(set(word), key=lambda char: (_RANK.get(char, -1), char)))
-
-
-# Each anchor with its characters, the rarest first.
-_WORDS = tuple((word, _chars(word)) for word in _ANCHORS)
-
-
-def _masks(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
-    masks: dict[str, int] = {}
-    for char, index in pairs:
-        masks[char] = masks.get(char, 0) | 1 << index
-    return masks
-
-
-# Sets of anchors as bits (by index in _WORDS): for each character the anchors that hold
-# it; those looked for at line starts; all; those an ASCII output can hold (``str.isascii``
-# tells in constant time).
-_HOLDERS = _masks((char, i) for i, (_, chars) in enumerate(_WORDS) for char in chars)
-_LINE_STARTS = sum(1 << i for i, (word, _) in enumerate(_WORDS) if word in _AT_LINE_START)
-_ALL = (1 << len(_WORDS)) - 1
-_ASCII = sum(1 << i for i, (word, _) in enumerate(_WORDS) if word.isascii())
-
-
-def _bits(mask: int) -> list[int]:
-    """The indexes of the bits set in ``mask``, in order."""
-    return [index for index in range(mask.bit_length()) if mask >> index & 1]
-
-
-def _words(mask: int) -> tuple[str, ...]:
-    """The anchors whose bits are set in ``mask``, sorted."""
-    return tuple(sorted(_WORDS[index][0] for index in _bits(mask)))
-
-
-@functools.lru_cache(maxsize=256)
-def _keyed(key: str, words: tuple[str, ...]) -> tuple[re.Pattern[str], int]:
-    """A search for any of ``words`` (each holds ``key``; the newline: at line starts), and
-    how long the part of a match before the rest of its line is at most.
-
-    A match starts at the key's first place in the word and holds the rest of the word and
-    of its line (the next match is on another line); the part of the word before the key
-    is a lookbehind. Every branch starts with the key, so the engine looks for it in its
-    tight loop (the literal prefix of the pattern); the rests of the words after it are a
-    tree by their characters, tried only where the key is. The newline's search: the
-    newline, the indentation (up to ``_INDENT_CAP``, or a line indented more), a word.
-    """
-    if key == "\n":
-        cap = _INDENT_CAP
-        body = _tree([(word, word, False) for word in words])
-        if _POSSESSIVE:
-            pattern = f"\\n[ \\t]{{0,{cap}}}+(?:{body}|[ \\t])[^\\n]*"
-        else:
-            pattern = f"\\n(?:[ \\t]{{0,{cap}}}(?![ \\t]){body}|[ \\t]{{{cap}}})[^\\n]*"
-        return re.compile(pattern), 1 + cap + max(map(len, words))
-    items = []
-    longest = 1
-    for word in words:
-        at = word.index(key)
-        items.append((word[at + 1 :], word, at > 0))
-        longest = max(longest, len(word) - at)
-    return re.compile(re.escape(key) + _tree(items) + "[^\\n]*"), longest
-
-
-def _tree(items: list[tuple[str, str, bool]]) -> str:
-    """An expression for the rests of words: (rest, word, whether it needs a lookbehind)."""
-    branches = []
-    by_next: dict[str, list[tuple[str, str, bool]]] = {}
-    for rest, word, behind in items:
-        if rest:
-            by_next.setdefault(rest[0], []).append((rest[1:], word, behind))
-        else:
-            branches.append(f"(?<={re.escape(word)})" if behind else "")
-    if "" in branches:
-        return ""  # a word ends here: whatever follows, a match
-    for char, group in sorted(by_next.items()):
-        if len(group) == 1:
-            rest, word, behind = group[0]
-            branches.append(re.escape(char + rest) + (f"(?<={re.escape(word)})" if behind else ""))
-        else:
-            branches.append(re.escape(char) + _tree(group))
-    return "(?:" + "|".join(branches) + ")"
-
-
-def _floor(text: str, piece_start: int) -> int:
-    """Where a piece's line starts are looked for backwards from: the newline before it
-    (a line found to start at ``floor + 1`` or later), or the piece's start where a range
-    starts inside a line (whose first line is not whole: found as line 0, never checked)."""
-    if piece_start and text[piece_start - 1] == "\n":
-        return piece_start - 1
-    return piece_start
+def _candidates(text: str, piece_start: int, piece_end: int) -> set[int]:
+    """Starts of the lines of ``[piece_start, piece_end)`` that hold an anchor word (none
+    holds a newline, so one that starts in the piece ends in it)."""
+    found: set[int] = set()
+    _search_words(text, "\n", _AT_LINE_START, piece_start, piece_end, found)
+    _search_words(text, "o", _O_WORDS, piece_start, piece_end, found)
+    ascii_only = text.isascii()  # a flag of the string: no scan
+    find = text.find
+    rfind = text.rfind
+    startswith = text.startswith
+    for key, words in _FOLLOWED.items():
+        if ascii_only and not key.isascii():
+            continue
+        offsets = [(word.index(key), word) for word in words]
+        misses = _MISSES + (piece_end - piece_start) // _SPARSE
+        at = find(key, piece_start, piece_end)
+        while at >= 0:
+            for offset, word in offsets:
+                begin = at - offset
+                if begin >= piece_start and startswith(word, begin):
+                    found.add(rfind("\n", 0, begin) + 1)
+                    at = find("\n", at, piece_end)  # the rest of the line: found
+                    break
+            else:
+                misses -= 1
+                if misses < 0:  # denser than in logs: the rest of the piece by a search
+                    _search_words(text, key, words, at, piece_end, found)
+                    break
+            if at >= 0:
+                at = find(key, at + 1, piece_end)
+    return found
 
 
 def _search_words(
-    text: str,
-    key: str,
-    words: tuple[str, ...],
-    position: int,
-    piece_end: int,
-    floor: int,
-    found: set[int],
+    text: str, key: str, words: tuple[str, ...], position: int, piece_end: int, found: set[int]
 ) -> None:
-    """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``;
-    ``floor`` is the newline before the line of ``position`` (see ``_floor``).
-
-    The matches of a slice of at most ``_FIND_CHARS`` characters (and of a match's start
-    past it) come ``_BATCH`` at a time, their line starts from C-level maps (one ``rfind``
-    back to the line's newline each, never past the last newline of the slice before): no
-    Python step per match. Slices overlap by less than a match's start, so every match of
-    a line starts in one of them.
-    """
-    pattern, longest = _keyed(key, words)
-    finditer = pattern.finditer
+    """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``
+    (each holds ``key``; the newline: at a line start, after its indentation)."""
+    matches = _keyed(key, words).finditer
+    if key == "\n":  # from the newline before the piece's first line (line 0 has none)
+        found.update(match.start() + 1 for match in matches(text, max(position - 1, 0), piece_end))
+        return
     rfind = text.rfind
+    found.update(rfind("\n", 0, match.start()) + 1 for match in matches(text, position, piece_end))
+
+
+@functools.lru_cache(maxsize=32)
+def _keyed(key: str, words: tuple[str, ...]) -> re.Pattern[str]:
+    """A search for any of ``words`` that starts at ``key``, a character each of them holds
+    (the part of a word before it is a lookbehind), and takes the rest of the line: every
+    branch starts with the key, so the engine looks for it in its tight loop. The newline's
+    search finds the words after a line start and its indentation."""
     if key == "\n":
-        position = floor  # the newline before the first line
-    while position < piece_end:
-        stop = min(position + _FIND_CHARS, piece_end)
-        matches = map(_START, finditer(text, position, min(stop + longest - 1, piece_end)))
-        while True:
-            starts = list(islice(matches, _BATCH))
-            lines = starts if key == "\n" else map(rfind, repeat("\n"), repeat(floor), starts)
-            found.update(map(_NEXT, lines))
-            if len(starts) < _BATCH:
-                break
-        last = rfind("\n", position, stop)
-        if last >= 0:
-            floor = last
-        position = stop
+        return re.compile(_INDENT + "(?:" + "|".join(map(re.escape, words)) + ")[^\n]*")
+    branches = []
+    for word in words:
+        at = word.index(key)
+        behind = f"(?<={re.escape(word)})" if at else ""
+        branches.append(re.escape(word[at + 1 :]) + behind)
+    return re.compile(re.escape(key) + "(?:" + "|".join(branches) + ")[^\n]*")
 
 
-_START = re.Match.start
-_NEXT = (1).__add__
-
-
-# A plan: the characters followed, each with the misses (occurrences that start no word)
-# after which it is given up for a search, and its words grouped by the character's offset
-# in them; and the searches, each a key and the words it finds.
-_Follow = tuple[str, int, tuple[tuple[int, tuple[str, ...]], ...]]
-_Plan = tuple[tuple[_Follow, ...], tuple[tuple[str, tuple[str, ...]], ...]]
-
-
-class _Words:
-    """Candidate lines of one scan: the lines that hold an anchor, found piece by piece.
-
-    A plan covers every anchor: each is either followed by one of its characters, in
-    Python (``str.find`` of one character, a memchr, from one occurrence to the next, and
-    the words that hold the character tried there with ``startswith``; a character that is
-    not in a piece costs one memchr, whatever number of words it rules out), or found by a
-    search in C (``_search_words``), one search for all the words that share its key (or,
-    for words of ``_AT_LINE_START``, the newline). The plan is made from how dense
-    characters are in windows of a piece (``_plan``) and kept for ``_PLAN_PIECES`` pieces:
-    it only picks the way of finding, every plan finds the same lines.
-    """
-
-    __slots__ = ("_ascii", "_pieces", "_plan")
-
-    def __init__(self) -> None:
-        self._ascii: bool | None = None
-        self._plan: _Plan | None = None
-        self._pieces = 0
-
-    def candidates(self, text: str, piece_start: int, piece_end: int) -> list[int]:
-        """Starts of the lines of ``[piece_start, piece_end)`` holding an anchor, in order.
-
-        No anchor holds a newline: an anchor that starts in the piece ends in it (pieces
-        end after a newline, or at the end of the range, where a line is not whole).
-        """
-        if self._ascii is None:
-            self._ascii = text.isascii()
-        if piece_end - piece_start < _SMALL:
-            plan = _small_plan(self._ascii)
-        else:
-            if self._plan is None or self._pieces <= 0:
-                self._plan = _plan(text, piece_start, piece_end, self._ascii)
-                self._pieces = _PLAN_PIECES
-            self._pieces -= 1
-            plan = self._plan
-        follows, searches = plan
-        found: set[int] = set()
-        find = text.find
-        rfind = text.rfind
-        startswith = text.startswith
-        floor = _floor(text, piece_start)
-        huge = piece_end - piece_start > 8 * _FIND_CHARS
-        for char, limit, groups in follows:
-            misses = 0
-            at = (
-                _find(find, char, piece_start, piece_end)
-                if huge
-                else find(char, piece_start, piece_end)
-            )
-            while at >= 0:
-                for offset, words in groups:
-                    begin = at - offset
-                    if begin >= piece_start and startswith(words, begin):
-                        found.add(rfind("\n", floor, begin) + 1)
-                        at = find("\n", at, piece_end)  # the rest of the line: found
-                        break
-                else:
-                    misses += 1
-                    if misses > limit:
-                        # Denser than it looked: the rest of the piece by a search, and a
-                        # new plan for the next piece.
-                        every = tuple(sorted({word for _, group in groups for word in group}))
-                        start = max(piece_start, at - max(map(len, every)))
-                        before = rfind("\n", floor, start)
-                        line = before if before >= 0 else floor
-                        _search_words(text, char, every, start, piece_end, line, found)
-                        self._pieces = 0
-                        break
-                if at >= 0:
-                    at = (
-                        _find(find, char, at + 1, piece_end)
-                        if huge
-                        else find(char, at + 1, piece_end)
-                    )
-        for key, words in searches:
-            _search_words(text, key, words, piece_start, piece_end, floor, found)
-        return sorted(found)
-
-
-def _find(find: Callable[..., int], char: str, position: int, end: int) -> int:
-    """``find(char, position, end)`` in calls of at most 8 times ``_FIND_CHARS``."""
-    while True:
-        stop = min(position + 8 * _FIND_CHARS, end)
-        at = find(char, position, stop)
-        if at >= 0 or stop >= end:
-            return at
-        position = stop
-
-
-def _plan(text: str, piece_start: int, piece_end: int, ascii_only: bool) -> _Plan:
-    """A plan for pieces like ``[piece_start, piece_end)``, from how dense characters are
-    in windows spread over it: each character's count there, to a power of two (a plan
-    is made once per set of such levels)."""
-    size = max(piece_end - piece_start, 1)
-    step = max(size // _WINDOWS, 1)
-    width = max(min(_WINDOW // _WINDOWS, step), 1)
-    sample = "".join(
-        [
-            text[start : min(start + width, piece_end)]
-            for start in range(piece_start, piece_end, step)
-        ]
-    )
-    count = sample.count
-    levels = tuple(count(char).bit_length() for char in _SAMPLED)
-    return _planned(levels, size.bit_length(), len(sample).bit_length(), ascii_only)
-
-
-# The characters whose densities make a plan: those of the anchors, and the newline.
-_SAMPLED = (*sorted(_HOLDERS), "\n")
-
-
-@functools.lru_cache(maxsize=64)
-def _planned(levels: tuple[int, ...], size: int, sample: int, ascii_only: bool) -> _Plan:
-    """The plan for these levels of counts in a sample (its length and the piece's to a
-    power of two, as ``bit_length``): a count of level ``n`` is about ``1.5 * 2**(n-1)``,
-    one of level 0 half an occurrence."""
-    piece = 1 << (size - 1) if size else 1
-    scale = piece / (1 << (sample - 1) if sample else 1)
-    densities = {
-        char: (1.5 * (1 << (level - 1)) if level else 0.5) * scale
-        for char, level in zip(_SAMPLED, levels)
-    }
-    return _cover(densities.__getitem__, piece, ascii_only)
-
-
-@functools.lru_cache(maxsize=2)
-def _small_plan(ascii_only: bool) -> _Plan:
-    """The plan of small pieces, made once: the characters of ``_SMALL_SPARSE`` taken as
-    sparse, all others as dense (a plan made from densities costs more than it saves in
-    a piece this small)."""
-    size = _SMALL
-
-    def density(char: str) -> float:
-        return 0.5 if char in _SMALL_SPARSE else size / 8
-
-    return _cover(density, size, ascii_only)
-
-
-def _cover(density: Callable[[str], float], size: int, ascii_only: bool) -> _Plan:
-    """How to find every anchor in a piece of ``size`` characters with these densities.
-
-    The words that hold no sparse character are found by searches: repeatedly the key that
-    finds the most of them for the least cost (a pass over the piece, plus a step per
-    occurrence of the key). The others by followed characters: for each, the one of its
-    rarest characters that finds or rules out the most of the words left for the least
-    cost (a memchr over the piece, plus a Python step per occurrence).
-    """
-    eligible = _ASCII if ascii_only else _ALL
-    sparse = size / _SPARSE
-    dense = 0
-    for index in _bits(eligible):
-        if all(density(char) > sparse for char in _WORDS[index][1]):
-            dense |= 1 << index
-    searches = []
-    left = dense
-    keys = sorted(
-        {char for index in _bits(dense) for char in _WORDS[index][1]},
-        key=lambda char: (_RANK.get(char, -1), char),
-    )
-    if dense & _LINE_STARTS:
-        keys.append("\n")
-    while left:
-        best: tuple[float, str, int] | None = None
-        for key in keys:
-            holders = (_LINE_STARTS if key == "\n" else _HOLDERS[key]) & left
-            if not holders:
-                continue
-            n = holders.bit_count()
-            each = _KEY_COST
-            if key == "\n":
-                each = _LINE_COST
-            elif n == 1:
-                word = _WORDS[holders.bit_length() - 1][0]
-                each = _LOOP_COST if len(word) - word.index(key) >= 2 else _KEY_COST
-            cost = (size + each * density(key)) / n
-            if best is None or cost < best[0]:
-                best = (cost, key, holders)
-        assert best is not None
-        _, key, holders = best
-        searches.append((key, _words(holders)))
-        left &= ~holders
-    follows = []
-    left = eligible & ~dense
-    for index in _bits(left):
-        if not left >> index & 1:
-            continue  # followed already, by a character of another word
-        choice: tuple[float, str, int] | None = None
-        for char in _WORDS[index][1][:_PROBE_CHARS]:
-            if density(char) > sparse:
-                continue
-            holders = _HOLDERS[char] & left
-            cost = (_MEMCHR * size + _STEP * density(char)) / holders.bit_count()
-            if choice is None or cost < choice[0]:
-                choice = (cost, char, holders)
-        if choice is None:  # sparse only past its rarest characters: by a search
-            char = _WORDS[index][1][0]
-            holders = _HOLDERS[char] & left
-            searches.append((char, _words(holders)))
-            left &= ~holders
-            continue
-        _, char, holders = choice
-        by_offset: dict[int, list[str]] = {}
-        for word in _words(holders):
-            by_offset.setdefault(word.index(char), []).append(word)
-        limit = int(2 * density(char)) + _MISSES
-        groups = tuple((at, tuple(group)) for at, group in sorted(by_offset.items()))
-        follows.append((char, limit, groups))
-        left &= ~holders
-    return tuple(follows), tuple(searches)
+# Candidate lines checked per call (C-level maps: no Python step, no switch of threads).
+_BATCH = 256
 
 
 def _check(
@@ -911,7 +541,7 @@ class Scanned:
         where that one stopped: a log of a million distinct errors reads a few batches,
         not every line. Spans are read ``_DISTINCT_BATCH`` at a time by C-level maps (a
         dict of a batch's lines, set differences with the lines seen before), with the
-        GIL given away between batches, so no call holds it for long.
+        GIL given away between batches.
         """
         first, last = self._range(start, end)
         head: list[int] = []  # indexes of spans, ascending
@@ -987,13 +617,12 @@ def scan(text: str, pattern: SalientPattern, key: str | None = None) -> Scanned:
             if found is not None:
                 _SCANNED.move_to_end(memo)
                 return found
-    fast = accelerator()
     if len(text) <= SCAN_LIMIT:
-        starts, ends = _span_arrays(text, 0, len(text), pattern, fast)
+        starts, ends = _span_arrays(text, 0, len(text), pattern)
     else:
         half = SCAN_LIMIT // 2
-        starts, ends = _span_arrays(text, 0, half, pattern, fast)
-        more_starts, more_ends = _span_arrays(text, len(text) - half, len(text), pattern, fast)
+        starts, ends = _span_arrays(text, 0, half, pattern)
+        more_starts, more_ends = _span_arrays(text, len(text) - half, len(text), pattern)
         starts += more_starts
         ends += more_ends
     scanned = Scanned(starts, ends)
@@ -1009,76 +638,3 @@ def scan(text: str, pattern: SalientPattern, key: str | None = None) -> Scanned:
             _SCANNED[memo] = scanned
             _scanned_spans += count
     return scanned
-
-
-# -- the accelerator (budgetware[fast]) ------------------------------------------------------
-
-
-class _Accelerator:
-    """A hyperscan database of ``_ANCHORS``: candidate lines for the default patterns."""
-
-    def __init__(self, hyperscan: Any) -> None:
-        self._hs = hyperscan
-        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        words = [word.encode() for word in _ANCHORS]
-        database.compile(expressions=words, ids=list(range(len(words))), literal=True)
-        self._database = database
-        self._local = threading.local()
-
-    def _scratch(self) -> Any:
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._hs.Scratch(self._database)
-        return scratch
-
-    def candidates(self, text: str, piece_start: int, piece_end: int) -> list[int]:
-        """Starts of the lines of one piece that hold an anchor, in order (no anchor holds
-        a newline, so none crosses a line). The database scan lets other threads run."""
-        piece = text[piece_start:piece_end]
-        data = piece.encode("utf-8", "surrogatepass")
-        hits: list[int] = []
-        self._database.scan(
-            data, match_event_handler=_collect, context=hits, scratch=self._scratch()
-        )
-        return _line_starts(piece, data, hits, piece_start) if hits else []
-
-
-def _collect(_id: int, _start: int, end: int, _flags: int, hits: list[int]) -> None:
-    hits.append(end)
-
-
-def _line_starts(piece: str, data: bytes, hits: list[int], offset: int) -> list[int]:
-    """The distinct line starts (as text offsets plus ``offset``) of byte offsets ``hits``."""
-    # C-level maps: no Python step per hit (a dense log has thousands a piece).
-    starts = sorted(set(map(_NEXT, map(data.rfind, repeat(b"\n"), repeat(0), hits))))
-    if len(data) == len(piece):  # ASCII: byte and character offsets agree
-        return [offset + s for s in starts]
-    out = []
-    chars = 0
-    previous = 0
-    for s in starts:
-        chars += len(data[previous:s].decode("utf-8", "surrogatepass"))
-        previous = s
-        out.append(offset + chars)
-    return out
-
-
-_ACCELERATOR: list[_Accelerator | None] = []
-_ACCELERATOR_LOCK = threading.Lock()
-
-
-def accelerator() -> _Accelerator | None:
-    """The hyperscan prefilter when ``budgetware[fast]`` is installed, else None (pure re)."""
-    if _ACCELERATOR:
-        return _ACCELERATOR[0]
-    with _ACCELERATOR_LOCK:
-        if not _ACCELERATOR:
-            made: _Accelerator | None = None
-            try:
-                import hyperscan
-
-                made = _Accelerator(hyperscan)
-            except Exception:  # absent, or no build for this machine: pure re
-                made = None
-            _ACCELERATOR.append(made)
-    return _ACCELERATOR[0]

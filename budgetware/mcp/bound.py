@@ -19,12 +19,10 @@ from budgetware.core.config import (
     McpToolPolicy,
 )
 from budgetware.core.fit import PreviewOptions, fit_text
-from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
-from budgetware.mcp.pieces import LONG_STRING_BYTES
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -165,7 +163,7 @@ def bound_tool_result(
     lengths = [measure(v, unit) for v in values]
     total = sum(lengths)
     limit = max_bytes - reserve_bytes if max_bytes > 0 else None
-    size = _serialized_size(result, places, structured is not None) if limit is not None else 0
+    size = len(dumps_bytes(result)) if limit is not None else 0
     over_budget = budget > 0 and total > budget
     if not over_budget and (limit is None or size <= limit):
         return BoundResult(result, None)
@@ -238,24 +236,6 @@ def bound_response_message(
     if outcome.refs is None:
         return message
     return {**message, "result": outcome.result}
-
-
-def _serialized_size(
-    result: dict[str, Any], places: dict[str, list[_Where]], structured: bool
-) -> int:
-    """``len(dumps_bytes(result))``. A long slot string is measured apart, a piece at a
-    time: serializing a 4 MB text in one call holds the GIL for milliseconds, which
-    stalls the event loop beside the worker thread bounding a large MCP response."""
-    long = [v for v in places if len(v) >= LONG_STRING_BYTES]
-    if not long:
-        return len(dumps_bytes(result))
-    blanks = {v: "" if len(v) >= LONG_STRING_BYTES else v for v in places}
-    blank = _rebuild(result, places, blanks, structured)
-    size = len(dumps_bytes(blank))
-    for value in long:
-        give_way()
-        size += len(places[value]) * (json_string_bytes(value) - 2)
-    return size
 
 
 def _strings(value: Any) -> list[tuple[Any, Any, str]]:

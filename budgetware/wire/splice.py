@@ -7,7 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_faithful, dumps_str_bytes
 from budgetware.wire.formats.base import JsonPath
 
@@ -306,9 +305,7 @@ def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: 
 
 # \u0080 and above: the writer escaped its non-ASCII text (ensure_ascii style).
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
-# A long token is searched a window at a time, the GIL given away between windows: one
-# search over a 4 MB tool result holds it for milliseconds (a worker thread bounding an
-# MCP response off the event loop would stall the loop that long).
+# A long token is checked a window at a time: no copy of all of it.
 _WINDOW = 256 * 1024
 
 
@@ -317,14 +314,7 @@ def _is_ascii(body: bytes, start: int, end: int) -> bool:
 
 
 def _has_non_ascii_escape(body: bytes, start: int, end: int) -> bool:
-    search = _NON_ASCII_ESCAPE.search
-    for pos in range(start, end, _WINDOW):
-        # Windows overlap by the longest match (5 bytes), so none is missed between two.
-        if search(body, pos, min(pos + _WINDOW + 5, end)) is not None:
-            return True
-        if pos + _WINDOW < end:
-            give_way()
-    return False
+    return _NON_ASCII_ESCAPE.search(body, start, end) is not None
 
 
 def value_spans(

@@ -1,10 +1,10 @@
-"""The pure-Python scan of the default patterns (anchor words, issue 17) against the re search.
+"""The scan of the default patterns (anchor words) against the re search.
 
-Without the accelerator, the default patterns' candidate lines come from ``_Words``: a plan
-follows some anchors by one of their characters (memchr) and finds the others by keyed
-``re`` searches, some at line starts only. The reference is the search of the combined
-pattern at every line start (the scan before): both must give the same spans, byte for
-byte, on every input and with every plan.
+The default patterns' candidate lines are those that hold an anchor word: some followed by
+a character (memchr), the others found by keyed ``re`` searches, some at line starts only.
+The reference is the search of the combined pattern at every line start: both must give the
+same spans, byte for byte, on every input, whether a followed character stays followed or
+is left to a search.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _reference(text: str, start: int, end: int, pattern: SalientPattern) -> list[tuple[int, int]]:
     """The spans of the combined pattern searched at every line start (no prefilter)."""
     plain = SalientPattern(regex=pattern.regex, extra=None, defaults=False)
-    return salient._spans(text, start, end, plain, None)
+    return salient._spans(text, start, end, plain)
 
 
 def _bench() -> ModuleType:
@@ -106,37 +106,27 @@ LINES = [
 ]
 
 
-# Knobs that change the plan, never the spans: every word followed (_SPARSE 1) or every
-# word searched (_SPARSE huge); a followed character given up for a search at its first
-# miss (_MISSES); plans made from densities for small pieces too (_SMALL 0) and remade
-# every piece; tiny density windows, indentation caps, search slices and batches of
-# matches and checks, so that lines, words, slices and batches fall on every edge.
+# Knobs that change how words are found, never the spans: every followed character left to
+# a search at its first miss, or never; candidate lines checked one a call.
 PLANS = {
     "default": {},
-    "dynamic": {"_SMALL": 0},
-    "followed": {"_SPARSE": 1, "_PLAN_PIECES": 1, "_SMALL": 0},
-    "followed small": {"_SPARSE": 1},
-    "searched": {"_SPARSE": 1 << 40, "_INDENT_CAP": 2, "_SMALL": 0},
-    "searched small": {"_SPARSE": 1 << 40, "_INDENT_CAP": 3},
-    "given up": {"_SPARSE": 1, "_MISSES": -(1 << 40), "_WINDOW": 3, "_SMALL": 0},
-    "small windows": {"_WINDOW": 5, "_PLAN_PIECES": 2, "_INDENT_CAP": 1, "_SMALL": 0, "_BATCH": 2},
+    "searched": {"_MISSES": -1},
+    "followed": {"_MISSES": 1 << 40},
     "small batches": {"_BATCH": 1},
 }
 
 
-def _clear() -> None:
-    """Forget the patterns and plans made under other knobs."""
-    salient._keyed.cache_clear()
-    salient._planned.cache_clear()
-    salient._small_plan.cache_clear()
-
-
 def _knobs(monkeypatch: pytest.MonkeyPatch, plan: str, piece: int) -> None:
     monkeypatch.setattr(salient, "PIECE_CHARS", piece)
-    monkeypatch.setattr(salient, "_FIND_CHARS", max(piece // 3, 1))
     for name, value in PLANS[plan].items():
         monkeypatch.setattr(salient, name, value)
-    _clear()
+
+
+def test_every_followed_word_holds_its_character() -> None:
+    for key, words in salient._FOLLOWED.items():
+        assert all(key in word for word in words), key
+    assert all("o" in word for word in salient._O_WORDS)
+    assert len(set(salient._ANCHORS)) == len(salient._ANCHORS)
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
@@ -155,9 +145,8 @@ def test_the_word_scan_gives_the_same_spans_as_the_re_search(
         text = sep.join(lines) + (sep if rng.random() < 0.7 else "")
         start = rng.randrange(0, len(text) + 1) if rng.random() < 0.5 else 0
         end = rng.randrange(start, len(text) + 1) if rng.random() < 0.5 else len(text)
-        words = salient._spans(text, start, end, pattern, None)
+        words = salient._spans(text, start, end, pattern)
         assert words == _reference(text, start, end, pattern), (text, start, end)
-    _clear()
 
 
 _FRAGMENTS = st.sampled_from(
@@ -215,12 +204,11 @@ def test_the_word_scan_agrees_on_generated_texts(parts: list[str], data: st.Data
         for piece in (5, 1 << 18):
             with pytest.MonkeyPatch.context() as monkeypatch:
                 _knobs(monkeypatch, plan, piece)
-                assert salient._spans(text, start, end, pattern, None) == expected, plan
-    _clear()
+                assert salient._spans(text, start, end, pattern) == expected, plan
 
 
 def _adversarial(kind: str, rng: random.Random) -> str:
-    """Texts where the plan's guesses go wrong: the anchors' characters everywhere, words on
+    """Texts where followed characters are dense: the anchors' characters everywhere, words on
     slice and piece edges, wide characters, CRLF, huge lines and indentation."""
     anchors = list(salient._ANCHORS)
     letters = "".join(sorted({c for word in anchors for c in word})) + "\t"
@@ -280,8 +268,7 @@ def test_the_word_scan_agrees_on_adversarial_corpora(
     for piece in (37, 256, 4_099, 1 << 18):
         _knobs(monkeypatch, plan, piece)
         for (start, end), spans in zip(ranges, expected):
-            assert salient._spans(text, start, end, pattern, None) == spans, (piece, start, end)
-    _clear()
+            assert salient._spans(text, start, end, pattern) == spans, (piece, start, end)
 
 
 @pytest.mark.parametrize("corpus", ["pytest", "service"])
@@ -294,11 +281,11 @@ def test_the_word_scan_agrees_on_the_benchmark_corpora(
     monkeypatch.setattr(salient, "PIECE_CHARS", piece)
     pattern = compile_salient()
     assert pattern is not None
-    words = salient._spans(text, 0, len(text), pattern, None)
+    words = salient._spans(text, 0, len(text), pattern)
     assert words == _reference(text, 0, len(text), pattern)
     assert len(words) >= 3
     middle = len(text) // 3
-    assert salient._spans(text, middle, 2 * middle, pattern, None) == _reference(
+    assert salient._spans(text, middle, 2 * middle, pattern) == _reference(
         text, middle, 2 * middle, pattern
     )
 
@@ -333,62 +320,7 @@ def test_the_default_scan_checks_only_lines_that_hold_an_anchor() -> None:
     assert pattern is not None
     counting = _Counting(pattern.regex)
     spy = dataclasses.replace(pattern, regex=counting)  # type: ignore[arg-type]
-    spans = salient._spans(text, 0, len(text), spy, None)
+    spans = salient._spans(text, 0, len(text), spy)
     assert [text[s:e] for s, e in spans] == [lines[5_000], lines[15_000]]
     assert counting.searches == 0
     assert counting.matches <= 3  # the first line, and the two that hold a word
-
-
-def test_no_word_search_covers_more_than_a_slice(monkeypatch: pytest.MonkeyPatch) -> None:
-    # One line of 3 MB (no newline to cut pieces at) whose characters are those of every
-    # anchor: each search still covers at most _FIND_CHARS (and a match's start past it),
-    # each memchr of a followed character 8 times that (issue 12: the GIL).
-    searched: list[int] = []
-    memchrs: list[int] = []
-    keyed = salient._keyed
-
-    class Spy:
-        def __init__(self, pattern: re.Pattern[str]) -> None:
-            self.pattern = pattern
-
-        def finditer(self, text: str, pos: int, endpos: int) -> Any:
-            searched.append(endpos - pos)
-            return self.pattern.finditer(text, pos, endpos)
-
-    def spy_keyed(key: str, words: tuple[str, ...]) -> Any:
-        pattern, longest = keyed(key, words)
-        return Spy(pattern), longest
-
-    find = salient._find
-
-    def spy_find(text_find: Any, char: str, position: int, end: int) -> int:
-        def recorded(char: str, start: int, stop: int) -> int:
-            memchrs.append(stop - start)
-            return int(text_find(char, start, stop))
-
-        return find(recorded, char, position, end)
-
-    monkeypatch.setattr(salient, "_keyed", spy_keyed)
-    monkeypatch.setattr(salient, "_find", spy_find)
-    noise = "".join(sorted({c for word in salient._ANCHORS for c in word if c != "\n"}))
-    text = "ok\n" + (noise.replace(" ", "_") * (3_000_000 // len(noise))) + " ERROR x\nok\n"
-    pattern = compile_salient()
-    assert pattern is not None
-    for plan in ("default", "followed", "searched"):
-        searched.clear()
-        memchrs.clear()
-        keyed.cache_clear()
-        salient._planned.cache_clear()
-        for name, value in PLANS[plan].items():
-            monkeypatch.setattr(salient, name, value)
-        found = salient._spans(text, 0, len(text), pattern, None)
-        assert found == _reference(text, 0, len(text), pattern)
-        assert len(found) == 1
-        assert searched or plan == "followed"
-        assert memchrs or plan == "searched"
-        # A match's start: the newline and indentation of a line start, and a word.
-        longest = 1 + salient._INDENT_CAP + max(len(word) for word in salient._ANCHORS)
-        assert max(searched, default=0) <= salient._FIND_CHARS + longest
-        assert max(memchrs, default=0) <= 8 * salient._FIND_CHARS
-    keyed.cache_clear()
-    salient._planned.cache_clear()

@@ -108,16 +108,16 @@ async def test_a_small_read_response_stays_on_the_loop(
     assert bound_threads == [threading.get_ident()]
 
 
-# --- the worker holds the GIL only for short pieces (issue 12: added loop lag < 10 ms) ----
+# --- the worker holds the GIL in no long call (the loop is never stalled over 10 ms) ------
 #
-# A worker thread lets the event loop in only between C calls: one orjson.loads of 4.3 MB
-# (5-10 ms) is as long a stall as the loop sees. Time is not asserted (benchmarks/
-# bench_loop_lag.py measures the lag); what is asserted is that no single parse or
-# serialization, and no single search of the long token, covers the long text.
+# A worker thread lets the event loop in only between C calls, after the interpreter's
+# switch interval (5 ms): one orjson.loads of 4.3 MB (4 to 8 ms here) added to that is too
+# long a stall. Time is not asserted (benchmarks/bench_targets.py measures the stall); what
+# is asserted is that no single parse covers the long text.
 
 
 class _RecordingOrjson:
-    """orjson, recording the size of every text it parses and writes."""
+    """orjson, recording the size of every text it parses."""
 
     def __init__(self, orjson: Any) -> None:
         self._orjson = orjson
@@ -126,11 +126,6 @@ class _RecordingOrjson:
     def loads(self, data: Any) -> Any:
         self.sizes.append(len(data))
         return self._orjson.loads(data)
-
-    def dumps(self, value: Any, *args: Any, **kwargs: Any) -> bytes:
-        out: bytes = self._orjson.dumps(value, *args, **kwargs)
-        self.sizes.append(len(out))
-        return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._orjson, name)
@@ -154,24 +149,11 @@ def _rewrite_in_thread(request: Any, response: Any, config: BudgetConfig) -> Any
 
 
 @pytest.mark.parametrize("structured", [False, True], ids=["text", "text-and-structured"])
-def test_a_large_result_is_parsed_and_measured_in_pieces(
-    orjson_sizes: list[int],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    structured: bool,
+def test_a_large_result_is_parsed_in_pieces(
+    orjson_sizes: list[int], tmp_path: Path, structured: bool
 ) -> None:
     from budgetware.mcp import pieces
-    from budgetware.wire import splice
 
-    searched: list[int] = []
-    pattern = splice._NON_ASCII_ESCAPE
-
-    class RecordingPattern:
-        def search(self, data: bytes, pos: int = 0, endpos: int = 1 << 62) -> Any:
-            searched.append(min(endpos, len(data)) - pos)
-            return pattern.search(data, pos, endpos)
-
-    monkeypatch.setattr(splice, "_NON_ASCII_ESCAPE", RecordingPattern())
     text = "".join(f'line {i}: ok "quoted" tab\t done\n' for i in range(120_000))
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if structured:
@@ -186,11 +168,8 @@ def test_a_large_result_is_parsed_and_measured_in_pieces(
     bounded = new.json()["result"]
     assert len(bounded["content"][0]["text"]) <= 100_000
     assert bounded["_meta"]["budgetware/artifacts"]
-    limit = pieces.PIECE_BYTES + 1024
     assert orjson_sizes
-    assert max(orjson_sizes) <= limit
-    assert searched
-    assert max(searched) <= limit
+    assert max(orjson_sizes) <= pieces.PIECE_BYTES + 1024
 
 
 def test_a_large_tools_call_argument_is_not_decoded_to_read_the_call(
@@ -312,17 +291,6 @@ def test_loads_in_pieces_refuses_what_loads_exact_refuses(body: bytes) -> None:
     assert type(pieces.value) is type(plain.value)
 
 
-def test_a_non_ascii_escape_across_a_search_window_is_found() -> None:
-    # The escaped style of a long old token decides how its new text is written.
-    from budgetware.wire import splice
-
-    for offset in range(-6, 2):
-        token = b'"' + b"a" * (splice._WINDOW + offset) + b"\\u00e9" + b"b" * 10 + b'"'
-        assert splice._has_non_ascii_escape(token, 0, len(token)), offset
-    plain = b'"' + b"a" * (3 * splice._WINDOW) + b'"'
-    assert not splice._has_non_ascii_escape(plain, 0, len(plain))
-
-
 # --- small responses that will persist to S3 go off the loop too -------------------------
 #
 # The store's PUT is held until the loop has turned beside it (tests/held_s3.py): a rewrite
@@ -426,26 +394,9 @@ def test_the_content_address_of_a_long_text_is_encoded_in_pieces(
     assert max(hashed) <= 4 * 256 * 1024
 
 
-def test_a_large_sse_event_is_searched_and_parsed_in_pieces(
-    orjson_sizes: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The same in an event stream: the line endings of a 4 MB data line are searched a
-    # window at a time, never in one call over the whole line.
+def test_a_large_sse_event_is_parsed_in_pieces(orjson_sizes: list[int], tmp_path: Path) -> None:
     from budgetware.mcp import pieces
 
-    searched: list[int] = []
-    pattern = mcp_http._EOL
-
-    class RecordingPattern:
-        def search(self, data: bytes, pos: int = 0, endpos: int = 1 << 62) -> Any:
-            searched.append(min(endpos, len(data)) - pos)
-            return pattern.search(data, pos, endpos)
-
-        def __getattr__(self, name: str) -> Any:
-            searched.append(1 << 62)  # findall, split: the whole event in one call
-            return getattr(pattern, name)
-
-    monkeypatch.setattr(mcp_http, "_EOL", RecordingPattern())
     body = b"event: message\r\nid: 7\r\ndata: " + result_body(4_300_000) + b"\r\n\r\n"
     request = httpx2.Request("POST", "http://mcp.test/mcp", json=CALL, headers=HEADERS)
     response = httpx2.Response(
@@ -456,23 +407,27 @@ def test_a_large_sse_event_is_searched_and_parsed_in_pieces(
     assert head == b"event: message\r\nid: 7\r\n"
     assert data.endswith(b"\r\n\r\n")
     assert len(json.loads(data)["result"]["content"][0]["text"]) <= 100_000
-    limit = pieces.PIECE_BYTES + 1024
-    assert searched
-    assert max(searched) <= limit
-    assert max(orjson_sizes) <= limit
+    assert max(orjson_sizes) <= pieces.PIECE_BYTES + 1024
 
 
 @pytest.mark.parametrize(
-    ("tail", "span"),
-    [(b"\r\ny", (-1, 1)), (b"\ry", (-1, 0)), (b"\n", (-1, 0)), (b"x\r\n", (0, 2))],
-    ids=["crlf-cut-by-the-window", "lone-cr", "lf", "crlf-after"],
+    ("buf", "found"),
+    [
+        (b"ab\r\ny", (2, 4)),
+        (b"ab\ry\n", (2, 3)),
+        (b"ab\ny\r", (2, 3)),
+        (b"ab\r", (2, 3)),
+        (b"ab\n\r\n", (2, 3)),
+        (b"\r\n", (0, 2)),
+        (b"ab", None),
+    ],
+    ids=["crlf", "lone-cr", "lf", "cr-last", "lf-then-crlf", "crlf-alone", "none"],
 )
-def test_a_line_ending_at_a_window_edge_is_read_whole(tail: bytes, span: tuple[int, int]) -> None:
-    from budgetware.mcp.pieces import PIECE_BYTES
-
-    buf = b"x" * (PIECE_BYTES - 1) + tail
-    found = mcp_http._next_eol(buf, 0)
-    assert found == (PIECE_BYTES + span[0], PIECE_BYTES + span[1])
+def test_the_first_line_ending_is_found(buf: bytes, found: tuple[int, int] | None) -> None:
+    assert mcp_http._next_eol(buf, 0) == found
+    assert mcp_http._next_eol(b"zz" + buf, 2) == (
+        None if found is None else (found[0] + 2, found[1] + 2)
+    )
 
 
 async def test_a_streamed_json_answer_is_joined_in_the_worker_thread(tmp_path: Path) -> None:
