@@ -32,7 +32,7 @@ from budgetware.store.lifecycle import (
     summarize,
 )
 
-__all__ = ["RECOUNT_SECONDS", "Retention"]
+__all__ = ["FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Retention"]
 
 # A write refused for the quota has the store counted again (in the background), at most
 # once this often: a prune by another process frees the quota within about this long.
@@ -40,6 +40,10 @@ RECOUNT_SECONDS = 60.0
 # This process's writes not yet counted by a census are folded into the measured size
 # once there are more of them than this (with sweeps off, no census would come).
 PENDING_ENTRIES = 4096
+# A process's first write waits this long at most for its count of the store; a store
+# slower to list (hundreds of thousands of artifacts) goes on being counted, and the
+# writes until then count from zero.
+FIRST_COUNT_SECONDS = 1.0
 
 
 class _Store(Protocol):
@@ -88,7 +92,7 @@ class Retention:
         self.min_age = min_age
         self.sweep_interval = sweep_interval
         self._lock = threading.Lock()
-        self._first_count = threading.Lock()
+        self._first_count: threading.Thread | None = None
         # The store's size at the last count, plus this process's writes not yet counted
         # by one (key -> (size, wall time the write finished, or None)).
         self._measured = 0
@@ -118,9 +122,7 @@ class Retention:
         if size > self.store.max_artifact_bytes:
             raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
         if self._counted_at == -math.inf:
-            with self._first_count:
-                if self._counted_at == -math.inf:
-                    self.count()
+            self._count_first()
         with self._lock:
             fits = self._measured + self._pending_bytes + size <= self.max_store_bytes
             # The count may be out of date (another process pruned, files were removed
@@ -162,6 +164,23 @@ class Retention:
                         del self._pending[done]
                         self._pending_bytes -= size
                         self._measured += size
+
+    def _count_first(self) -> None:
+        """Count the store before this process's first write (waiting a bounded time)."""
+        with self._lock:
+            counting = self._first_count
+            if counting is None or not counting.is_alive():  # (a forked child: not alive)
+                counting = self._first_count = threading.Thread(
+                    target=self._count_quietly, name="budgetware-count", daemon=True
+                )
+                counting.start()
+        counting.join(FIRST_COUNT_SECONDS)
+
+    def _count_quietly(self) -> None:
+        try:
+            self.count()
+        except Exception:  # the next write counts again (and fails as this count did)
+            pass
 
     def count(self) -> None:
         """List the store and take what it holds now as its size, deleting nothing."""

@@ -156,3 +156,28 @@ def test_a_process_started_after_another_swept_counts_what_is_there_now(
     with pytest.raises(ArtifactStoreError, match="max_store_bytes"):
         second.put("later" * 200)
     assert sum(p.stat().st_size for p in (tmp_path / "a").glob("*.txt")) == 3000
+
+
+def test_a_first_write_waits_for_a_slow_count_a_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store that takes long to list (hundreds of thousands of artifacts, a slow bucket):
+    # the first write goes on after FIRST_COUNT_SECONDS, counted from zero, and the count
+    # finishes on its own.
+    monkeypatch.setattr(retention, "FIRST_COUNT_SECONDS", 0.05)
+    store = LocalArtifactStore(tmp_path / "a")
+    listing = threading.Event()
+    release = threading.Event()
+    real_scan = store._scan
+
+    def slow_scan() -> object:
+        listing.set()
+        assert release.wait(30)
+        return real_scan()
+
+    monkeypatch.setattr(store, "_scan", slow_scan)
+    try:
+        assert Path(store.put("first")).exists()
+        assert listing.is_set() and not release.is_set()  # written while the count runs
+    finally:
+        release.set()

@@ -798,9 +798,10 @@ def test_an_abandoned_call_sends_no_later_attempt(
     # The dropped connection, botocore's backoff (at most 1 s in its standard mode) and a
     # retry would follow: watched until a second after the latest it could come.
     time.sleep(max(0.0, start + hold + 2.0 - time.monotonic()))
-    # (The call is the process's count of the store before its first write.)
+    # Each call (the count of the store before the first write, then the PUT) was sent
+    # once: no attempt after its deadline.
     sent = [r for r in server.requests if "late" in r]
-    assert len(sent) == 1, sent
+    assert len(sent) == len(set(sent)) >= 1, sent
 
 
 def test_the_deadline_grows_with_what_a_call_moves() -> None:
