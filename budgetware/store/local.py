@@ -46,7 +46,7 @@ class LocalArtifactStore(ContentStore):
     write is refused; no path component chosen by a tool (call id, tool name) ever reaches
     the file system, and the last component is never followed as a symlink. An existing
     file is hashed before it is named (once per process), and rewritten if it lies.
-    ``max_store_bytes`` is the directory's real size (see ``ContentStore``). A store built
+    ``max_store_bytes`` is what the directory holds (``store/retention.py``). A store built
     here does no automatic sweep unless ``sweep_interval`` is set; the entry points' stores
     (``store_for_config``) take it from the configuration.
     """
