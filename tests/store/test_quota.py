@@ -178,6 +178,7 @@ def test_a_first_write_waits_for_a_slow_count_a_bounded_time(
     monkeypatch.setattr(store, "_scan", slow_scan)
     try:
         assert Path(store.put("first")).exists()
-        assert listing.is_set() and not release.is_set()  # written while the count runs
+        assert listing.is_set()
+        assert not release.is_set()  # written while the count runs
     finally:
         release.set()
