@@ -1,37 +1,25 @@
-"""The artifact store: S3 puts and reuse against boto3's own calls, and the sweep.
+"""The artifact store as a user meets it: what an S3 artifact costs to write (target: at
+most two requests, a HEAD and a PUT), what a process's first write costs (it counts the
+store), and the sweep.
 
 Run: .venv/bin/python benchmarks/bench_store.py
-S3 numbers come from moto's server on 127.0.0.1 (started here, stopped after), so every
-call pays moto's fixed cost per request (about 2 ms) and no network: a ratio there says
-how many round trips a put makes and what budgetware adds to them, not how fast S3 is.
+S3 numbers come from moto's server on 127.0.0.1 (started here, stopped after): every call
+pays moto's fixed cost (a few ms, in Python) and no network, so the times say how many
+round trips a case makes, not how fast S3 is.
 
-1. A new 300 KB artifact through ``S3ArtifactStore.put`` against ``put_object`` of the
-   same bytes (target: 1.2x): one conditional ``PutObject`` (``If-None-Match: *``, the
-   SHA-256 checksum); the same call made directly; budgetware's own work (a client that
-   answers at once, through the per-call deadline's worker thread); a server without
-   conditional writes (``HeadObject`` + ``PutObject``); through the finalizer
-   (``HeadObject`` + ``PutObject``); and obstore's put (the library choice; the
-   ``bench`` extra).
-2. Reuse of an existing 300 KB artifact by a process that has not seen it (target: no
-   upload, one metadata call) against one ``head_object``: through the finalizer (an
-   output, and a producer's preview, which has its decision looked up), and through
-   ``put`` alone (the MCP boundary): in a store whose blind puts have so far written new
-   artifacts (a conditional ``PutObject``, refused, then ``HeadObject``), and in one whose
-   blind puts have been refused (it looks first: ``HeadObject``); and reuse within the
-   process (no call).
-3. Reuse within a process, local store: the stat that checks the artifact is still there
-   (a store directory removed under a running process), against the same path without it.
-4. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
+1. S3, 300 KB artifacts: the calls each case makes (counted from botocore's events) and
+   its median time, beside one ``put_object`` of the same bytes.
+2. The count before a process's first write: a local store of 1,000 and 10,000 artifacts,
+   an S3 prefix of 1,000.
+3. The sweep of a local store of 100,000 artifacts against listing and stat-ing the same
    directory, and the latency of requests made while it runs against requests made with
-   no sweep (target: no request waits for it).
+   no sweep (target: no request waits for it). ``BENCH_STORE_ARTIFACTS=0`` skips it.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import math
 import os
 import shutil
 import statistics
@@ -58,10 +46,10 @@ from budgetware.store import sweeper
 from budgetware.store.local import LocalArtifactStore
 
 SIZE = 300_000
-ROUNDS = 60  # of the interleaved cases
+ROUNDS = 30
 
 
-def median_time(fn: Callable[[], object], *, rounds: int = 40) -> float:
+def median_time(fn: Callable[[], object], *, rounds: int = ROUNDS) -> float:
     times = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -70,97 +58,99 @@ def median_time(fn: Callable[[], object], *, rounds: int = 40) -> float:
     return statistics.median(times)
 
 
-def interleaved(
-    fns: list[Callable[[], object]], *, rounds: int = ROUNDS
-) -> tuple[list[float], list[float]]:
-    """Each function once per round, in turn: the median time of each, and the median of
-    its per-round ratio to the first (noise on a shared machine hits a round, not a case)."""
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - start)
-    medians = [statistics.median(t) for t in times]
-    ratios = [statistics.median(a / b for a, b in zip(t, times[0])) for t in times]
-    return medians, ratios
-
-
 def s3_benchmarks(endpoint: str) -> None:
     os.environ.update(aws_env(endpoint))
-    from botocore.exceptions import ClientError
-
+    from budgetware.mcp.bound import bound_tool_result
     from budgetware.store.s3 import S3ArtifactStore
 
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
-    store = S3ArtifactStore(bucket, "artifacts", max_store_bytes=1 << 40)
-    client = store.client()  # the same client (timeouts, checksum settings) for all
+    seed = S3ArtifactStore(bucket, "artifacts", max_store_bytes=1 << 40)
+    client = seed.client()  # the same client (timeouts, checksum settings) for all
     client.create_bucket(Bucket=bucket)
-    # A server without conditional writes, as the store meets it after its first refusal.
-    unconditional = S3ArtifactStore(bucket, "old", max_store_bytes=1 << 40, client=client)
-    unconditional._conditional = False
+    calls: list[str] = []
+    client.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    config = BudgetConfig(batch_budget=10_000)
     counter = [0]
 
     def fresh_text() -> str:
         counter[0] += 1
         return f"{counter[0]:012d}" + "L" * (SIZE - 12)
 
-    def ours() -> None:
+    def process(prefix: str = "artifacts", **kw: Any) -> S3ArtifactStore:
+        """A store as a process has it once it has counted the store (its first write)."""
+        store = S3ArtifactStore(bucket, prefix, client=client, max_store_bytes=1 << 40, **kw)
+        store.retention.count()
+        return store
+
+    def stored_elsewhere() -> str:
         text = fresh_text()
-        store.put(text, key=text_key(text))
+        seed.put(text)
+        return text
 
-    def ours_unconditional() -> None:
-        text = fresh_text()
-        unconditional.put(text, key=text_key(text))
+    producer_previews = []
 
-    def raw() -> None:
-        data = fresh_text().encode()
-        client.put_object(Bucket=bucket, Key=f"raw/{counter[0]}", Body=data)
+    def preview_elsewhere() -> str:
+        produced = {"content": [{"type": "text", "text": fresh_text()}]}
+        bound = bound_tool_result(produced, budget=20_000, store=seed)
+        preview: str = bound.result["content"][0]["text"]
+        producer_previews.append(bound.refs)
+        return preview
 
-    def raw_conditional() -> None:
-        data = fresh_text().encode()
-        digest = hashlib.sha256(data)
-        client.put_object(
-            Bucket=bucket,
-            Key=f"raw/{digest.hexdigest()}.txt",
-            Body=data,
-            ChecksumAlgorithm="SHA256",
-            ChecksumSHA256=base64.b64encode(digest.digest()).decode(),
-            IfNoneMatch="*",
-        )
+    def unconditional() -> S3ArtifactStore:
+        store = process("old")
+        store._conditional = False  # as a store is after a server refused If-None-Match
+        return store
 
-    config = BudgetConfig(batch_budget=10_000)
+    def put(pair: tuple[S3ArtifactStore, str]) -> object:
+        store, text = pair
+        return store.put(text, key=text_key(text))
 
-    def finalized() -> None:
-        finalize_batch([ToolResult("c", "t", (fresh_text(),))], config=config, store=store)
+    def finalized(pair: tuple[S3ArtifactStore, str]) -> object:
+        store, text = pair
+        return finalize_batch([ToolResult("c", "t", (text,))], config=config, store=store)
 
-    class Stub:
-        """A client that answers at once: what budgetware itself spends on a put."""
-
-        def put_object(self, **_: Any) -> Any:
-            return {"ETag": '"stub"'}
-
-        def get_object(self, **_: Any) -> Any:  # the store's first count: no marker
-            raise ClientError({"Error": {"Code": "NoSuchKey"}}, "GetObject")
-
-        def list_objects_v2(self, **_: Any) -> Any:  # and nothing listed
-            return {}
-
-    stubbed = S3ArtifactStore(bucket, "stub", client=Stub(), max_store_bytes=1 << 40)
-
-    def own_work() -> None:
-        text = fresh_text()
-        stubbed.put(text, key=text_key(text))
-
-    cases = [
-        (raw, "put_object (baseline)"),
-        (ours, "S3ArtifactStore.put, new: one conditional PUT"),
-        (raw_conditional, "  put_object with If-None-Match and the SHA-256 checksum"),
-        (own_work, "  budgetware's own work (a client that answers at once)"),
-        (ours_unconditional, "S3ArtifactStore.put, new, no conditional writes: HEAD + PUT"),
-        (finalized, "finalize_batch, new 300 KB output: HEAD + PUT"),
+    Case = tuple[str, Callable[[], S3ArtifactStore], Callable[[], str], Callable[[Any], object]]
+    cases: list[Case] = [
+        (
+            "put_object of the same bytes (one request, for scale)",
+            lambda: seed,
+            fresh_text,
+            lambda pair: client.put_object(Bucket=bucket, Key=f"raw/{pair[1][:12]}", Body=pair[1]),
+        ),
+        ("a new artifact, through put (the MCP boundary)", process, fresh_text, put),
+        ("a new artifact, through the finalizer", process, fresh_text, finalized),
+        ("an artifact another process wrote, through put", process, stored_elsewhere, put),
+        (
+            "an artifact another process wrote, through the finalizer",
+            process,
+            stored_elsewhere,
+            finalized,
+        ),
+        (
+            "a producer's preview, through the finalizer (its decision, its artifact)",
+            process,
+            preview_elsewhere,
+            finalized,
+        ),
+        ("a new artifact, a server without conditional writes", unconditional, fresh_text, put),
     ]
-    try:
+    rows = []
+    for label, new, make, run in cases:
+        # Each round a process that has counted the store and not met this output yet.
+        made = [(new(), make()) for _ in range(ROUNDS + 1)]
+        drain()
+        calls.clear()
+        run(made.pop())
+        seen = list(calls)
+        drain()  # the background refreshes are not the request's
+
+        def one(made: list[Any] = made, run: Callable[[Any], object] = run) -> None:
+            run(made.pop())
+
+        took = median_time(one)
+        writes = seen.count("PutObject") + seen.count("HeadObject")
+        rows.append((label, " + ".join(seen) or "none", f"{took * 1000:.1f} ms", str(writes)))
+    try:  # the library choice (docs/artifacts.md, "Why boto3"); the dev extra has it
         import obstore
         from obstore.store import S3Store
 
@@ -172,196 +162,69 @@ def s3_benchmarks(endpoint: str) -> None:
             secret_access_key="bench",
             client_options={"allow_http": True},
         )
-
-        def obstore_put() -> None:
-            text = fresh_text()
-            obstore.put(other, f"ob/{text[:12]}", text.encode())
-
-        cases.append((obstore_put, "obstore.put (another library)"))
+        texts = [fresh_text() for _ in range(ROUNDS + 1)]
+        obstore.put(other, "ob/warm", texts.pop().encode())
+        took = median_time(
+            lambda: obstore.put(other, f"ob/{texts[-1][:12]}", texts.pop().encode())
+        )
+        rows.append(
+            (
+                "obstore.put of the same bytes (another library)",
+                "PutObject",
+                f"{took * 1000:.1f} ms",
+                "1",
+            )
+        )
     except ImportError:
-        obstore_put = None
-    for fn, _ in cases:  # warm the connections (and the stores' first count)
-        fn()
-    drain()
-    medians, ratios = interleaved([fn for fn, _ in cases])
-    rows = [
-        (label, f"{m * 1000:.2f} ms", f"{r:.2f}x")
-        for (_, label), m, r in zip(cases, medians, ratios)
-    ]
-    if obstore_put is None:
-        rows.append(("obstore.put (another library)", 'not installed: the "bench" extra', ""))
-    print_table("1. a new 300 KB artifact, S3 (moto)", rows, ("case", "median", "ratio"))
-    # Only new outputs went through it: its blind puts still start with the PUT.
-    assert not store._looks_first()
-
-    text = "R" * SIZE
+        rows.append(("obstore.put (another library)", 'not installed: the "dev" extra', "", ""))
+    assert all(refs for refs in producer_previews)
+    store = process()
+    text = fresh_text()
     key = text_key(text)
     store.put(text, key=key)
-    calls: list[str] = []
-    client.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
-    entry = [ToolResult("c", "t", (text,))]
-
-    def new_process() -> S3ArtifactStore:
-        # A store that has not seen the artifact, whose first sweep (and count) is behind
-        # it: a process's one count of the prefix is not what this measures.
-        other = S3ArtifactStore(bucket, "artifacts", client=client, sweep_interval=3600)
-        other._next_sweep = math.inf
-        return other
-
-    def reuse_by_new_process_put() -> None:
-        new_process().put(text, key=key)
-
-    # Processes whose one blind put so far found its name taken (another process had
-    # stored that output), made before the timing: one for each round, and one more.
-    elsewhere = "stored by another process first " * 100
-    store.put(elsewhere)
-
-    def refused_process() -> S3ArtifactStore:
-        other = new_process()
-        other.put(elsewhere, key=text_key(elsewhere))  # refused (412), then verified
-        assert other._looks_first()
-        return other
-
-    refused = [refused_process() for _ in range(ROUNDS + 1)]
-
-    def reuse_by_refused_process_put() -> None:
-        refused.pop().put(text, key=key)
-
-    def reuse_by_new_process_finalizer() -> None:
-        finalize_batch(entry, config=config, store=new_process())
-
-    # A producer's preview (the MCP boundary's) of another output, with its decision.
-    from budgetware.mcp.bound import bound_tool_result
-
-    produced = {"content": [{"type": "text", "text": "P" * SIZE}]}
-    preview = bound_tool_result(produced, budget=20_000, store=store).result["content"][0]
-    preview_entry = [ToolResult("c", "t", (preview["text"],))]
-
-    def preview_by_new_process_finalizer() -> None:
-        (done,) = finalize_batch(preview_entry, config=config, store=new_process())
-        assert done.persisted_output_files, done
-
     calls.clear()
-    reuse_by_new_process_finalizer()
-    finalizer_calls = list(calls)
-    calls.clear()
-    preview_by_new_process_finalizer()
-    preview_calls = list(calls)
-    calls.clear()
-    reuse_by_new_process_put()
-    put_calls = list(calls)
-    calls.clear()
-    reuse_by_refused_process_put()
-    refused_calls = list(calls)
-    (
-        (head, through_finalizer, through_preview, through_put, through_refused),
-        (
-            _,
-            finalizer_ratio,
-            preview_ratio,
-            put_ratio,
-            refused_ratio,
-        ),
-    ) = interleaved(
-        [
-            lambda: client.head_object(Bucket=bucket, Key=f"artifacts/{key}.txt"),
-            reuse_by_new_process_finalizer,
-            preview_by_new_process_finalizer,
-            reuse_by_new_process_put,
-            reuse_by_refused_process_put,
-        ],
-        rounds=ROUNDS,
-    )
-    assert refused == [], len(refused)
-    calls.clear()
-    same = median_time(lambda: store.put(text, key=key), rounds=1000)
-    rows = [
-        ("head_object (baseline)", f"{head * 1000:.2f} ms", "1.00x", "HeadObject"),
-        (
-            "first time in a process, through the finalizer",
-            f"{through_finalizer * 1000:.2f} ms",
-            f"{finalizer_ratio:.2f}x",
-            " ".join(finalizer_calls),
-        ),
-        (
-            "a producer's preview, first time in a process, through the finalizer",
-            f"{through_preview * 1000:.2f} ms",
-            f"{preview_ratio:.2f}x",
-            " ".join(preview_calls) + " (its decision, then its artifact)",
-        ),
-        (
-            "first time in a process, through put (the MCP boundary)",
-            f"{through_put * 1000:.2f} ms",
-            f"{put_ratio:.2f}x",
-            " ".join(put_calls) + " (the PUT refused: 412)",
-        ),
-        (
-            "through put (the MCP boundary), in a store that has seen its blind puts refused",
-            f"{through_refused * 1000:.2f} ms",
-            f"{refused_ratio:.2f}x",
-            " ".join(refused_calls) + " (no upload)",
-        ),
-        ("again in the process", f"{same * 1e6:.1f} us", f"{same / head:.4f}x", "none"),
-    ]
-    assert calls == [], calls
+    again = median_time(lambda: store.put(text, key=key), rounds=1000)
+    rows.append(("the same artifact again in a process", "none", f"{again * 1e6:.1f} us", "0"))
+    assert calls == []
     print_table(
-        "2. reuse of an existing 300 KB artifact, S3", rows, ("case", "median", "ratio", "calls")
+        "1. S3: a 300 KB artifact (target: at most a HEAD and a PUT)",
+        rows,
+        ("case", "calls", "median", "HEAD/PUT"),
+    )
+
+    rows = []
+    many = S3ArtifactStore(bucket, "many", client=client, max_store_bytes=1 << 40)
+    for i in range(1000):
+        client.put_object(
+            Bucket=bucket, Key=f"many/{hashlib.sha256(str(i).encode()).hexdigest()}.txt", Body=b"x"
+        )
+    calls.clear()
+    took = median_time(lambda: many.retention.count(), rounds=10)
+    rows.append(
+        (
+            "S3 prefix of 1,000 artifacts",
+            " + ".join(calls[: len(calls) // 10]),
+            f"{took * 1000:.0f} ms",
+        )
+    )
+    print_table(
+        "2a. the count before a process's first write, S3", rows, ("store", "calls", "median")
     )
 
 
-def local_reuse_benchmarks() -> None:
-    """Reuse within a process, local store: with the stat on reuse against without it."""
-
-    class Unchecked(LocalArtifactStore):
-        """The reuse path as it was: an artifact verified once is named with no syscall."""
-
-        def _still_there(self, key: str) -> bool:
-            return True
-
-    root = Path(tempfile.mkdtemp(prefix="budgetware-bench-reuse-"))
+def local_count_benchmarks() -> None:
+    rows = []
+    root = Path(tempfile.mkdtemp(prefix="budgetware-bench-count-"))
     try:
-        checked = LocalArtifactStore(root / "checked", max_store_bytes=1 << 40)
-        unchecked = Unchecked(root / "unchecked", max_store_bytes=1 << 40)
-        text = "R" * SIZE
-        key = text_key(text)
-        config = BudgetConfig(batch_budget=10_000)
-        entry = [ToolResult("c", "t", (text,))]
-        for store in (checked, unchecked):
-            store.put(text, key=key)
-            finalize_batch(entry, config=config, store=store)
-        (put_before, put_after), (_, put_ratio) = interleaved(
-            [lambda: unchecked.put(text, key=key), lambda: checked.put(text, key=key)],
-            rounds=2000,
+        for count in (1_000, 10_000):
+            directory = root / str(count)
+            make_store(directory, count)
+            store = LocalArtifactStore(directory, max_store_bytes=1 << 40)
+            took = median_time(store.retention.count, rounds=10)
+            rows.append((f"local store of {count:,} artifacts", f"{took * 1000:.1f} ms"))
+        print_table(
+            "2b. the count before a process's first write, local", rows, ("store", "median")
         )
-
-        def turn(store: LocalArtifactStore) -> Callable[[], object]:
-            # A new request re-sending the output: a new string (JSON decoding makes one).
-            return lambda: finalize_batch(
-                [ToolResult("c", "t", ("R" * SIZE,))], config=config, store=store
-            )
-
-        (turn_before, turn_after), (_, turn_ratio) = interleaved(
-            [turn(unchecked), turn(checked)], rounds=200
-        )
-        rows = [
-            ("put of a verified artifact, no check (before)", f"{put_before * 1e6:.2f} us", ""),
-            (
-                "  the same with the stat (after)",
-                f"{put_after * 1e6:.2f} us",
-                f"{put_ratio:.2f}x",
-            ),
-            (
-                "finalize_batch re-sending a 300 KB output, no check (before)",
-                f"{turn_before * 1000:.3f} ms",
-                "",
-            ),
-            (
-                "  the same with the stat (after)",
-                f"{turn_after * 1000:.3f} ms",
-                f"{turn_ratio:.3f}x",
-            ),
-        ]
-        print_table("3. reuse within a process, local store", rows, ("case", "median", "ratio"))
     finally:
         shutil.rmtree(root)
 
@@ -445,9 +308,7 @@ def sweep_benchmarks(count: int) -> None:
                 busy += [timeit_once(request) for _ in range(25)]
             finally:
                 done.set()
-            drained = threading.Event()
-            sweeper.submit("benchmark drain", drained.set)
-            drained.wait()
+            drain()
         q50, q99 = statistics.median(quiet), percentile(quiet, 0.99)
         b50, b99 = statistics.median(busy), percentile(busy, 0.99)
         rows += [
@@ -458,15 +319,11 @@ def sweep_benchmarks(count: int) -> None:
                 f"{b50 / q50:.2f}x / {b99 / q99:.2f}x",
             ),
         ]
-        due = LocalArtifactStore(root / "due", sweep_interval=3600)
-        due._next_sweep = float("inf")  # a sweep never due: the check alone
-        check = min(timeit_once(due._schedule_sweep) for _ in range(1000))
-        rows.append(("the request path's sweep check", f"{check * 1e9:.0f} ns", ""))
         gone_store = LocalArtifactStore(directory, max_age=30 * 86400, max_store_bytes=1 << 40)
         evict = timeit_once(gone_store.sweep)
         rows.append(("sweep deleting the half older than 30 days", f"{evict * 1000:.0f} ms", ""))
         print_table(
-            f"4. the sweep, a local store of {count:,} artifacts", rows, ("case", "time", "ratio")
+            f"3. the sweep, a local store of {count:,} artifacts", rows, ("case", "time", "ratio")
         )
     finally:
         shutil.rmtree(root)
@@ -492,7 +349,7 @@ def main() -> None:
     else:
         with LocalS3Server() as server:
             s3_benchmarks(server.endpoint)
-    local_reuse_benchmarks()
+    local_count_benchmarks()
     count = int(os.environ.get("BENCH_STORE_ARTIFACTS", "100000"))
     if count > 0:  # 0: no sweep case (it takes minutes on a loaded machine)
         sweep_benchmarks(count)

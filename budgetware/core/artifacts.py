@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
-import sys
-import threading
-from collections.abc import Iterator
+import re
 from typing import Protocol, runtime_checkable
 
 __all__ = [
@@ -16,7 +12,7 @@ __all__ = [
     "ArtifactStoreError",
     "FindsArtifacts",
     "PredictsReferences",
-    "digest_scope",
+    "check_key",
     "text_digest",
     "text_key",
 ]
@@ -35,82 +31,15 @@ def text_key(text: str) -> str:
     return text_digest(text).hex()
 
 
-# One request measures and addresses the same large strings several times (is the batch
-# over budget, the split, the content address, an exact token count): the digest of a
-# string object is remembered while the object lives. An entry holds its string (a str has
-# no weak reference), so the strings of one request are remembered inside that request's
-# ``digest_scope()`` and forgotten when it ends; outside any scope only a little is kept.
-_SCOPE: contextvars.ContextVar[_DigestCache | None] = contextvars.ContextVar(
-    "budgetware_digest_scope", default=None
-)
-_DIGEST_MIN_CHARS = 4096
-# Memory (sys.getsizeof: 1, 2 or 4 bytes a character) the strings of the cache may hold:
-# in a scope, what one request holds anyway; outside, a few outputs past their lifetime.
-_SCOPE_MAX_BYTES = 256 * 1024 * 1024
-_GLOBAL_MAX_BYTES = 4 * 1024 * 1024
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-class _DigestCache:
-    """Digests by string object, holding at most ``limit`` bytes of strings (then cleared)."""
-
-    __slots__ = ("bytes", "entries", "limit", "lock")
-
-    def __init__(self, limit: int) -> None:
-        self.entries: dict[int, tuple[str, bytes]] = {}
-        self.bytes = 0
-        self.limit = limit
-        self.lock = threading.Lock()
-
-    def get(self, text: str) -> bytes | None:
-        hit = self.entries.get(id(text))
-        return hit[1] if hit is not None and hit[0] is text else None
-
-    def put(self, text: str, digest: bytes) -> None:
-        size = sys.getsizeof(text)
-        if size > self.limit:
-            return
-        with self.lock:
-            if self.bytes + size > self.limit:
-                self.entries.clear()
-                self.bytes = 0
-            previous = self.entries.get(id(text))
-            if previous is not None:
-                self.bytes -= sys.getsizeof(previous[0])
-            self.entries[id(text)] = (text, digest)
-            self.bytes += size
-
-
-_GLOBAL = _DigestCache(_GLOBAL_MAX_BYTES)
-
-
-@contextlib.contextmanager
-def digest_scope() -> Iterator[None]:
-    """Remember digests of the strings seen inside this block (one request) until it ends.
-
-    Nested blocks share the outermost one's memory. Entry points (``finalize_body``,
-    ``bound_payload``, the MCP rewrite) run each request in one.
-    """
-    if _SCOPE.get() is not None:
-        yield
-        return
-    token = _SCOPE.set(_DigestCache(_SCOPE_MAX_BYTES))
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
-
-
-def text_digest(text: str) -> bytes:
-    """SHA-256 of ``text``'s UTF-8 bytes (surrogates kept), computed once per string object
-    inside a ``digest_scope()`` (and for small outputs outside one)."""
-    if len(text) < _DIGEST_MIN_CHARS:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-    cache = _SCOPE.get() or _GLOBAL
-    digest = cache.get(text)
-    if digest is None:
-        digest = _sha256_in_pieces(text)
-        cache.put(text, digest)
-    return digest
+def check_key(key: str) -> str:
+    """``key`` if it is a content address (lower-case hex SHA-256), the only thing an
+    artifact's name is made of; else ValueError."""
+    if not isinstance(key, str) or _HEX64.fullmatch(key) is None:
+        raise ValueError("artifact keys are lower-case hex SHA-256 digests")
+    return key
 
 
 # Characters encoded per piece of a long text's digest. Encoding 4 MB holds the GIL for
@@ -121,7 +50,8 @@ def text_digest(text: str) -> bytes:
 _DIGEST_PIECE_CHARS = 256 * 1024
 
 
-def _sha256_in_pieces(text: str) -> bytes:
+def text_digest(text: str) -> bytes:
+    """SHA-256 of ``text``'s UTF-8 bytes (surrogates kept), encoded in pieces."""
     if len(text) <= _DIGEST_PIECE_CHARS:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     sha = hashlib.sha256()

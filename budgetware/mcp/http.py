@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
 
-from budgetware.core.artifacts import ArtifactStore, digest_scope
+from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
@@ -247,8 +247,7 @@ class _JsonTransform(_Transform):
         message = loads_in_pieces(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
-        with digest_scope():
-            bounded = self._bound(message)
+        bounded = self._bound(message)
         return body if bounded is message else _patched(body, message, bounded)
 
 
@@ -369,8 +368,7 @@ class _SseTransform(_Transform):
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
-        with digest_scope():
-            return self._bounded_event(event, lines, terminators, text, message, other_bytes, data)
+        return self._bounded_event(event, lines, terminators, text, message, other_bytes, data)
 
     def _bounded_event(
         self,

@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig
+from budgetware.retrieval.artifact import Artifact, reader_for
 from budgetware.retrieval.errors import SearchTimeout
 from budgetware.retrieval.pattern import Pattern, compile_pattern
-from budgetware.retrieval.read import count, resolve_ref
-from budgetware.store.base import MIB, ContentStore
+from budgetware.retrieval.read import count, read_ref
+from budgetware.store.base import MIB, ArtifactChanged, ContentStore
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -219,11 +221,11 @@ class _Pending:
         return GrepMatch(m.line_number, m.line, m.offset, m.before, tuple(self.after))
 
 
-def _pieces(store: ContentStore, key: str) -> Iterator[bytes]:
+def _pieces(artifact: Artifact) -> Iterator[bytes]:
     """The artifact in pieces that end at a line break (a line longer than LONG_LINE is cut
     at a character boundary), the last one at the end."""
     carry = b""
-    for chunk in store.iter_bytes(key, chunk=CHUNK):
+    for chunk in artifact.pieces(CHUNK):
         data = carry + chunk if carry else chunk
         cut = data.rfind(b"\n") + 1
         if cut == 0:
@@ -237,30 +239,30 @@ def _pieces(store: ContentStore, key: str) -> Iterator[bytes]:
         yield carry
 
 
-def _line_start(store: ContentStore, key: str, position: int, floor: int) -> int:
+def _line_start(artifact: Artifact, position: int, floor: int) -> int:
     """Where the line holding byte ``position`` starts (not before ``floor``: a longer
     line is shown from there, at a character boundary)."""
     end = position
     while end > floor:
         begin = max(floor, end - 64 * 1024)
-        data = store.read_range(key, begin, end)
+        data = artifact.read(begin, end)
         found = data.rfind(b"\n")
         if found >= 0:
             return begin + found + 1
         end = begin
     if floor == 0:
         return 0
-    data = store.read_range(key, floor, min(floor + 4, position))
+    data = artifact.read(floor, min(floor + 4, position))
     return floor + _boundary(data + b"\0", 0, 1)
 
 
-def _line_end(store: ContentStore, key: str, position: int, size: int, ceiling: int) -> int:
+def _line_end(artifact: Artifact, position: int, size: int, ceiling: int) -> int:
     """Just after the line break ending the line that holds byte ``position`` (the end of
     the output, or ``ceiling`` for a longer line)."""
     begin = position
     while begin < min(size, ceiling):
         end = min(size, ceiling, begin + 64 * 1024)
-        data = store.read_range(key, begin, end)
+        data = artifact.read(begin, end)
         found = data.find(b"\n")
         if found >= 0:
             return begin + found + 1
@@ -269,8 +271,7 @@ def _line_end(store: ContentStore, key: str, position: int, size: int, ceiling: 
 
 
 def _search_plain(
-    store: ContentStore,
-    key: str,
+    artifact: Artifact,
     pattern: Pattern,
     needle: bytes,
     *,
@@ -286,7 +287,7 @@ def _search_plain(
     without the string costs one read and one ``find``; only the lines around it are
     counted (from the nearest line-table entry), decoded and, for a regular expression,
     matched."""
-    index = store.char_index(key)
+    index = artifact.index
     size, step = index.size, index.line_step
     piece = max(CHUNK // step, 1) * step
     overlap = max(len(needle) - 1, 0)
@@ -298,27 +299,27 @@ def _search_plain(
     for start in range(0, size, piece):
         if clock() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        got, now = store.read_into(key, start, buffer)
-        if now != size or got < min(piece + overlap, size - start):
-            store.changed(key)
+        got = artifact.read_into(start, buffer)
+        if got < min(piece + overlap, size - start):
+            raise ArtifactChanged("the artifact changed while it was read")
         end = min(start + piece, size)
         first = buffer.find(needle, max(taken - start, 0), got)
         if first < 0 or start + first >= end:
             continue
         # The lines from the first match to the piece's end, and `context` lines around.
-        line_from = _line_start(store, key, start + first, max(start + first - LONG_LINE, 0))
+        line_from = _line_start(artifact, start + first, max(start + first - LONG_LINE, 0))
         region_from = line_from
         for _ in range(context):
             if region_from == 0:
                 break
-            region_from = _line_start(store, key, region_from - 1, max(region_from - LONG_LINE, 0))
-        region_to = _line_end(store, key, end - 1, size, end + LONG_LINE)
+            region_from = _line_start(artifact, region_from - 1, max(region_from - LONG_LINE, 0))
+        region_to = _line_end(artifact, end - 1, size, end + LONG_LINE)
         for _ in range(context):
             if region_to >= size:
                 break
-            region_to = _line_end(store, key, region_to, size, region_to + LONG_LINE)
+            region_to = _line_end(artifact, region_to, size, region_to + LONG_LINE)
         entry, lines_before, chars_before = index.line_entry(region_from)
-        data = store.read_range(key, entry, region_to)
+        data = artifact.read(entry, region_to)
         skip = region_from - entry
         line = 1 + lines_before + data.count(b"\n", 0, skip)
         char = chars_before + _chars(data[:skip])
@@ -357,8 +358,7 @@ def _search_plain(
 
 
 def search(
-    store: ContentStore,
-    key: str,
+    artifact: Artifact,
     pattern: Pattern,
     *,
     context: int = 0,
@@ -367,13 +367,12 @@ def search(
     timeout: float = DEFAULT_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
 ) -> GrepResult:
-    """The lines of artifact ``key`` matching ``pattern`` (see ``grep_artifact``)."""
+    """The lines of ``artifact`` matching ``pattern`` (see ``grep_artifact``)."""
     deadline = clock() + timeout
     needle = pattern.needle if pattern.needle is not None else pattern.required
     if needle is not None:
         return _search_plain(
-            store,
-            key,
+            artifact,
             pattern,
             needle,
             context=context,
@@ -390,7 +389,7 @@ def search(
     line, char, total = 1, 0, 0
     more = False
     as_text = pattern.needle is None
-    for data in _pieces(store, key):
+    for data in _pieces(artifact):
         if clock() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
         block = _Block(data, as_text, line, char, max_line_chars)
@@ -539,13 +538,19 @@ def grep_result(
     max_matches = count("max_matches", max_matches, minimum=1)
     max_line_chars = count("max_line_chars", max_line_chars, minimum=16)
     compiled = compile_pattern(pattern)
-    store, key = resolve_ref(ref, store=store, config=config)
-    return search(
-        store,
-        key,
-        compiled,
-        context=context,
-        max_matches=max_matches,
-        max_line_chars=max_line_chars,
-        timeout=float(timeout),
-    )
+
+    def grep(artifact: Artifact) -> GrepResult:
+        try:
+            return search(
+                artifact,
+                compiled,
+                context=context,
+                max_matches=max_matches,
+                max_line_chars=max_line_chars,
+                timeout=float(timeout),
+            )
+        except ArtifactNotFound:
+            reader_for(artifact.store).forget(artifact.key)  # hashed again at its next read
+            raise
+
+    return read_ref(ref, grep, store=store, config=config)

@@ -1,22 +1,25 @@
 """Reading a window of an artifact: exactly ``full[offset:offset + limit]``, at the cost of
-the window whatever its offset (the store's character index)."""
+the window whatever its offset (``retrieval/artifact.py``); and which store a reference
+names."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig, resolve_config
-from budgetware.retrieval import cache
+from budgetware.retrieval.artifact import Artifact, reader_for
 from budgetware.retrieval.errors import InvalidReadArgument
-from budgetware.store.base import ContentStore
+from budgetware.store.base import ContentStore, named_stores
 from budgetware.store.select import store_for_config
 
-__all__ = ["DEFAULT_LIMIT", "Window", "count", "read_artifact", "read_window", "resolve_ref"]
+__all__ = ["DEFAULT_LIMIT", "Window", "count", "read_artifact", "read_ref", "read_window"]
 
 DEFAULT_LIMIT = 20_000
+T = TypeVar("T")
 
 
 def configured_store(config: BudgetConfig | None = None) -> ContentStore:
@@ -58,28 +61,57 @@ def normalize_ref(ref: str) -> str:
     return f"{head}{key}.txt" if named[2] else f"{head}{key}"
 
 
-def resolve_ref(
-    ref: object, *, store: ContentStore | None = None, config: BudgetConfig | None = None
-) -> tuple[ContentStore, str]:
-    """The store and key of ``ref``: a reference as a preview prints it (a path or an
-    ``s3://`` URL) or a bare SHA-256 hex, naming a verified artifact of the store (see
-    ``normalize_ref`` for the slips forgiven). ArtifactNotFound for anything else; nothing
-    outside the store is ever opened."""
-    if store is None:
-        store = configured_store(config)
-    elif not isinstance(store, ContentStore):
-        raise TypeError(
-            f"store must be a LocalArtifactStore or S3ArtifactStore, not {type(store).__name__}"
-        )
+def read_ref(
+    ref: object,
+    read: Callable[[Artifact], T],
+    *,
+    store: ContentStore | None = None,
+    config: BudgetConfig | None = None,
+) -> T:
+    """``read`` of the artifact ``ref`` names, hashed (``retrieval/artifact.py``): a
+    reference as a preview prints it (a path or an ``s3://`` URL) or a bare SHA-256 hex
+    (see ``normalize_ref`` for the slips forgiven). ArtifactNotFound for anything else;
+    nothing outside a store is ever opened.
+
+    The store is ``store`` if given; else the configured one (``config``, the
+    environment, ``budget()``), then every store that named an artifact in this process,
+    so that a reference budgetware printed here reads back whichever entry point set up
+    its store (a bare SHA-256: the first of them that holds it)."""
     if not isinstance(ref, str) or not ref.strip():
         raise ArtifactNotFound(f"no reference given: {_PASS_THE_NAME}")
-    # A reference as the preview printed it, the common case, is read as it is.
-    key = store.key_of(ref) or store.key_of(normalize_ref(ref))
-    if key is None:
+    named: list[tuple[ContentStore, str]] = []
+    for candidate in _stores(store, config):
+        # A reference as the preview printed it, the common case, is read as it is.
+        key = candidate.key_of(ref) or candidate.key_of(normalize_ref(ref))
+        if key is not None:
+            named.append((candidate, key))
+    if not named:
         raise ArtifactNotFound(f"not a reference to an artifact of this store: {_PASS_THE_NAME}")
-    if not store.verify(key):
-        raise ArtifactNotFound("no such artifact in this store (missing or altered)")
-    return store, key
+    for candidate, key in named[:-1]:
+        try:
+            return read(reader_for(candidate).open(key))
+        except ArtifactNotFound:
+            continue
+    candidate, key = named[-1]
+    return read(reader_for(candidate).open(key))
+
+
+def _stores(store: ContentStore | None, config: BudgetConfig | None) -> list[ContentStore]:
+    if store is not None:
+        if not isinstance(store, ContentStore):
+            raise TypeError(
+                f"store must be a LocalArtifactStore or S3ArtifactStore, "
+                f"not {type(store).__name__}"
+            )
+        return [store]
+    others = named_stores()
+    try:
+        configured = configured_store(config)
+    except ArtifactNotFound:
+        if not others:
+            raise
+        return others
+    return [configured, *(other for other in others if other is not configured)]
 
 
 def count(name: str, value: Any, *, minimum: int = 0) -> int:
@@ -118,25 +150,17 @@ def read_window(
     """``read_artifact``, with where the window starts and the output's full length."""
     offset = count("offset", offset)
     limit = count("limit", limit)
-    if store is None:
-        store = configured_store(config)
-    # An artifact read lately, and still the same file: one stat and one pread.
-    remembered = cache.window(store, ref, offset, limit)
-    if remembered is not None:
-        return Window(remembered[0], offset, remembered[1])
-    try:
-        store, key = resolve_ref(ref, store=store)
-        total = store.char_index(key).chars
+
+    def window(artifact: Artifact) -> Window:
+        total = artifact.index.chars
         if offset > total:
             raise InvalidReadArgument(
                 f"offset {offset:,} is past the end of the output ({total:,} chars)"
             )
-        text = store.read_text(key, offset, offset + limit)
-    except ArtifactNotFound:
-        cache.discard(store, ref)
-        raise
-    cache.remember(store, ref, key, store.char_index(key))
-    return Window(text, offset, total)
+        text, total = reader_for(artifact.store).text(artifact.key, offset, offset + limit)
+        return Window(text, offset, total)
+
+    return read_ref(ref, window, store=store, config=config)
 
 
 def read_artifact(
@@ -151,17 +175,13 @@ def read_artifact(
     ``full[offset:offset + limit]`` in code points (shorter at the end).
 
     ``ref`` is the reference a preview prints (the artifact's path, or its ``s3://`` URL)
-    or the bare SHA-256 hex. The store is the configured one (``artifact_store`` /
-    ``artifact_dir``, from ``config`` or the environment), or ``store``.
+    or the bare SHA-256 hex. The store is ``store`` if given, else the configured one
+    (``artifact_store`` / ``artifact_dir``, from ``config`` or the environment) or any
+    store that named an artifact in this process.
 
-    Raises ArtifactNotFound for a reference that is not a verified artifact of the store
-    (outside it, ``..``, a symlink, a directory, unknown, evicted, truncated), and
-    InvalidReadArgument for a negative offset or limit or an offset past the end.
+    Raises ArtifactNotFound for a reference that is not an artifact of the store whose
+    bytes hash to its name (outside it, ``..``, a symlink, a directory, unknown, evicted,
+    truncated, replaced), and InvalidReadArgument for a negative offset or limit or an
+    offset past the end.
     """
-    whole = type(offset) is int and type(limit) is int and offset >= 0 and limit >= 0
-    if store is not None and whole:
-        # An artifact read lately, and still the same file: one stat and one pread.
-        remembered = cache.window(store, ref, offset, limit)
-        if remembered is not None:
-            return remembered[0]
     return read_window(ref, offset=offset, limit=limit, store=store, config=config).text

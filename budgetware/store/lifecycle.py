@@ -9,13 +9,14 @@ passed in.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = [
     "STALE_TEMP_SECONDS",
     "SWEEP_TARGET",
     "Entry",
+    "Listing",
     "StoreUsage",
     "plan_prune",
     "plan_sweep",
@@ -40,6 +41,18 @@ class Entry(NamedTuple):
     name: str
     size: int
     used: float
+
+
+@dataclass
+class Listing:
+    """One pass over a store: artifacts, decision records and temporary files."""
+
+    artifacts: list[Entry] = field(default_factory=list)
+    decisions: list[Entry] = field(default_factory=list)
+    temps: list[Entry] = field(default_factory=list)
+    # The character indexes earlier versions kept beside artifacts (``<key>.index``):
+    # nothing writes them any more, so the sweep deletes them.
+    legacy: list[Entry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,23 @@ import re
 import stat
 import threading
 import weakref
+from collections.abc import Hashable
 from pathlib import Path
 
-from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
-from budgetware.store.base import DAY, HOUR, MIB, ContentStore, Listing, Probe, check_key
+from budgetware.store.base import DAY, HOUR, MIB, ArtifactChanged, ContentStore, Probe
 from budgetware.store.files import Folder, open_private_dir
-from budgetware.store.lifecycle import Entry
+from budgetware.store.lifecycle import Entry, Listing
 
 __all__ = ["LocalArtifactStore", "store_for"]
 
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
-# decision record, an artifact's index, or a temporary file of _write_file
+# decision record, an index an earlier version kept beside an artifact, or a temporary
+# file of _write_file
 # (".<name>.<pid>.<thread id>.tmp", so "..budgetware-sweep.json.<pid>.<tid>.tmp" for the
 # marker); nothing else counts.
 _MARKER = ".budgetware-sweep.json"
@@ -44,7 +46,7 @@ class LocalArtifactStore(ContentStore):
     write is refused; no path component chosen by a tool (call id, tool name) ever reaches
     the file system, and the last component is never followed as a symlink. An existing
     file is hashed before it is named (once per process), and rewritten if it lies.
-    ``max_store_bytes`` is the directory's real size (see ``ContentStore``). A store built
+    ``max_store_bytes`` is what the directory holds (``store/retention.py``). A store built
     here does no automatic sweep unless ``sweep_interval`` is set; the entry points' stores
     (``store_for_config``) take it from the configuration.
     """
@@ -100,68 +102,48 @@ class LocalArtifactStore(ContentStore):
 
     # -- reading -------------------------------------------------------------------------
 
-    def size(self, key: str) -> int:
-        """The artifact's size in bytes."""
-        name = check_key(key) + ".txt"
-        folder = self._open_existing()
-        try:
-            info = folder.lstat(name)
-        except FileNotFoundError:
-            raise ArtifactNotFound("no such artifact in this store") from None
-        finally:
-            folder.close()
-        if not stat.S_ISREG(info.st_mode):
-            raise ArtifactNotFound("no such artifact in this store")
-        return info.st_size
-
-    def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
-        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), and
-        its size."""
+    def read_piece(
+        self, key: str, start: int, end: int, version: Hashable | None = None
+    ) -> tuple[bytes, int, Hashable]:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), its
+        size, and its version (device, inode, size): one open (never through a symlink,
+        under the store directory kept open), ``fstat``, ``pread`` and close."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
-        fd, size = self._open_for_reading(check_key(key) + ".txt")
+        fd, info = self._open_version(key, version)
         try:
             if hasattr(os, "pread"):
-                return os.pread(fd, end - start, start), size
-            os.lseek(fd, start, os.SEEK_SET)  # pragma: no cover - Windows
-            return os.read(fd, end - start), size  # pragma: no cover - Windows
+                data = os.pread(fd, end - start, start)
+            else:  # pragma: no cover - Windows
+                os.lseek(fd, start, os.SEEK_SET)
+                data = os.read(fd, end - start)
+            return data, info.st_size, _version(info)
         finally:
             os.close(fd)
 
-    def read_into(self, key: str, start: int, buffer: bytearray) -> tuple[int, int]:
-        """Fill ``buffer`` with the artifact's bytes from ``start`` (fewer at its end):
-        how many, and the artifact's size. No new memory per call (searches reuse one
-        buffer)."""
+    def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
+        """``read_piece`` into ``buffer`` (``preadv``: no new memory per call)."""
         if start < 0:
             raise ValueError("a byte offset is 0 or more")
-        fd, size = self._open_for_reading(check_key(key) + ".txt")
+        if not hasattr(os, "preadv"):  # pragma: no cover - no preadv
+            return super().read_into(key, start, buffer, version)
+        fd, _ = self._open_version(key, version)
         try:
-            if hasattr(os, "preadv"):
-                return os.preadv(fd, [buffer], start), size
-            data = os.pread(fd, len(buffer), start)  # pragma: no cover - no preadv
-            buffer[: len(data)] = data  # pragma: no cover
-            return len(data), size  # pragma: no cover
+            return os.preadv(fd, [buffer], start)
         finally:
             os.close(fd)
 
-    def open_artifact(self, key: str) -> tuple[int, os.stat_result, Folder]:
-        """The artifact opened for reading (never through a symlink; a regular file), its
-        status (``fstat``), and the store directory it was opened in, which the store
-        keeps open as long as the store lives (a reader holding the descriptor can stat
-        the name there to see whether it still names the same file). The caller closes
-        the descriptor. ArtifactNotFound if there is no such file."""
-        return self._open_checked(check_key(key) + ".txt")
+    def _open_version(self, key: str, version: Hashable | None) -> tuple[int, os.stat_result]:
+        fd, info = self._open_checked(check_key(key) + ".txt")
+        if version is not None and _version(info) != version:
+            os.close(fd)
+            raise ArtifactChanged("the artifact changed after it was verified")
+        return fd, info
 
-    def _open_for_reading(self, name: str) -> tuple[int, int]:
-        """The artifact opened for reading (never through a symlink), and its size.
-
-        Readers keep the store directory open (checked once, as every open checks it),
-        so a window costs one open of the artifact; a directory replaced since (removed
-        and made again) is opened afresh."""
-        fd, info, _ = self._open_checked(name)
-        return fd, info.st_size
-
-    def _open_checked(self, name: str) -> tuple[int, os.stat_result, Folder]:
+    def _open_checked(self, name: str) -> tuple[int, os.stat_result]:
+        """The artifact opened for reading (never through a symlink; a regular file) and
+        its status. Readers keep the store directory open (checked once, as every open
+        checks it); a directory replaced since (removed and made again) is opened afresh."""
         for fresh in (False, True):
             folder = self._reading_folder(fresh)
             try:
@@ -178,7 +160,7 @@ class LocalArtifactStore(ContentStore):
             if not stat.S_ISREG(info.st_mode):
                 os.close(fd)
                 raise ArtifactNotFound("no such artifact in this store")
-            return fd, info, folder
+            return fd, info
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _reading_folder(self, fresh: bool) -> Folder:
@@ -281,23 +263,6 @@ class LocalArtifactStore(ContentStore):
         finally:
             folder.close()
 
-    def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
-        try:
-            folder = self._open_dir(create=False)
-        except FileNotFoundError:
-            return None
-        try:
-            return _read_whole(folder, check_key(key) + suffix)
-        finally:
-            folder.close()
-
-    def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
-        folder = self._open_dir(create=False)
-        try:
-            _write_file(folder, check_key(key) + suffix, data, replace=True)
-        finally:
-            folder.close()
-
     def _read_marker(self) -> bytes | None:
         try:
             folder = self._open_dir(create=False)
@@ -322,7 +287,7 @@ class LocalArtifactStore(ContentStore):
         except FileNotFoundError:
             return listing
         try:
-            kinds = (listing.artifacts, listing.decisions, listing.sidecars, listing.temps)
+            kinds = (listing.artifacts, listing.decisions, listing.legacy, listing.temps)
             with os.scandir(self._dir if folder.fd is None else folder.fd) as entries:
                 for count, item in enumerate(entries, 1):
                     if count % 64 == 0:
@@ -362,6 +327,11 @@ class LocalArtifactStore(ContentStore):
             folder.close()
 
 
+def _version(info: os.stat_result) -> Hashable:
+    """What tells a file from another put under its name: a new inode, or a new size."""
+    return (info.st_dev, info.st_ino, info.st_size)
+
+
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
@@ -392,23 +362,6 @@ def _read_small(folder: Folder, name: str) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ArtifactStoreError(errno.EINVAL, "record is not a regular file")
         return os.read(fd, _CHUNK)
-    finally:
-        os.close(fd)
-
-
-def _read_whole(folder: Folder, name: str) -> bytes | None:
-    """A regular file's bytes (None if there is none), read without following a symlink."""
-    try:
-        fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
-    except FileNotFoundError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(fd, _CHUNK):
-            chunks.append(chunk)
-        return b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -20,32 +20,9 @@ skipped for ``BREAKER_SECONDS``, so a dead or slow endpoint costs one request a 
 wait, and the requests after it none: each gets a bounded preview with no reference.
 
 A new artifact is one conditional ``PutObject`` (``If-None-Match: *``): a server that
-already holds the name answers 412 and the object there is verified (``HeadObject``) as
-before; a server without conditional writes is written with ``HeadObject`` +
-``PutObject`` from then on.
-
-A blind put (one that knows nothing of its name yet: the MCP boundary's; the finalizer
-has looked or listed first) learns, per store and process, which way is cheaper. A
-refused conditional PUT has sent the whole body for nothing and still needs its
-``HeadObject``, so with ``p`` the share of blind puts that find their name taken:
-
-- PUT first costs ``p * (PUT + HEAD) + (1 - p) * PUT = PUT + p * HEAD``;
-- HEAD first costs ``p * HEAD + (1 - p) * (HEAD + PUT) = HEAD + (1 - p) * PUT``;
-
-and HEAD first is cheaper when ``(1 - p) * HEAD < p * PUT``, that is when ``p > HEAD /
-(HEAD + PUT)``. At 300 KB a PUT costs about a HEAD (moto: 15 ms and 12 ms; S3 is bound by
-latency at that size), and never less, since it carries the body: the break-even point
-is ``1/2`` or a little under, and ``1/2`` errs on the side of the starting mode. So the
-store keeps whether each of its last ``BLIND_OUTCOMES`` blind puts found the name taken
-(refused with 412, or found by its ``HeadObject``, verified or not) or wrote it, and a
-blind put looks first (``HeadObject``) while more than half of them found it taken: an
-object that verifies then costs that one call and no upload, a false one one ``PutObject``
-that replaces it, an absent one a conditional ``PutObject`` (so a writer that got there
-in between is found and verified as before). The store starts with no record, putting
-first (a tool's output is new more often than not), and every blind put, either way,
-adds its outcome, so it goes back to putting first when new outputs are the majority
-again. Only the calls change, never what is stored or named; the choice depends on the
-sequence of outcomes alone (no clock, no randomness), kept under the store's lock.
+already holds the name answers 412 and the object there is verified (``HeadObject``), so
+an artifact costs at most those two calls; a server without conditional writes is written
+with ``HeadObject`` + ``PutObject`` from then on.
 """
 
 from __future__ import annotations
@@ -58,10 +35,10 @@ import queue
 import re
 import threading
 import time
-from collections import OrderedDict, deque
+from collections.abc import Hashable
 from typing import Any
 
-from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
+from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
 from budgetware.store.base import (
@@ -69,14 +46,13 @@ from budgetware.store.base import (
     DAY,
     HOUR,
     MIB,
+    ArtifactChanged,
     ContentStore,
-    Listing,
     Probe,
-    check_key,
 )
-from budgetware.store.lifecycle import Entry
+from budgetware.store.lifecycle import Entry, Listing
 
-__all__ = ["BLIND_OUTCOMES", "BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
+__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
 
 _INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
 # After a failed call the store is skipped this long (no network at all).
@@ -84,16 +60,13 @@ BREAKER_SECONDS = 30.0
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
-_SIDECAR = re.compile(r"[0-9a-f]{64}\.index")
+_LEGACY = re.compile(r"[0-9a-f]{64}\.index")
 _MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
 _NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-# How long what a decision lookup's listing said of an artifact (absent, or there)
-# stands for the put right after it.
-_LISTING_TRUSTED = 5.0
 # Worker threads that run S3 calls for callers waiting with a deadline, per process: as
 # many calls at once as there are workers; a call that finds them all busy (held by a
 # hung endpoint) waits in line, within its own deadline.
@@ -102,9 +75,6 @@ MAX_WORKERS = 32
 # many seconds per MiB sent or read (1 MiB/s: the slowest transfer the store waits for).
 _BACKOFF_SECONDS = 1.0
 _SECONDS_PER_MIB = 1.0
-# How many blind puts' outcomes (name taken, or written) a store keeps to choose how the
-# next one starts: HEAD first while more than half of them found the name taken.
-BLIND_OUTCOMES = 16
 
 
 def require_boto3() -> Any:
@@ -283,19 +253,8 @@ class S3ArtifactStore(ContentStore):
         self._down_until = 0.0
         # Whether the server does conditional writes (If-None-Match): until it refuses one.
         self._conditional = True
-        # Decisions found absent (a producer records one before its text can be seen).
-        self._no_decision: OrderedDict[str, None] = OrderedDict()
-        # LastModified of artifacts just verified, so a fresh one needs no refresh.
+        # LastModified of artifacts just verified or read, so a fresh one needs no refresh.
         self._modified: dict[str, float] = {}
-        # What a decision lookup's listing, or a look (HEAD), just found of an artifact
-        # (key -> (monotonic time, "absent", "false", or None: listed, not verified yet)):
-        # the put that follows it in the finalizer writes a new one at once, replaces a
-        # false one at once, and verifies one that is listed (no upload).
-        self._listed: dict[str, tuple[float, Probe | None]] = {}
-        # The outcomes of the last blind puts (True: the name was taken), and the put of
-        # this thread that is blind and has not reached its write yet (its key).
-        self._blind_outcomes: deque[bool] = deque(maxlen=BLIND_OUTCOMES)
-        self._blind = threading.local()
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore({self._base_ref!r})"
@@ -322,40 +281,47 @@ class S3ArtifactStore(ContentStore):
 
     # -- reading -------------------------------------------------------------------------
 
-    def size(self, key: str) -> int:
-        """The artifact's size in bytes."""
-        try:
-            head = self._call("head_object", Bucket=self.bucket, Key=self._name(check_key(key)))
-        except _Missing:
-            raise ArtifactNotFound("no such artifact in this store") from None
-        return int(head["ContentLength"])
-
-    def read_window(self, key: str, start: int, end: int) -> tuple[bytes, int]:
-        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), and
-        its size: one ranged GET."""
+    def read_piece(
+        self, key: str, start: int, end: int, version: Hashable | None = None
+    ) -> tuple[bytes, int, Hashable]:
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), its
+        size and its version (the ETag): one ranged GET, with ``If-Match`` the version."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
-        if end == start:
-            return b"", self.size(key)
+        where: dict[str, Any] = {"Bucket": self.bucket, "Key": self._name(check_key(key))}
+        if version is not None:
+            where["IfMatch"] = version
         try:
-            got = self._call(
-                "get_object",
-                read=-1,
-                transfer=end - start,
-                Bucket=self.bucket,
-                Key=self._name(check_key(key)),
-                Range=f"bytes={start}-{end - 1}",
-            )
+            if end > start:
+                try:
+                    got = self._call(
+                        "get_object",
+                        read=-1,
+                        transfer=end - start,
+                        conditional=version is not None,
+                        Range=f"bytes={start}-{end - 1}",
+                        **where,
+                    )
+                except ArtifactStoreError as exc:
+                    if "InvalidRange" not in str(exc):
+                        raise
+                else:
+                    if version is None:
+                        self._note_modified(key, got.get("LastModified"))
+                    data: bytes = got["Body"]
+                    # "bytes 0-99/1234": the object's size; a whole-object answer, its length.
+                    total = str(got.get("ContentRange", "")).rpartition("/")[2]
+                    size = int(total) if total.isdigit() else int(got["ContentLength"])
+                    return data, size, str(got["ETag"])
+            # Nothing to read (an empty range, or one at or past the end): its size.
+            head = self._call("head_object", conditional=version is not None, **where)
         except _Missing:
             raise ArtifactNotFound("no such artifact in this store") from None
-        except ArtifactStoreError as exc:
-            if "InvalidRange" in str(exc):
-                return b"", self.size(key)  # starts at or past the end
-            raise
-        data: bytes = got["Body"]
-        # "bytes 0-99/1234": the object's size; a whole-object answer gives its length.
-        total = str(got.get("ContentRange", "")).rpartition("/")[2]
-        return data, int(total) if total.isdigit() else int(got["ContentLength"])
+        except _Exists:
+            raise ArtifactChanged("the artifact changed after it was verified") from None
+        except _NoConditional:
+            raise ArtifactStoreError(errno.EIO, "S3 read failed: If-Match refused") from None
+        return b"", int(head["ContentLength"]), str(head["ETag"])
 
     # -- the client ----------------------------------------------------------------------
 
@@ -460,60 +426,23 @@ class S3ArtifactStore(ContentStore):
                 "head_object", Bucket=self.bucket, Key=self._name(key), ChecksumMode="ENABLED"
             )
         except _Missing:
-            # A put right after this look (the finalizer's, after ``stored_reference``)
-            # writes at once, with no second look.
-            self._note_listed(key, "absent")
             return "absent"
         if head.get("ChecksumSHA256") != _checksum(key):
-            self._note_listed(key, "false")  # and replaces this one at once
             return "false"
-        modified = head.get("LastModified")
+        self._note_modified(key, head.get("LastModified"))
+        return "verified"
+
+    def _note_modified(self, key: str, modified: Any) -> None:
         if modified is not None:
             with self._lock:
                 self._modified[key] = modified.timestamp()
                 if len(self._modified) > CACHE_ENTRIES:
                     self._modified.clear()
-        return "verified"
 
     def _probe_for_write(self, key: str) -> Probe:
-        # A listing or a look just said (the finalizer's): a new artifact is written at
-        # once, one that is there is verified with no upload. Otherwise the put is blind:
-        # a new artifact costs one conditional PUT, which finds out itself whether the
-        # name is taken, unless this store's blind puts have mostly found it taken of
-        # late, when one HEAD comes first (the module's docstring).
-        self._blind.key = None
-        with self._lock:
-            listed = self._listed.pop(key, None)
-        if listed is not None and time.monotonic() - listed[0] < _LISTING_TRUSTED:
-            return self._probe(key) if listed[1] is None else listed[1]
-        if not self._conditional:
-            return self._look(key)
-        if not self._looks_first():
-            self._blind.key = key  # _write records what its conditional PUT met
-            return "absent"
-        found = self._look(key)
-        if found == "absent":
-            self._blind.key = key
-        else:
-            self._note_blind(taken=True)  # verified: no upload; false: replaced at once
-        return found
-
-    def _looks_first(self) -> bool:
-        """Whether this store's next blind put starts with a ``HeadObject`` (more than half
-        of its last ``BLIND_OUTCOMES`` blind puts found their name taken)."""
-        with self._lock:
-            return 2 * sum(self._blind_outcomes) > len(self._blind_outcomes)
-
-    def _note_blind(self, *, taken: bool) -> None:
-        with self._lock:
-            self._blind_outcomes.append(taken)
-
-    def _look(self, key: str) -> Probe:
-        """``_probe`` for the put that follows it at once (no note for a later put)."""
-        found = self._probe(key)
-        with self._lock:
-            self._listed.pop(key, None)
-        return found
+        # A conditional PUT finds out itself whether the name is taken (then one HEAD
+        # verifies what is there): a new artifact is one call, an existing one two.
+        return "absent" if self._conditional else self._probe(key)
 
     def _put_object(
         self, name: str, data: bytes, checksum: str, *, if_absent: bool = False
@@ -539,17 +468,12 @@ class S3ArtifactStore(ContentStore):
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
         name, checksum = self._name(key), _checksum(key)
-        blind = getattr(self._blind, "key", None) == key  # the put is blind (not a replace)
-        self._blind.key = None
         if not replace and self._conditional:
             try:
                 self._put_object(name, data, checksum, if_absent=True)
-                if blind:
-                    self._note_blind(taken=False)
                 return True
             except _Exists:  # another writer got there: look at what it wrote
-                if blind:
-                    self._note_blind(taken=True)
+                pass
             except _NoConditional:
                 self._conditional = False  # this server: HEAD + PUT from now on
             if self._probe(key) == "verified":
@@ -583,39 +507,9 @@ class S3ArtifactStore(ContentStore):
                 ChecksumAlgorithm="SHA256",
             )
         except _Missing:
-            self._forget(key)  # deleted since: the next put writes it again
+            self.forget(key)  # deleted since: the next put writes it again
 
     def _read_decision(self, key: str) -> bytes | None:
-        # One LIST of "<prefix><key>" answers both questions the finalizer asks next: is
-        # there a decision for this text, and is its artifact there already. A put of a
-        # new artifact then costs this call and its PUT, with no HEAD between them.
-        with self._lock:
-            if key in self._no_decision:
-                self._no_decision.move_to_end(key)
-                return None
-        try:
-            page = self._call(
-                "list_objects_v2", Bucket=self.bucket, Prefix=self._name(key, ""), MaxKeys=4
-            )
-        except _Missing:
-            page = {}  # no such bucket yet
-        names = {str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", ())}
-        if f"{key}.decision.json" not in names:
-            self._note_listed(key, None if f"{key}.txt" in names else "absent")
-            with self._lock:
-                self._no_decision[key] = None
-                while len(self._no_decision) > CACHE_ENTRIES:
-                    self._no_decision.popitem(last=False)
-            return None
-        return self._fetch_decision(key)
-
-    def _note_listed(self, key: str, found: Probe | None) -> None:
-        with self._lock:
-            self._listed[key] = (time.monotonic(), found)
-            if len(self._listed) > CACHE_ENTRIES:
-                self._listed.clear()
-
-    def _fetch_decision(self, key: str) -> bytes | None:
         try:
             got = self._call(
                 "get_object", read=MIB, Bucket=self.bucket, Key=self._name(key, ".decision.json")
@@ -628,26 +522,6 @@ class S3ArtifactStore(ContentStore):
     def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
         self._put_object(self._name(key, ".decision.json"), data, digest)
-        with self._lock:
-            self._no_decision.pop(key, None)
-
-    def _read_sidecar(self, key: str, suffix: str) -> bytes | None:
-        try:
-            got = self._call(
-                "get_object",
-                read=-1,
-                transfer=MIB,
-                Bucket=self.bucket,
-                Key=self._name(key, suffix),
-            )
-        except _Missing:
-            return None
-        sidecar: bytes = got["Body"]
-        return sidecar
-
-    def _write_sidecar(self, key: str, suffix: str, data: bytes) -> None:
-        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-        self._put_object(self._name(check_key(key), suffix), data, digest)
 
     def _read_marker(self) -> bytes | None:
         try:
@@ -678,8 +552,8 @@ class S3ArtifactStore(ContentStore):
                     into = listing.artifacts
                 elif _DECISION.fullmatch(name):
                     into = listing.decisions
-                elif _SIDECAR.fullmatch(name):
-                    into = listing.sidecars
+                elif _LEGACY.fullmatch(name):
+                    into = listing.legacy
                 else:
                     continue
                 into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast
 
-from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
@@ -174,8 +173,7 @@ def _finalize(
     if read is None:
         return body
     decoded, all_batches = read
-    with digest_scope():  # the digests of this body's strings, forgotten with them
-        changes = bound_batches(all_batches, config, None if seen is None else seen.batches)
+    changes = bound_batches(all_batches, config, None if seen is None else seen.batches)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)

@@ -8,7 +8,6 @@ from functools import partial
 from typing import Any
 
 from budgetware.core import observe
-from budgetware.core.artifacts import digest_scope
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes
@@ -126,10 +125,7 @@ def _bound(url: str, payload: dict[str, Any], config: BudgetConfig, seen: _Seen 
         seen.fmt = fmt
     if fmt is None or fmt is SNIFF:
         return payload
-    with digest_scope():  # the digests of this payload's strings, forgotten with them
-        changes = bound_batches(
-            fmt.batches(payload), config, None if seen is None else seen.batches
-        )
+    changes = bound_batches(fmt.batches(payload), config, None if seen is None else seen.batches)
     if not changes:
         return payload
     return with_values(payload, {path: new for path, (_, new) in changes.items()})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_pieces_and_their_seams_lose_nothing(
     # Pieces of a few hundred bytes: every seam between lines, lines across seams, context
     # across seams; plain strings, regular expressions with a plain string in every match
     # (searched the same way) and without one (decoded whole).
-    from budgetware.store import charindex
+    from budgetware.retrieval import charindex
 
     monkeypatch.setattr(grep_module, "CHUNK", 333)
     monkeypatch.setattr(grep_module, "LONG_LINE", 1000)
@@ -147,26 +148,26 @@ def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
 def test_a_search_streams_the_artifact_in_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetware.store import base, charindex
+    from budgetware.retrieval import artifact, charindex
 
     piece = 64 * 1024
     monkeypatch.setattr(grep_module, "CHUNK", piece)
     monkeypatch.setattr(charindex, "LINE_STEP", piece)
-    monkeypatch.setattr(base, "READ_CHUNK", piece)
+    monkeypatch.setattr(artifact, "READ_CHUNK", piece)
     store = LocalArtifactStore(tmp_path / "a")
     ref = store.put("line\n" * 400_000 + "needle\n")  # 2 MB
     reads: list[int] = []
-    window, into = store.read_window, store.read_into
+    window, into = store.read_piece, store.read_into
 
-    def counting_window(key: str, start: int, end: int) -> tuple[bytes, int]:
+    def counting_window(key: str, start: int, end: int, version: Any = None) -> Any:
         reads.append(end - start)
-        return window(key, start, end)
+        return window(key, start, end, version)
 
-    def counting_into(key: str, start: int, buffer: bytearray) -> tuple[int, int]:
+    def counting_into(key: str, start: int, buffer: bytearray, version: Any) -> int:
         reads.append(len(buffer))
-        return into(key, start, buffer)
+        return into(key, start, buffer, version)
 
-    monkeypatch.setattr(store, "read_window", counting_window)
+    monkeypatch.setattr(store, "read_piece", counting_window)
     monkeypatch.setattr(store, "read_into", counting_into)
     for pattern in ("needle", "ne+dle"):
         [match] = grep_artifact(ref, pattern, context=1, store=store)

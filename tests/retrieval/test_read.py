@@ -1,10 +1,11 @@
 """read_artifact: exactly ``full[offset:offset + limit]`` in code points, from any store,
-through an index that is built once, checked on every read, and rebuilt when it lies."""
+through an index built in the pass that hashes the artifact, and checked on every read."""
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ from hypothesis import strategies as st
 from budgetware import ArtifactNotFound, BudgetConfig, InvalidReadArgument, budget, read_artifact
 from budgetware.core.artifacts import text_key
 from budgetware.finalizer import LocalArtifactStore
-from budgetware.store import charindex
+from budgetware.retrieval import charindex
+from budgetware.retrieval.artifact import reader_for
+from budgetware.retrieval.charindex import BLOCK, build_index
 from budgetware.store.base import ContentStore
-from budgetware.store.charindex import BLOCK, CharIndex, build_index
 
 MIXED = "ascii é 汉字 😀 \ud800 end\n"
 
@@ -65,49 +67,41 @@ def test_a_bare_sha256_names_the_artifact(any_store: ContentStore) -> None:
     assert read_artifact(text_key("by its hash"), store=any_store) == "by its hash"
 
 
-def test_the_index_is_written_once_beside_the_artifact_and_reused(tmp_path: Path) -> None:
-    text = mixed_text(5 * BLOCK)
-    store = LocalArtifactStore(tmp_path / "a")
-    ref = store.put(text)
-    index_path = Path(ref).with_suffix(".index")
-    assert not index_path.exists()  # built by the first reader, not on the request path
-    read_artifact(ref, offset=BLOCK * 3, limit=10, store=store)
-    written = index_path.read_bytes()
-    assert index_path.stat().st_mode & 0o777 == 0o600
-    # Another process (a new store object) loads it instead of reading the artifact through.
-    other = LocalArtifactStore(tmp_path / "a")
+def test_a_window_reads_only_the_bytes_around_it(any_store: ContentStore) -> None:
+    text = mixed_text(50 * BLOCK)
+    ref = any_store.put(text)
     reads: list[tuple[int, int]] = []
-    original = other.read_window
+    original = any_store.read_piece
 
-    def counting(key: str, start: int, end: int) -> tuple[bytes, int]:
+    def counting(key: str, start: int, end: int, version: object = None) -> Any:
         reads.append((start, end))
-        return original(key, start, end)
+        return original(key, start, end, version)
 
-    other.read_window = counting  # type: ignore[method-assign]
-    key = text_key(text)
-    other.verify(key)
+    any_store.read_piece = counting  # type: ignore[method-assign]
+    # The first read hashes the artifact whole (and indexes it in the same pass) ...
+    assert read_artifact(ref, offset=7, limit=3, store=any_store) == text[7:10]
+    assert sum(end - start for start, end in reads) >= len(text.encode("utf-8", "surrogatepass"))
+    reads.clear()
+    # ... and from then on a window reads the window and at most two blocks around it.
+    offset = 40 * BLOCK + 17
     assert (
-        read_artifact(ref, offset=4 * BLOCK, limit=100, store=other)
-        == text[4 * BLOCK : 4 * BLOCK + 100]
+        read_artifact(ref, offset=offset, limit=100, store=any_store)
+        == text[offset : offset + 100]
     )
-    assert len(reads) == 1
-    assert reads[0][1] - reads[0][0] <= 4 * (2 * BLOCK + 100)
-    assert index_path.read_bytes() == written
+    ((start, end),) = reads
+    assert end - start <= 4 * (2 * BLOCK + 100)
 
 
 def test_an_ascii_artifact_needs_no_checkpoints(any_store: ContentStore) -> None:
     text = "log line\n" * 10_000
     any_store.put(text)
-    index = any_store.char_index(text_key(text))
+    index = reader_for(any_store).open(text_key(text)).index
     assert index.ascii
     assert len(index.offsets) == 0
-    assert len(index.dumps()) < 200
 
 
-def test_an_artifact_written_before_indexes_existed_is_indexed_on_first_read(
-    tmp_path: Path,
-) -> None:
-    # What an older budgetware left: the artifact only, no index beside it.
+def test_an_artifact_written_by_another_process_is_read(tmp_path: Path) -> None:
+    # What another writer left (an older budgetware, another process): the artifact only.
     text = mixed_text(2 * BLOCK + 5, seed=3)
     directory = tmp_path / "a"
     directory.mkdir(mode=0o700)
@@ -119,53 +113,7 @@ def test_an_artifact_written_before_indexes_existed_is_indexed_on_first_read(
         read_artifact(str(path), offset=BLOCK + 1, limit=50, store=store)
         == text[BLOCK + 1 : BLOCK + 51]
     )
-    assert path.with_suffix(".index").exists()
-
-
-@pytest.mark.parametrize(
-    "corrupt",
-    [
-        lambda data: data[:-1],  # truncated
-        lambda data: b"",  # empty
-        lambda data: data[:40] + bytes([data[40] ^ 1]) + data[41:],  # a bit flipped
-        "shifted",  # well formed and self-consistent, but every checkpoint one char late
-        "foreign",  # the index of another artifact
-    ],
-)
-def test_an_index_that_does_not_match_is_rebuilt(tmp_path: Path, corrupt: object) -> None:
-    text = mixed_text(6 * BLOCK, seed=5)
-    store = LocalArtifactStore(tmp_path / "a")
-    ref = store.put(text)
-    key = text_key(text)
-    store.char_index(key)
-    path = Path(ref).with_suffix(".index")
-    good = path.read_bytes()
-    if corrupt == "shifted":
-        real = CharIndex.loads(good, key, len(text.encode("utf-8", "surrogatepass")))
-        assert real is not None
-        data = text.encode("utf-8", "surrogatepass")
-        # each checkpoint moved onto the next character's first byte
-        moved = [
-            o + len(text[i * BLOCK].encode("utf-8", "surrogatepass"))
-            for i, o in enumerate(real.offsets)
-        ]
-        moved[0] = 0  # keep the first one where a check would expect it
-        shifted = CharIndex(key, len(data), real.chars, BLOCK, type(real.offsets)("Q", moved))
-        path.write_bytes(shifted.dumps())
-    elif corrupt == "foreign":
-        other = mixed_text(6 * BLOCK, seed=6)
-        store.put(other)
-        store.char_index(text_key(other))
-        path.write_bytes(Path(ref).with_name(f"{text_key(other)}.index").read_bytes())
-    else:
-        path.write_bytes(corrupt(good))  # type: ignore[operator]
-    fresh = LocalArtifactStore(tmp_path / "a")  # another process: nothing in memory
-    for offset in range(0, len(text), BLOCK // 2 + 1):
-        assert (
-            read_artifact(ref, offset=offset, limit=300, store=fresh)
-            == text[offset : offset + 300]
-        )
-    assert path.read_bytes() == good
+    assert sorted(p.name for p in directory.iterdir()) == [path.name]  # nothing beside it
 
 
 def test_concurrent_first_readers_agree(tmp_path: Path) -> None:
@@ -189,7 +137,6 @@ def test_concurrent_first_readers_agree(tmp_path: Path) -> None:
         t.join()
     assert not errors
     assert sorted(results) == sorted(text[i * 1000 : i * 1000 + 1000] for i in range(8))
-    assert [p.name for p in (tmp_path / "a").iterdir() if ".tmp" in p.name] == []
 
 
 def test_the_configured_store_is_read_by_default(
@@ -202,13 +149,25 @@ def test_the_configured_store_is_read_by_default(
     assert store is not None
     ref = store.put("configured")
     assert read_artifact(ref) == "configured"
-    # budget() narrows it like every other setting
-    with budget(artifact_dir=str(tmp_path / "other")), pytest.raises(ArtifactNotFound):
-        read_artifact(ref)
-    assert read_artifact(ref, config=BudgetConfig(artifact_dir=tmp_path / "env")) == "configured"
+    assert read_artifact(text_key("configured")) == "configured"
+    # budget() names the store like every other setting; a reference printed in this
+    # process still reads back from the store that printed it.
+    other = tmp_path / "other"
+    elsewhere = store_for_config(BudgetConfig.from_env(artifact_dir=other))
+    assert elsewhere is not None
+    elsewhere.put("configured")
+    with budget(artifact_dir=str(other)):
+        assert read_artifact(ref) == "configured"
+        assert read_artifact(text_key("configured"), limit=4) == "conf"
+    shutil.rmtree(other)  # the bare name: the configured store first, then the others
+    with budget(artifact_dir=str(other)):
+        assert read_artifact(text_key("configured")) == "configured"
 
 
-def test_no_store_when_persist_is_off(tmp_path: Path) -> None:
+def test_no_store_when_persist_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from budgetware.retrieval import read
+
+    monkeypatch.setattr(read, "named_stores", list)  # no store named anything here
     with pytest.raises(ArtifactNotFound, match="persist is off"):
         read_artifact("0" * 64, config=BudgetConfig(persist=False))
 
@@ -273,7 +232,7 @@ def test_near_misses_never_reach_another_place(any_store: ContentStore) -> None:
     # not found, whatever is done to the name; so do the files kept beside an artifact.
     ref = any_store.put("inside")
     key = text_key("inside")
-    assert read_artifact(ref, store=any_store) == "inside"  # its .index is written now
+    assert read_artifact(ref, store=any_store) == "inside"
     decision = text_key("a batch")
     any_store.record_decision(decision, (ref,))
     head = ref[: -len(key + ".txt")]
@@ -306,9 +265,9 @@ def test_the_files_beside_an_artifact_are_refused_as_references(tmp_path: Path) 
     assert read_artifact(ref, store=store) == "汉字 inside"
     decision = text_key("a batch")
     store.record_decision(decision, (ref,))
-    index = tmp_path / "a" / f"{key}.index"
+    index = tmp_path / "a" / f"{key}.index"  # as an earlier version kept one
+    index.write_bytes(b"BWCHIDX2")
     record = tmp_path / "a" / f"{decision}.decision.json"
-    assert index.is_file()
     assert record.is_file()
     for path in (index, record):
         with pytest.raises(ArtifactNotFound):
@@ -330,8 +289,8 @@ def test_a_truncated_artifact_is_not_found(tmp_path: Path) -> None:
     assert read_artifact(ref, offset=10, limit=10, store=store) == text[10:20]
     with open(ref, "r+b") as f:
         f.truncate(100)
-    # This process verified it before: the read sees the size change.
-    with pytest.raises(ArtifactNotFound, match="truncated"):
+    # This process read it before: the read sees another version, hashes it again.
+    with pytest.raises(ArtifactNotFound, match="altered"):
         read_artifact(ref, offset=10, limit=10, store=store)
     # A process that never saw it whole refuses it at once (its bytes do not match its name).
     with pytest.raises(ArtifactNotFound):
@@ -358,61 +317,35 @@ def test_an_offset_past_the_end_says_where_the_end_is(any_store: ContentStore) -
         read_artifact(ref, offset=10**30, store=any_store)
 
 
-def test_the_sweep_takes_the_index_with_its_artifact(tmp_path: Path) -> None:
-    store = LocalArtifactStore(tmp_path / "a")
-    keep = store.put("keep " * 1000)
-    drop = store.put("drop " * 1000)
-    for ref in (keep, drop):
-        read_artifact(ref, store=store)
-    os.utime(drop, (1, 1))
-    store.prune(older_than=3600, now=10_000)
-    # (prune leaves its measure in the sweep marker, for other processes' quotas)
-    names = sorted(
-        p.name for p in (tmp_path / "a").iterdir() if p.name != ".budgetware-sweep.json"
-    )
-    assert names == sorted([Path(keep).name, Path(keep).with_suffix(".index").name])
+def test_the_sweep_deletes_the_indexes_earlier_versions_kept(any_store: ContentStore) -> None:
+    # Earlier versions wrote "<key>.index" beside each artifact they read: nothing writes
+    # them now, and the next sweep takes them.
+    ref = any_store.put("kept " * 1000)
+    key = text_key("kept " * 1000)
+    if isinstance(any_store, LocalArtifactStore):
+        index = any_store.directory / f"{key}.index"
+        index.write_bytes(b"BWCHIDX2")
+        any_store.sweep()
+        assert not index.exists()
+    else:
+        from budgetware.store.s3 import S3ArtifactStore
 
-
-def test_an_orphaned_index_goes_once_it_is_old(tmp_path: Path) -> None:
-    store = LocalArtifactStore(tmp_path / "a")
-    ref = store.put("x" * 10)
-    read_artifact(ref, store=store)
-    Path(ref).unlink()
-    index = Path(ref).with_suffix(".index")
-    store.sweep(now=index.stat().st_mtime + 60)
-    assert index.exists()  # young: its artifact may be on its way
-    store.sweep(now=index.stat().st_mtime + 3600)
-    assert not index.exists()
-
-
-def test_a_read_only_store_keeps_the_index_in_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = LocalArtifactStore(tmp_path / "a")
-    text = mixed_text(3 * BLOCK)
-    ref = store.put(text)
-    reader = LocalArtifactStore(tmp_path / "a")
-
-    def refused(*args: object) -> None:
-        raise PermissionError(13, "read-only file system")
-
-    # (the suite may run as root, which a directory's mode does not stop)
-    monkeypatch.setattr(reader, "_write_sidecar", refused)
-    assert read_artifact(ref, offset=BLOCK, limit=9, store=reader) == text[BLOCK : BLOCK + 9]
-    assert (
-        read_artifact(ref, offset=2 * BLOCK, limit=9, store=reader)
-        == text[2 * BLOCK : 2 * BLOCK + 9]
-    )
-    assert not Path(ref).with_suffix(".index").exists()
+        assert isinstance(any_store, S3ArtifactStore)
+        name = f"{any_store.prefix}{key}.index"
+        any_store.client().put_object(Bucket=any_store.bucket, Key=name, Body=b"BWCHIDX2")
+        any_store.sweep()
+        listed = any_store.client().list_objects_v2(Bucket=any_store.bucket, Prefix=name)
+        assert listed.get("KeyCount", 0) == 0
+    assert read_artifact(ref, limit=4, store=any_store) == "kept"
 
 
 def test_build_index_agrees_however_the_bytes_are_cut() -> None:
     text = mixed_text(3 * BLOCK + 1, seed=11)
     data = text.encode("utf-8", "surrogatepass")
-    whole = build_index([data], text_key(text))
+    whole = build_index([data])
     for size in (1, 2, 3, 5, 4096, 10_000):
         pieces = [data[i : i + size] for i in range(0, len(data), size)]
-        assert build_index(pieces, text_key(text)).dumps() == whole.dumps()
+        assert build_index(pieces) == whole
     assert whole.chars == len(text)
     assert list(whole.offsets) == [
         len(text[: i * BLOCK].encode("utf-8", "surrogatepass")) for i in range(4)
@@ -432,23 +365,3 @@ def test_an_artifact_that_is_not_text_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(ArtifactStoreError, match="not UTF-8"):
         read_artifact(key, store=LocalArtifactStore(directory))
     assert charindex.NotText.__mro__[1] is ValueError
-
-
-def test_on_s3_the_index_is_an_object_beside_the_artifact_and_goes_with_it(
-    s3_bucket: Any,
-) -> None:
-    pytest.importorskip("boto3")
-    from budgetware.store.s3 import S3ArtifactStore
-
-    store = S3ArtifactStore(s3_bucket.name, "artifacts")
-    text = mixed_text(3 * BLOCK, seed=4)
-    ref = store.put(text)
-    key = text_key(text)
-    assert read_artifact(ref, offset=BLOCK, limit=10, store=store) == text[BLOCK : BLOCK + 10]
-    assert s3_bucket.objects("artifacts/") == [f"artifacts/{key}.index", f"artifacts/{key}.txt"]
-    # another process loads it instead of reading the artifact through
-    other = S3ArtifactStore(s3_bucket.name, "artifacts")
-    assert other.char_index(key) == store.char_index(key)
-    store.prune(max_total_bytes=0, now=1e12)
-    # (prune leaves its measure in the sweep marker, for other processes' quotas)
-    assert s3_bucket.objects("artifacts/") == ["artifacts/.budgetware-sweep.json"]

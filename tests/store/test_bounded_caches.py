@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from budgetware.core.artifacts import text_key
-from budgetware.store import base, sweeper
+from budgetware.store import base, decisions, retention, sweeper
 from budgetware.store.local import LocalArtifactStore
 
 ENTRIES = 32
@@ -18,6 +18,8 @@ ENTRIES = 32
 @pytest.fixture
 def small_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "CACHE_ENTRIES", ENTRIES)
+    monkeypatch.setattr(decisions, "ENTRIES", ENTRIES)
+    monkeypatch.setattr(retention, "PENDING_ENTRIES", ENTRIES)
 
 
 def _fill(store: LocalArtifactStore, count: int, start: int = 0) -> int:
@@ -41,11 +43,11 @@ def test_every_per_process_table_is_bounded_with_sweeps_off(
     drain()
     written += _fill(store, 10 * ENTRIES, start=1)
     assert len(store._known) <= ENTRIES
-    assert len(store._decisions) <= ENTRIES
-    assert len(store._pending) <= ENTRIES + 1
+    assert len(store.decisions._read) <= ENTRIES
+    assert len(store.retention._pending) <= ENTRIES + 1
     assert len(store._stripes) == 64  # per-key locks: a fixed set
     # The quota still counts every byte written.
-    assert store._measured + store._pending_bytes == written
+    assert store.retention.counted_bytes == written
 
 
 def test_memory_does_not_grow_per_artifact(tmp_path: Path, small_caches: None) -> None:

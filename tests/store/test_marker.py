@@ -1,6 +1,7 @@
 """The sweep marker is a file any writer of the store can write: only one that is
-believable (dated in the past, within the interval, with a size under the quota) saves a
-sweep or gives a measure; its temporary files are listed and removed like the others."""
+believable (dated in the past, within the interval) saves a sweep, and it gives no
+measure (each process counts the store itself); its temporary files are listed and
+removed like the others."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import pytest
 
 from budgetware import BudgetConfig
 from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
-from budgetware.store import base, sweeper
+from budgetware.store import sweeper
 from budgetware.store.select import store_for_config
 
 DAY = 86400.0
 HOUR = 3600.0
+MIB = 1024 * 1024
 
 
 def age(path: Path | str, seconds: float) -> None:
@@ -55,7 +57,7 @@ def test_a_marker_dated_in_the_future_stops_no_sweep(tmp_path: Path) -> None:
         )
         drain()
         named.append(result.persisted_output_files != ())
-        store._next_sweep = 0.0  # the interval has passed
+        store.retention._next_sweep = 0.0  # the interval has passed
     assert named == [True, True, True]
     assert not Path(old).exists()  # swept by age after all
 
@@ -63,15 +65,14 @@ def test_a_marker_dated_in_the_future_stops_no_sweep(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("record", "believable"),
     [
-        ({"started": "now", "total_bytes": 0}, True),
-        ({"started": "now", "total_bytes": 10**15}, False),  # over max_store_bytes
-        ({"started": "now", "total_bytes": 1.0e300}, False),
-        ({"started": "now", "total_bytes": -5}, False),
-        ({"started": "now", "total_bytes": True}, False),
-        ({"started": "nan", "total_bytes": 0}, False),
-        ({"started": "inf", "total_bytes": 0}, False),
-        ({"started": "ahead", "total_bytes": 0}, False),  # a clock a minute ahead
-        ({"started": "old", "total_bytes": 0}, False),  # older than the interval
+        ({"started": "now"}, True),
+        ({"started": "now", "total_bytes": 10**15}, True),  # an earlier version's: no size read
+        ({"started": "nan"}, False),
+        ({"started": "inf"}, False),
+        ({"started": "ahead"}, False),  # a clock a minute ahead
+        ({"started": "old"}, False),  # older than the interval
+        ({"started": "yesterday, at noon"}, False),
+        ({"begun": "now"}, False),
         (["not", "a", "record"], False),
     ],
 )
@@ -79,33 +80,30 @@ def test_only_a_believable_marker_saves_a_sweep(
     tmp_path: Path, record: object, believable: bool
 ) -> None:
     writer = LocalArtifactStore(tmp_path / "a")
-    writer.put("kept")
+    writer.put("kept" * 100)
     if isinstance(record, dict):
         now = time.time()
         started = {"now": now - 1, "ahead": now + 60, "old": now - 700}
         started.update(nan=math.nan, inf=math.inf)
-        record = {**record, "started": started[record["started"]]}
+        record = {k: started.get(v, v) if isinstance(v, str) else v for k, v in record.items()}
     (writer.directory / ".budgetware-sweep.json").write_text(json.dumps(record))
-    store = LocalArtifactStore(tmp_path / "a", sweep_interval=600, max_store_bytes=base.MIB)
+    store = LocalArtifactStore(tmp_path / "a", sweep_interval=600, max_store_bytes=MIB)
     swept: list[object] = []
-    store.sweep = lambda **kw: swept.append(kw)  # type: ignore[method-assign]
-    store._background_sweep()  # never raises: a bad marker is no marker
+    store.retention.sweep = lambda **kw: swept.append(kw)  # type: ignore[method-assign]
+    store.retention._background_sweep()  # never raises: a bad marker is no marker
     assert swept == ([] if believable else [{}])
+    if believable:  # no sweep here: the store is counted instead, as it is now
+        assert store.retention.counted_bytes == 400
 
 
-def test_a_prune_marker_gives_the_measure_but_saves_no_sweep(tmp_path: Path) -> None:
+def test_a_prune_saves_no_sweep(tmp_path: Path) -> None:
+    # A prune by hand applies no configured retention: it writes no marker, so the
+    # processes sharing the store still sweep.
     writer = LocalArtifactStore(tmp_path / "a")
     for i in range(3):
         writer.put(f"{i}" * 1000)
-    writer.prune(older_than=30 * DAY, now=time.time())  # by hand: writes the marker
-    marker = json.loads((writer.directory / ".budgetware-sweep.json").read_text())
-    assert marker["total_bytes"] == 3000
-    assert marker["swept"] is False
-    store = LocalArtifactStore(tmp_path / "a", sweep_interval=600)
-    swept: list[object] = []
-    store.sweep = lambda **kw: swept.append(kw)  # type: ignore[method-assign]
-    store._background_sweep()
-    assert swept == [{}]  # the configured retention still runs
+    writer.prune(older_than=30 * DAY, now=time.time())
+    assert not (writer.directory / ".budgetware-sweep.json").exists()
 
 
 def test_the_markers_temporary_file_is_seen_and_removed(

@@ -167,7 +167,7 @@ def test_the_sweep_runs_in_the_background_and_no_request_waits_for_it(
         assert release.wait(30)
         return None
 
-    monkeypatch.setattr(store, "sweep", slow_sweep)
+    monkeypatch.setattr(store.retention, "sweep", slow_sweep)
     # The sweep is due (it never ran): the put wakes it and returns while it is blocked.
     store.put("first")
     assert started.wait(30)
@@ -218,7 +218,7 @@ def test_an_entry_points_store_sweeps_by_default(tmp_path: Path) -> None:
     age(ref, 31 * DAY)
     drain()  # the sweep that the first put woke may have run before the files were aged
     # Ten minutes later: due again, and the marker of that sweep is out of date.
-    store._next_sweep = 0.0
+    store.retention._next_sweep = 0.0
     (tmp_path / "a" / ".budgetware-sweep.json").unlink()
     store.put("second")
     drain()
@@ -256,7 +256,7 @@ def test_a_forked_child_sweeps_on_its_own_thread(tmp_path: Path) -> None:
         ok = False
         try:
             os.close(read)
-            store._next_sweep = 0.0
+            store.retention._next_sweep = 0.0
             (tmp_path / "a" / ".budgetware-sweep.json").unlink()
             store.put("child")
             drain()
@@ -294,7 +294,7 @@ store = LocalArtifactStore(sys.argv[1], sweep_interval=600)
 for i in range(3000):
     ref = store.put(f"{i:05d}" * 20)
     os.utime(ref, (time.time() - 90 * 86400,) * 2)
-store._next_sweep = 0.0
+store.retention._next_sweep = 0.0
 store.put("wakes the sweep")
 # and exits at once, while the sweep may be running
 """

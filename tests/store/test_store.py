@@ -49,7 +49,7 @@ def test_an_existing_artifact_is_reused_not_rewritten(tmp_path: Path) -> None:
     opened_for_writing = [a for e, a in events if e == "open" and (a[2] or 0) & writes]
     assert opened_for_writing == []
     assert not any(e in {"os.link", "os.rename"} for e, _ in events)
-    assert second.reserved_bytes == 0
+    assert second.retention.reserved_bytes == 0
     # Reuse marks the artifact as used (its modification time), for pruning.
     assert after.st_mtime_ns >= before.st_mtime_ns
 
@@ -103,7 +103,7 @@ def test_per_file_limit_refuses_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ArtifactStoreError):
         store.put("x" * 11)
     assert not store.directory.exists() or not any(store.directory.iterdir())
-    assert store.reserved_bytes == 0
+    assert store.retention.reserved_bytes == 0
 
 
 def test_total_limit_is_reserved_so_concurrent_writers_cannot_overshoot(tmp_path: Path) -> None:
@@ -126,10 +126,8 @@ def test_total_limit_is_reserved_so_concurrent_writers_cannot_overshoot(tmp_path
     written = sum(p.stat().st_size for p in store.directory.iterdir())
     assert written == 10 * 1000
     assert len(errors) == 30
-    # The first write had the store counted in the background, which may have moved
-    # finished writes from "reserved" to "measured": together they are what was written.
     drain()
-    assert store._measured + store.reserved_bytes == written
+    assert store.retention.counted_bytes == written
 
 
 def test_decisions_round_trip_and_are_absent_by_default(store: LocalArtifactStore) -> None:

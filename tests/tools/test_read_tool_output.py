@@ -216,7 +216,7 @@ def test_an_internal_error_is_one_line_when_errors_do_not_raise(
     def broken(*args: object, **kw: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(store, "char_index", broken)
+    monkeypatch.setattr(store, "read_piece", broken)
     with pytest.raises(RuntimeError):  # under the suite internal errors raise
         run_read_tool_output({"ref": ref}, store=store)
     monkeypatch.setenv("BUDGETWARE_RAISE_ERRORS", "0")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from budgetware.core import artifacts
 from budgetware.core.config import BudgetConfig
 from budgetware.wire.body import finalize_body
 from budgetware.wire.payload import bound_payload
@@ -46,19 +45,5 @@ def test_fifteen_1mb_requests_leave_no_output_alive(tmp_path: Path, entry: str) 
         kept = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    # Before, the digest cache held every output (15 MB); previews and caches are small.
+    # A digest cache once held every output (15 MB); previews and caches are small.
     assert kept < 2 * MIB, kept
-
-
-def test_outside_a_request_only_a_little_is_remembered() -> None:
-    texts = ["x" * MIB + str(n) for n in range(20)]
-    digests = [artifacts.text_digest(t) for t in texts]
-    assert [artifacts.text_digest(t) for t in texts] == digests
-    assert artifacts._GLOBAL.bytes <= 4 * MIB
-    with artifacts.digest_scope():
-        for t in texts:
-            artifacts.text_digest(t)
-        scope = artifacts._SCOPE.get()
-        assert scope is not None
-        assert len(scope.entries) == 20  # within one request every output is remembered
-    assert artifacts._SCOPE.get() is None

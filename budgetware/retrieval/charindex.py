@@ -1,5 +1,5 @@
-"""The character-offset index kept beside an artifact, so that a window of characters costs
-the window and not its offset, whatever the text.
+"""The character-offset index of an artifact, so that a window of characters costs the
+window and not its offset, whatever the text.
 
 An artifact is UTF-8 (lone surrogates kept, as ``put`` writes them): character ``n`` sits at
 a byte offset that only counting from the start can tell. The index records the byte
@@ -12,23 +12,17 @@ It also records, at every ``LINE_STEP``-th byte, how many line breaks and charac
 before it, so a search can tell the line number and character offset of a match by
 counting at most ``LINE_STEP`` bytes, without counting the whole artifact up to it.
 
-The index is bound to its artifact (the artifact's SHA-256 and byte size are in it), checks
-itself (a SHA-256 of its own bytes at the end) and must be consistent with UTF-8 (offsets
-rising by 1 to 4 bytes per character); every window read through it is checked again (the
-bytes decode strictly and hold exactly the characters expected). An index failing any of
-those is rebuilt from the artifact, which the store has verified against its name.
+A reader builds it in memory, in the pass that hashes the artifact
+(``retrieval/artifact.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import struct
-import sys
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["BLOCK", "LINE_STEP", "SUFFIX", "CharIndex", "NotText", "build_index"]
+__all__ = ["BLOCK", "LINE_STEP", "CharIndex", "NotText", "build_index"]
 
 # Characters between two checkpoints: a window reads at most twice this more than asked,
 # and the index takes 8 bytes per BLOCK characters (0.2% of an artifact of 4-byte
@@ -36,13 +30,6 @@ __all__ = ["BLOCK", "LINE_STEP", "SUFFIX", "CharIndex", "NotText", "build_index"
 BLOCK = 4096
 # Bytes between two entries of the line table: 16 bytes per MiB of artifact.
 LINE_STEP = 1024 * 1024
-# The index of ``<key>.txt`` is ``<key>.index``.
-SUFFIX = ".index"
-_MAGIC = b"BWCHIDX2"
-# magic, block, artifact bytes, artifact characters, artifact sha256, checkpoint count,
-# line step, line-table entries
-_HEADER = struct.Struct("<8sIQQ32sQIQ")
-_DIGEST = 32
 _ENCODING = ("utf-8", "surrogatepass")
 
 
@@ -57,7 +44,6 @@ class CharIndex:
     ``lines[j]`` and ``chars_at[j]``, the line breaks and characters before byte
     ``j * line_step``."""
 
-    key: str
     size: int
     chars: int
     block: int
@@ -84,90 +70,11 @@ class CharIndex:
             end_byte, end_char = self.size, self.chars
         return self.offsets[first], end_byte, first * self.block, end_char
 
-    def dumps(self) -> bytes:
-        tables = [array("Q", self.offsets), array("Q", self.lines), array("Q", self.chars_at)]
-        if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
-            for table in tables:
-                table.byteswap()
-        head = _HEADER.pack(
-            _MAGIC,
-            self.block,
-            self.size,
-            self.chars,
-            bytes.fromhex(self.key),
-            len(self.offsets),
-            self.line_step,
-            len(self.lines),
-        )
-        body = head + b"".join(t.tobytes() for t in tables)
-        return body + hashlib.sha256(body).digest()
-
-    @classmethod
-    def loads(cls, data: bytes, key: str, size: int) -> CharIndex | None:
-        """The index in ``data`` if it is well formed, belongs to the artifact ``key`` of
-        ``size`` bytes and is consistent with UTF-8; None for anything else."""
-        if len(data) < _HEADER.size + _DIGEST:
-            return None
-        body, digest = data[:-_DIGEST], data[-_DIGEST:]
-        if hashlib.sha256(body).digest() != digest:
-            return None
-        magic, block, n_bytes, chars, raw_key, count, step, rows = _HEADER.unpack_from(body)
-        if (
-            magic != _MAGIC
-            or block <= 0
-            or step <= 0
-            or raw_key != bytes.fromhex(key)
-            or n_bytes != size
-            or rows != size // step + 1
-            or len(body) != _HEADER.size + 8 * (count + 2 * rows)
-            or not chars <= size <= 4 * chars
-        ):
-            return None
-        tables = []
-        at = _HEADER.size
-        for length in (count, rows, rows):
-            table = array("Q")
-            table.frombytes(body[at : at + 8 * length])
-            if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
-                table.byteswap()
-            tables.append(table)
-            at += 8 * length
-        index = cls(key, size, chars, block, tables[0], step, tables[1], tables[2])
-        return index if _consistent(index) else None
-
     def line_entry(self, position: int) -> tuple[int, int, int]:
         """The line-table entry at or before byte ``position``: ``(byte, line breaks
         before it, characters before it)``."""
         row = min(position // self.line_step, len(self.lines) - 1)
         return row * self.line_step, self.lines[row], self.chars_at[row]
-
-
-def _consistent(index: CharIndex) -> bool:
-    """Checkpoints where UTF-8 allows them: from byte 0, each block of ``block`` characters
-    taking 1 to 4 bytes per character; a line table that starts at 0 and never falls or
-    counts more than there are bytes."""
-    step = index.line_step
-    previous = (0, 0)
-    for row, (lines, chars) in enumerate(zip(index.lines, index.chars_at)):
-        here = row * step
-        if row == 0 and (lines, chars) != (0, 0):
-            return False
-        if lines < previous[0] or chars < previous[1] or lines > here or chars > here:
-            return False
-        if lines - previous[0] > step or chars - previous[1] > step or chars > index.chars:
-            return False
-        previous = (lines, chars)
-    offsets, block = index.offsets, index.block
-    if index.ascii:
-        return len(offsets) == 0
-    if len(offsets) != -(-index.chars // block) or offsets[0] != 0:
-        return False
-    ends = [*offsets[1:], index.size]
-    for number, (begin, end) in enumerate(zip(offsets, ends)):
-        count = min(block, index.chars - number * block)
-        if not count <= end - begin <= 4 * count:
-            return False
-    return True
 
 
 def _complete(chunk: bytes) -> int:
@@ -219,7 +126,7 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def build_index(
-    chunks: Iterable[bytes], key: str, *, block: int = BLOCK, line_step: int | None = None
+    chunks: Iterable[bytes], *, block: int = BLOCK, line_step: int | None = None
 ) -> CharIndex:
     """The index of the artifact whose bytes ``chunks`` yields in order (one pass, memory
     for one chunk); NotText if they are not UTF-8."""
@@ -260,4 +167,4 @@ def build_index(
         raise NotText("the artifact ends inside a UTF-8 character")
     if base == chars:
         offsets = array("Q")
-    return CharIndex(key, base, chars, block, offsets, table.step, table.lines, table.chars_at)
+    return CharIndex(base, chars, block, offsets, table.step, table.lines, table.chars_at)

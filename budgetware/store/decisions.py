@@ -1,0 +1,178 @@
+"""Producer decisions: what a producer (the MCP boundary) decided for a text it bounded,
+recorded in the store (``<key>.decision.json``) so the finalizer downstream names its
+artifact instead of persisting the preview again.
+
+A record names nothing that is not a verified artifact of this store: references outside
+the store, to a missing artifact, or to one whose bytes do not match its name are dropped,
+and a record left with none of the references it gave (planted, or its artifacts
+evicted), or not a record at all (malformed), counts as no record.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Protocol
+
+from budgetware.core.artifacts import check_key, text_key
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.store import sweeper
+from budgetware.store.lifecycle import Entry
+
+__all__ = ["Decisions"]
+
+# Decisions read, remembered per store object (LRU): a re-sent producer's preview costs no
+# read of its record (on S3, a round trip) on every request.
+ENTRIES = 4096
+# How much of a text's start is searched for the references of a notice.
+NOTICE_SCAN_CHARS = 8192
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+class _Store(Protocol):
+    """What decisions need of the store that holds them."""
+
+    def ref_for(self, key: str) -> str: ...
+
+    def _read_decision(self, key: str) -> bytes | None: ...
+
+    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None: ...
+
+    def _delete(self, names: list[str]) -> None: ...
+
+    def reused(self, ref: str) -> bool: ...
+
+    def checked_ref(self, ref: str) -> bool: ...
+
+    def refreshed_lately(self, key: str) -> bool: ...
+
+
+class Decisions:
+    """The decision records of one store, and what this process read of them."""
+
+    def __init__(self, store: _Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        # key -> the references decided, or None: no record (a producer records one before
+        # its text can be seen, so one found absent stays absent).
+        self._read: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
+        self._prefix: str | None = None
+
+    def record(self, key: str, refs: tuple[str, ...]) -> None:
+        """Remember what a producer decided for the text with this key (written once).
+
+        ``()`` is a decision too: the producer bounded the output and nothing reusable
+        holds it (its write failed, or persistence is off there), so the finalizer must
+        neither persist the producer's preview as if it were the full output nor name a
+        file (FINALIZER.md, the tri-state). A record already there that says something
+        else (planted, malformed) is replaced: every producer that bounds the same text
+        into the same store decides the same references, byte for byte."""
+        check_key(key)
+        data = dumps_bytes({"refs": list(refs)})
+        existing = self.store._read_decision(key)
+        if existing != data:
+            self.store._write_decision(key, data, replace=existing is not None)
+        with self._lock:
+            self._read.pop(key, None)
+
+    def lookup(self, key: str) -> tuple[str, ...] | None:
+        """What a producer decided for the text with this key, or None if nothing (no
+        record, or one that is not usable: the finalizer then persists what it sees). A
+        record of ``()`` (a producer decided, nothing reusable) is ``()``."""
+        check_key(key)
+        with self._lock:
+            known = key in self._read
+            cached = self._read.get(key)
+            if known:
+                self._read.move_to_end(key)
+        if known and cached is None:
+            return None
+        if cached is not None and all(self.store.reused(ref) for ref in cached):
+            return cached
+        raw = self.store._read_decision(key)
+        named = None if raw is None else _record_refs(raw)
+        valid = tuple(ref for ref in named or () if self.store.checked_ref(ref))
+        usable = bool(valid) or named == []
+        with self._lock:
+            if raw is None or usable:
+                self._read[key] = valid if usable else None
+                while len(self._read) > ENTRIES:
+                    self._read.popitem(last=False)
+            else:
+                self._read.pop(key, None)  # read again next time: a producer may replace it
+        return valid if usable else None
+
+    def note_named(self, text: str) -> None:
+        """A tool-result text the finalizer passes on whole (it fits its batch) that may be
+        a producer's preview: the artifacts it names are kept young, as every reuse keeps
+        them (a conversation that carries an MCP boundary's preview turn after turn names
+        its artifact in every request, though nothing is cut again).
+
+        Nothing here reads a file or the network: the references of this store in the
+        preview's first line are compared with what this process refreshed lately; when
+        one is due, the lookup of the text's decision record and the refreshes it leads to
+        go to the background thread. Only artifacts the text's decision record names (and
+        that verify) are refreshed."""
+        keys = self._named_keys(text)
+        if keys and not all(self.store.refreshed_lately(key) for key in keys):
+            sweeper.submit(
+                "refresh the artifacts a preview names", lambda: self.lookup(text_key(text))
+            )
+
+    def remove_naming(self, records: Iterable[Entry], gone: set[str]) -> None:
+        """Delete the decision records that name a deleted artifact (``gone``: its
+        references): they go with it."""
+        if not gone:
+            return
+        stale = []
+        for entry in records:
+            if sweeper.stopping():
+                return
+            key = entry.name[: -len(".decision.json")]
+            try:
+                raw = self.store._read_decision(key)
+            except (OSError, ValueError):
+                continue
+            refs = _record_refs(raw) if raw is not None else None
+            if refs and gone.intersection(refs):
+                stale.append(entry.name)
+                with self._lock:
+                    self._read.pop(key, None)
+        if stale:
+            self.store._delete(stale)
+
+    def _named_keys(self, text: str) -> list[str]:
+        """The keys of this store's references in the first line of ``text`` (a notice)."""
+        prefix = self._prefix
+        if prefix is None:
+            # ref_for(key) is the same prefix, the key and ".txt" for every backend.
+            prefix = self._prefix = self.store.ref_for("0" * 64)[: -len("0" * 64 + ".txt")]
+        line = text[:NOTICE_SCAN_CHARS]
+        at = line.find(prefix)
+        if at < 0:
+            return []
+        end = line.find("\n")
+        if end >= 0:
+            line = line[:end]
+        keys = []
+        while at >= 0:
+            start = at + len(prefix)
+            name = line[start : start + 68]
+            if name.endswith(".txt") and _HEX64.fullmatch(name[:64]):
+                keys.append(name[:64])
+            at = line.find(prefix, start)
+        return keys
+
+
+def _record_refs(raw: bytes) -> list[str] | None:
+    """The references a decision record names; None for a record that is not one."""
+    try:
+        record = loads(raw)
+    except ValueError:
+        return None
+    refs = record.get("refs") if isinstance(record, dict) else None
+    if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
+        return None
+    return refs

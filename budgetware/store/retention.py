@@ -1,0 +1,312 @@
+"""The quota and retention of a store: what it may hold, and the sweep that keeps it so.
+
+- **Quota.** ``max_store_bytes`` is the store's real size: what the last count of this
+  process listed (before its first write, at each sweep, and when a write is refused),
+  plus what this process wrote since; a write past it is refused (the caller bounds
+  without a reference). Each process counts for itself: a measure another process took
+  is out of date as soon as anyone writes.
+- **Sweep.** At most once a ``sweep_interval`` per process, on the background thread
+  (``store/sweeper.py``); a process skips its sweep when another process sharing the
+  store swept within the interval (a marker in the store says when), and counts instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import threading
+import time
+from typing import Protocol
+
+from budgetware.core.artifacts import ArtifactStoreError
+from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.store import sweeper
+from budgetware.store.decisions import Decisions
+from budgetware.store.lifecycle import (
+    Entry,
+    Listing,
+    StoreUsage,
+    plan_prune,
+    plan_sweep,
+    stale_temps,
+    summarize,
+)
+
+__all__ = ["FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Retention"]
+
+# A write refused for the quota has the store counted again (in the background), at most
+# once this often: a prune by another process frees the quota within about this long.
+RECOUNT_SECONDS = 60.0
+# This process's writes not yet counted by a census are folded into the measured size
+# once there are more of them than this (with sweeps off, no census would come).
+PENDING_ENTRIES = 4096
+# A process's first write waits this long at most for its count of the store; a store
+# slower to list (hundreds of thousands of artifacts) goes on being counted, and the
+# writes until then count from zero.
+FIRST_COUNT_SECONDS = 1.0
+
+
+class _Store(Protocol):
+    """What retention needs of the store it keeps."""
+
+    max_artifact_bytes: int
+    decisions: Decisions
+
+    def ref_for(self, key: str) -> str: ...
+
+    def forget(self, key: str) -> None: ...
+
+    def _scan(self) -> Listing: ...
+
+    def _delete(self, names: list[str]) -> None: ...
+
+    def _read_marker(self) -> bytes | None: ...
+
+    def _write_marker(self, data: bytes) -> None: ...
+
+
+class Retention:
+    """The quota, the sweep and pruning of one store."""
+
+    def __init__(
+        self,
+        store: _Store,
+        *,
+        max_store_bytes: int,
+        max_age: float,
+        min_age: float,
+        sweep_interval: float,
+    ) -> None:
+        if max_store_bytes <= 0:
+            raise ValueError("store limits are positive byte counts")
+        if min(max_age, min_age, sweep_interval) < 0:
+            raise ValueError("ages and intervals are seconds, 0 or more")
+        if 0 < max_age < min_age:
+            # The sweep would delete by age what it promises to keep for min_age.
+            raise ValueError(
+                f"max_age must be 0 (keep) or at least min_age ({max_age:g} < {min_age:g})"
+            )
+        self.store = store
+        self.max_store_bytes = max_store_bytes
+        self.max_age = max_age
+        self.min_age = min_age
+        self.sweep_interval = sweep_interval
+        self._lock = threading.Lock()
+        self._first_count: threading.Thread | None = None
+        # The store's size at the last count, plus this process's writes not yet counted
+        # by one (key -> (size, wall time the write finished, or None)).
+        self._measured = 0
+        self._pending: dict[str, tuple[int, float | None]] = {}
+        self._pending_bytes = 0
+        self._next_sweep = 0.0
+        # When the last count began (monotonic), and whether a recount is on its way.
+        self._counted_at = -math.inf
+        self._counting = False
+
+    # -- the quota -----------------------------------------------------------------------
+
+    @property
+    def counted_bytes(self) -> int:
+        """What the quota counts now: the last count, plus this process's writes since."""
+        with self._lock:
+            return self._measured + self._pending_bytes
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes this process has written (or is writing) that no count has counted yet."""
+        return self._pending_bytes
+
+    def reserve(self, key: str, size: int) -> None:
+        """Count a write about to happen, or refuse it (ArtifactStoreError) when it does
+        not fit. The first write of a process counts the store first."""
+        if size > self.store.max_artifact_bytes:
+            raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
+        if self._counted_at == -math.inf:
+            self._count_first()
+        with self._lock:
+            fits = self._measured + self._pending_bytes + size <= self.max_store_bytes
+            # The count may be out of date (another process pruned, files were removed
+            # by hand): a refused write has it counted again, at most once a minute.
+            recount = (
+                not fits
+                and not self._counting
+                and time.monotonic() - self._counted_at >= RECOUNT_SECONDS
+            )
+            self._counting = self._counting or recount
+            if fits:
+                old = self._pending.get(key)
+                self._pending[key] = (size, None)
+                self._pending_bytes += size - (old[0] if old else 0)
+        if recount:
+            sweeper.submit("count the artifact store", self._recount)
+        if not fits:
+            raise ArtifactStoreError(errno.ENOSPC, "store exceeds max_store_bytes")
+
+    def unreserve(self, key: str) -> None:
+        """A reserved write that wrote nothing."""
+        with self._lock:
+            old = self._pending.pop(key, None)
+            if old is not None:
+                self._pending_bytes -= old[0]
+
+    def written(self, key: str) -> None:
+        """A reserved write that finished."""
+        with self._lock:
+            old = self._pending.get(key)
+            if old is not None:
+                self._pending[key] = (old[0], time.time())
+            if len(self._pending) > PENDING_ENTRIES:
+                # No count came to count them (sweeps off or far apart): the finished
+                # writes join the measured size, so the quota stays exact and the table
+                # stays small however many artifacts a process writes.
+                for done, (size, finished) in list(self._pending.items()):
+                    if finished is not None:
+                        del self._pending[done]
+                        self._pending_bytes -= size
+                        self._measured += size
+
+    def _count_first(self) -> None:
+        """Count the store before this process's first write (waiting a bounded time)."""
+        with self._lock:
+            counting = self._first_count
+            if counting is None or not counting.is_alive():  # (a forked child: not alive)
+                counting = self._first_count = threading.Thread(
+                    target=self._count_quietly, name="budgetware-count", daemon=True
+                )
+                counting.start()
+        counting.join(FIRST_COUNT_SECONDS)
+
+    def _count_quietly(self) -> None:
+        try:
+            self.count()
+        except Exception:  # the next write counts again (and fails as this count did)
+            pass
+
+    def count(self) -> None:
+        """List the store and take what it holds now as its size, deleting nothing."""
+        started = time.time()
+        self._census(self.store._scan(), [], started)
+
+    def _recount(self) -> None:
+        try:
+            self.count()
+        finally:
+            with self._lock:
+                self._counting = False
+
+    def _census(self, listing: Listing, doomed: list[Entry], started: float) -> None:
+        """Adopt what a listing that began at ``started`` measured.
+
+        A write that finished before the listing began is in its total (or was deleted
+        since), and so is one the listing saw; any other, still running or finished
+        later, stays pending. Nothing is counted twice."""
+        total = sum(e.size for e in listing.artifacts) - sum(e.size for e in doomed)
+        gone = {e.name for e in doomed}
+        seen = {e.name for e in listing.artifacts} - gone
+        with self._lock:
+            self._measured = total
+            self._counted_at = time.monotonic()
+            for key, (size, finished) in list(self._pending.items()):
+                if (finished is not None and finished < started) or key + ".txt" in seen:
+                    del self._pending[key]
+                    self._pending_bytes -= size
+
+    # -- retention -----------------------------------------------------------------------
+
+    def usage(self) -> StoreUsage:
+        """How many artifacts the store holds, their total size and age range, and the
+        temporary files of writers beside them."""
+        listing = self.store._scan()
+        return summarize(listing.artifacts, listing.temps)
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        max_total_bytes: int | None = None,
+        now: float,
+        dry_run: bool = False,
+    ) -> StoreUsage:
+        """Delete artifacts unused for ``older_than`` seconds, then the least recently used
+        until the rest fits ``max_total_bytes``, and the temporary files of crashed
+        writers; returns what was (or would be) deleted. Frees the quota it deletes.
+
+        "Used" is the artifact's last use, refreshed by every reuse (at most once every
+        ``min_age / 4``). ``now`` is passed in (the store reads no clock here).
+        """
+        started = time.time()
+        listing = self.store._scan()
+        doomed = plan_prune(
+            listing.artifacts, older_than=older_than, max_total_bytes=max_total_bytes, now=now
+        )
+        if not dry_run:
+            self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+            self._census(listing, doomed, started)
+        return summarize(doomed)
+
+    def sweep(self, *, now: float | None = None) -> StoreUsage:
+        """One sweep now: delete what is older than ``max_age``, then the least recently
+        used down to 80% of ``max_store_bytes`` (never one used within ``min_age``), and
+        stale temporary files; count the store for the quota. Returns what went."""
+        started = time.time()
+        now = started if now is None else now
+        listing = self.store._scan()
+        doomed = plan_sweep(
+            listing.artifacts,
+            max_age=self.max_age,
+            max_store_bytes=self.max_store_bytes,
+            min_age=self.min_age,
+            now=now,
+        )
+        self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+        self._census(listing, doomed, started)
+        try:
+            self.store._write_marker(dumps_bytes({"started": started}))
+        except OSError:
+            pass  # a read-only store is still swept (and counted) in memory
+        return summarize(doomed)
+
+    def _remove(self, listing: Listing, doomed: list[Entry], temps: list[Entry]) -> None:
+        names = [e.name for e in doomed] + [t.name for t in temps]
+        names += [e.name for e in listing.legacy]
+        if not names:
+            return
+        self.store._delete(names)
+        gone: set[str] = set()
+        for entry in doomed:
+            key = entry.name[: -len(".txt")]
+            self.store.forget(key)
+            gone.add(self.store.ref_for(key))
+        self.store.decisions.remove_naming(listing.decisions, gone)
+
+    def schedule_sweep(self) -> None:
+        """Wake the background sweep when one is due: a clock read and a comparison."""
+        if self.sweep_interval <= 0:
+            return
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + self.sweep_interval
+        sweeper.submit("sweep the artifact store", self._background_sweep)
+
+    def _background_sweep(self) -> None:
+        """On the sweeper thread: sweep, unless another process did within the interval;
+        then count the store (unless this process just did)."""
+        if not self._swept_elsewhere():
+            self.sweep()
+        elif time.monotonic() - self._counted_at >= self.sweep_interval:
+            self.count()
+
+    def _swept_elsewhere(self) -> bool:
+        """Whether the store's marker says a sweep started in the past and less than the
+        sweep interval ago. Any writer of the store can write it: one dated in the future
+        (planted, or by a replica whose clock runs ahead) or malformed is ignored."""
+        try:
+            raw = self.store._read_marker()
+            started = float(loads(raw)["started"]) if raw else math.nan
+        except (OSError, ValueError, TypeError, KeyError, OverflowError):
+            return False
+        return 0 <= time.time() - started < self.sweep_interval
