@@ -13,7 +13,7 @@ from typing import Any
 
 from budgetware.core import observe
 
-__all__ = ["METRICS", "SPAN_ATTRIBUTES", "disable", "enable", "enable_if_available", "enabled"]
+__all__ = ["METRICS", "disable", "enable", "enable_if_available", "enabled"]
 
 logger = logging.getLogger("budgetware")
 
@@ -23,13 +23,6 @@ METRICS = (
     "budgetware.tool_results.cut",
     "budgetware.bytes.saved",
     "budgetware.bounding.duration",
-)
-SPAN_ATTRIBUTES = (
-    "budgetware.batch_budget",
-    "budgetware.body.bytes_before",
-    "budgetware.body.bytes_after",
-    "budgetware.tool_results.cut",
-    "budgetware.artifacts.written",
 )
 _OFF = frozenset({"0", "false", "off", "no"})
 
