@@ -1,13 +1,6 @@
-"""Delivering a request's report when the request reaches the network.
-
-An entry point bounds a body before the HTTP library sends it, but an HTTP client span
-(OpenTelemetry's httpx instrumentations) opens only inside the transport, after that. So
-the report rides on the outgoing request and is delivered from httpcore's ``trace``
-extension at the first network event, where that span (or else the caller's own span) is
-current; a transport that never calls ``trace`` (a mock, aiohttp) gets it delivered right
-after ``send`` returns or raises (``settle``). Any ``trace`` callback the caller set keeps
-being called. Only requests with a report carry any of this: with nothing watching, the
-HTTP layer attaches nothing.
+"""Delivering a request's report when the request reaches the network, where the HTTP
+client span is current: from httpcore's ``trace`` extension at the first network event,
+else right after ``send`` (``settle``). A ``trace`` callback the caller set keeps working.
 """
 
 from __future__ import annotations
