@@ -1,9 +1,5 @@
-"""The one settings model, its environment variables, and the layers each request resolves.
-
-Every entry point resolves a request's settings from wide to narrow: environment
-(``BUDGETWARE_<SETTING>``) < the entry point's ``config`` < ``budget(...)`` blocks <
-per-request settings (``x-budgetware-*`` headers, LiteLLM key and team metadata).
-"""
+"""The one settings model, its environment variables, and the layers each request resolves
+(``resolve_config``)."""
 
 from __future__ import annotations
 

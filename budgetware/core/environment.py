@@ -1,8 +1,5 @@
-"""The ``BUDGETWARE_*`` variables that are not ``BudgetConfig`` settings, and the unknown ones.
-
-docs/configuration.md is generated from this list and the model; a test fails on any
-``BUDGETWARE_*`` name in the code that neither accounts for.
-"""
+"""The ``BUDGETWARE_*`` variables that are not settings (docs/configuration.md lists them;
+a test fails on any other name in the code), and warnings for unknown ones."""
 
 from __future__ import annotations
 

@@ -32,11 +32,8 @@ __all__ = [
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON fast: orjson when it accepts the text, the standard library otherwise.
-
-    For finding values, not writing them back: orjson rounds integers beyond 64 bits to
-    floats (use ``loads_exact`` for that).
-    """
+    """Parse JSON with orjson, else the standard library: for finding values, not writing
+    them back (orjson rounds integers beyond 64 bits: ``loads_exact``)."""
     if _orjson is not None:
         try:
             return _orjson.loads(data)
@@ -74,12 +71,8 @@ def dumps_bytes(value: Any) -> bytes:
 
 
 def dumps_faithful(value: Any) -> bytes:
-    """Serialize compactly as UTF-8 with the values ``json.dumps`` would write: big integers
-    exactly, ``NaN`` / ``Infinity`` (orjson writes ``null``); orjson when it can.
-
-    Other types orjson knows (datetimes, UUIDs, ...) are written as orjson writes them;
-    lone surrogates are escaped.
-    """
+    """Serialize compactly as UTF-8 with the values ``json.dumps`` would write (big integers,
+    ``NaN``, which orjson writes as ``null``); other types as orjson writes them."""
     if _orjson is not None:
         try:
             out: bytes = _orjson.dumps(value)
@@ -150,12 +143,8 @@ _JSON_SPACE = b" \t\n\r"
 
 
 def loads_spelled(text: str) -> tuple[Any, int] | None:
-    """orjson's parse of ``text`` and its compact size, when orjson writes every number as
-    ``text`` spells it; else None (and without orjson).
-
-    The proof: ``text`` and orjson's writing of it are the same bytes once JSON whitespace
-    is removed (and non-ASCII escaped, for an ASCII ``text``).
-    """
+    """orjson's parse of ``text`` and its compact size when orjson writes it back the same
+    but for whitespace (every number as spelled), else None."""
     if _orjson is None:
         return None
     try:

@@ -1,7 +1,5 @@
-"""Measuring and cutting text: lengths in a budget unit, and exact JSON UTF-8 byte sizes.
-
-Only C-level string and bytes operations: no Python loop over a large input's characters.
-"""
+"""Measuring and cutting text in a budget unit, and exact JSON UTF-8 byte sizes, with
+C-level string operations only (no Python loop over a large input's characters)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Presets for agents that send tool results as user text (``text_results`` setting).
-
-smolagents and ReAct agents write ``Observation:\\n<result>``, aider ``I ran this command:
-... And got this output: ...``. A user message starting with a preset's marker is one
-result: the text after the marker, up to the first of the preset's end markers, may be
-cut. ``wire/text_results.py`` finds the messages.
-"""
+"""Presets for agents that send tool results as user text (``text_results`` setting): a
+user message starting with a preset's marker is one result, up to its end markers."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What a regular expression may cost before it runs: nested repeats and repeat counts.
-
-Patterns from settings and from a model run on large texts; neither may hang or exhaust
-memory. ``regex_problem`` reads a pattern with ``re``'s parser and names the two shapes
-that cost without bound: a variable repeat inside one (``(a+)+``, exponential
-backtracking), and counted repeats multiplied out (``((a{1000}){1000}){1000}``, expanded
-at compile time).
-"""
+"""What a regular expression may cost before it runs: a variable repeat inside one
+(``(a+)+``, exponential backtracking) or counted repeats multiplied out (expanded when
+compiled). Patterns from settings and from a model must not hang or exhaust memory."""
 
 from __future__ import annotations
 

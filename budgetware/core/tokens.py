@@ -1,9 +1,5 @@
-"""Exact token counts and cuts for the OpenAI encodings (``tokens:o200k_base``, ...).
-
-tiktoken counts; its vocabulary files are read from disk, never downloaded (tiktoken's
-loader would fetch a missing one): from litellm's package folder when litellm is installed,
-else from tiktoken's cache, checked against the SHA-256 tiktoken expects.
-"""
+"""Exact token counts and cuts with tiktoken (``tokens:o200k_base``, ...); the vocabulary is
+read from litellm's package or tiktoken's cache, checked, never downloaded."""
 
 from __future__ import annotations
 
