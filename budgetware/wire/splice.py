@@ -74,69 +74,8 @@ def _string_end(body: bytes, start: int, value: object) -> int:
 def locate(
     body: bytes, root: object, targets: Mapping[JsonPath, object]
 ) -> dict[JsonPath, tuple[int, int]]:
-    """The byte span (start, end) of the string token at each target path, walking the
-    structural bytes once in step with the decoded ``root``; duplicate keys: the last wins."""
-    spans: dict[JsonPath, tuple[int, int]] = {}
-    path: list[Any] = []
-    values: list[object] = []
-    in_object: list[bool] = []
-    after_colon = False
-    pos = 0
-    search = _NEXT.search
-    find = body.find
-    match_string = _STRING.match
-    while True:
-        found = search(body, pos)
-        if found is None:
-            break
-        start = found.start()
-        char = body[start]
-        if char == _QUOTE:
-            if in_object and in_object[-1] and not after_colon:
-                token = match_string(body, start)
-                if token is None:
-                    raise SpliceError("unterminated string")
-                pos = token.end()
-                raw_key = body[start + 1 : pos - 1]
-                path[-1] = (
-                    json.loads(body[start:pos])
-                    if b"\\" in raw_key
-                    else raw_key.decode("utf-8", "surrogatepass")
-                )
-                continue
-            after_colon = False
-            # The first quote no backslash precedes closes the token; else the exact way.
-            quote = find(b'"', start + 1)
-            if quote > 0 and body[quote - 1] != _BACKSLASH:
-                end = quote + 1
-            else:
-                end = _string_end(body, start, _child(values[-1], path[-1]) if values else root)
-            if path:
-                key = tuple(path)
-                if key in targets:
-                    spans[key] = (start, end)
-            pos = end
-            continue
-        pos = start + 1
-        if char in (_LBRACE, _LBRACKET):
-            value = _child(values[-1], path[-1]) if values else root
-            values.append(value)
-            in_object.append(char == _LBRACE)
-            path.append(None if char == _LBRACE else 0)
-            after_colon = False
-        elif char in (_RBRACE, _RBRACKET):
-            if not in_object:
-                raise SpliceError("unbalanced brackets")
-            values.pop()
-            in_object.pop()
-            path.pop()
-        elif char == _COLON:
-            after_colon = True
-        else:  # a comma
-            after_colon = False
-            if in_object and not in_object[-1]:
-                path[-1] += 1
-    return spans
+    """The byte span (start, end) of the value at each target path (``value_spans``)."""
+    return value_spans(body, root, set(targets), set())[0]
 
 
 def replace_values(
