@@ -324,7 +324,7 @@ def _persist(
     full = entry.full_text
     try:
         key = text_key(full)
-        if len(entry.slots) == 1:
+        if len(entry.slots) == 1:  # the one slot is the full text: its key is known
             cut[0].key = cut[0].preview.key = key
         # Only a text that may be a producer's preview can have a decision: the others skip
         # the lookup (a round trip on S3).
