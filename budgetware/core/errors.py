@@ -27,11 +27,8 @@ def _raise_errors(config: BudgetConfig | None) -> bool:
 
 
 def fail_open(what: str, *, config: BudgetConfig | None = None) -> None:
-    """Call from an ``except`` block: re-raise when errors must raise, else log an error.
-
-    Only the exception's type is logged: messages and tracebacks can quote tool output or
-    prompts, and logs must carry none (the diagnostics log says where a result changed).
-    """
+    """Call from an ``except`` block: re-raise when errors must raise, else log the error's
+    type only (its message could quote tool output or prompts)."""
     if _raise_errors(config):
         raise
     exc = sys.exc_info()[1]

@@ -1,26 +1,12 @@
 """The one observation seam: what the finalizer, the guard and each bounded request did.
 
-The core imports nothing above it, so everything that watches budgetware (boundary
-diagnostics, the pytest plugin, OpenTelemetry, the log line) subscribes here::
-
-    from budgetware.core import observe
+Diagnostics, the pytest plugin, OpenTelemetry and the log line subscribe here::
 
     with observe.subscribe(batch=on_batch, request=on_request):
         ...  # on_batch(BatchReport) per finalized/guarded batch, on_request(RequestReport)
 
-Two kinds of report:
-
-- a :class:`BatchReport` for every batch the finalizer or the guard handles
-  (``core/finalize.py`` calls ``batch_observer``; off, that is one attribute read);
-- a :class:`RequestReport` for every request body an entry point bounds (the transports,
-  ``instrument()``, ``bound_payload``): ``wire/body.py`` builds it, the HTTP layer delivers
-  it when the request reaches the network (inside the HTTP client span, if one is open).
-  Producers ask :func:`watching` first (one attribute read, and a cached logger level
-  check for the INFO line) and build nothing when it is False.
-
-Every report carries sizes, counts, the budget and artifact references; observers that
-export anything (logs, telemetry) must keep to sizes and counts. An observer must never
-change a value; one that raises is handled like any internal error (``fail_open``).
+Producers ask :func:`watching` first and build no report when nothing listens. Observers
+that export anything keep to sizes and counts; one that raises is handled by ``fail_open``.
 """
 
 from __future__ import annotations
@@ -30,9 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-# Cheap to import: ``import budgetware`` (the CLI, ``budgetware run``'s start-up hook) loads
-# this module, so it imports neither ``typing``, ``logging`` nor ``dataclasses`` (a program
-# that never configured logging cannot have the ``budgetware`` logger on; see ``_logger``).
+# ``import budgetware`` (every process under ``budgetware run``) loads this module: it
+# imports neither ``typing``, ``logging`` nor ``dataclasses``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
@@ -67,13 +52,10 @@ if TYPE_CHECKING:
     ]
 else:
     BatchObserver = Callable
-"""``(boundary, entries before, entries after, config, artifacts written)``.
-
-``boundary`` is ``finalizer`` or ``guard``. Set while anything listens to batches."""
+"""``(boundary: finalizer or guard, entries before, entries after, config, written)``."""
 
 
-_init = object.__setattr__
-"""Sets a field of a report once made (a cached value, as the ``api`` looked up)."""
+_init = object.__setattr__  # sets a cached field of a made report
 
 
 class _Frozen:
@@ -94,7 +76,7 @@ class _Frozen:
 
 
 class _BatchFields:
-    """The fields of a BatchReport, assignable (see ``_RequestFields``)."""
+    """The fields of a BatchReport, assignable until it becomes one."""
 
     __slots__ = ("__dict__", "after", "before", "boundary", "budget", "unit", "written")
 
@@ -125,8 +107,7 @@ class BatchReport(_BatchFields, _Frozen):
         *,
         cut: int | None = None,
     ) -> BatchReport:
-        """``cut``: how many results were shortened, when the producer counted them while
-        it had them at hand (else counted when first asked)."""
+        """``cut``: how many results were shortened, if the producer counted them."""
         fields = object.__new__(_BatchFields)
         fields.boundary = boundary
         fields.before = before
@@ -147,8 +128,6 @@ class BatchReport(_BatchFields, _Frozen):
     @property
     def cut(self) -> int:
         """How many tool results were shortened."""
-        # Cached by hand: functools.cached_property takes a lock per read on Python 3.11,
-        # and every subscriber of every request reads this.
         known = self.__dict__
         cut: int | None = known.get("cut")
         if cut is None:
@@ -157,8 +136,7 @@ class BatchReport(_BatchFields, _Frozen):
 
     @cached_property
     def referenced(self) -> tuple[str, ...]:
-        """References of every artifact the previews of this batch name, written now or
-        reused from an earlier request (``written`` holds only the new ones)."""
+        """References of every artifact the previews name, written now or reused."""
         refs: dict[str, None] = {}
         for old, new in zip(self.before, self.after):
             if old is not new and old.slots != new.slots:
@@ -183,9 +161,7 @@ class BatchReport(_BatchFields, _Frozen):
 
 class _RequestFields:
     """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
-    makes it a RequestReport (the same layout), whose fields are read-only. One report is
-    made per request while anything watches: assigning a slot directly costs a third of
-    ``object.__setattr__`` (the way frozen dataclasses fill theirs in)."""
+    makes it a RequestReport (the same layout), whose fields are read-only."""
 
     __slots__ = (
         "_api",
@@ -263,12 +239,8 @@ class RequestReport(_RequestFields, _Frozen):
 
     @property
     def api(self) -> str | None:
-        """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known.
-
-        A producer that has not looked it up (a body it did not read) may give a function
-        instead: it is called once, when the format is first asked for (a telemetry
-        subscriber asks only for a body it had to read), never on the request path.
-        """
+        """The wire format (``openai_chat``, ...), None if not known; a producer that did not
+        look it up gives a function, called when first asked."""
         api = self._api
         if callable(api):
             api = api()
@@ -383,8 +355,8 @@ _logger: Any = None
 
 
 def _log() -> Any:
-    """The ``budgetware`` logger, or None while ``logging`` is not even imported (then
-    nobody can have turned it on, and this module need not import it either)."""
+    """The ``budgetware`` logger, or None while ``logging`` is not imported (nobody can
+    have turned it on)."""
     global _logger
     if _logger is None:
         logging = sys.modules.get("logging")
@@ -408,9 +380,8 @@ _setup_hooks: list[Callable[[], object]] = []
 
 
 def on_entry_setup(hook: Callable[[], object]) -> None:
-    """Run ``hook`` once, where the first entry point is set up (``instrument()``, a
-    transport, ``bound_payload``): the facade turns OpenTelemetry on this way, so that
-    ``import budgetware`` itself loads nothing of it."""
+    """Run ``hook`` once, where the first entry point is set up (OpenTelemetry is turned on
+    so, not at ``import budgetware``)."""
     with _lock:
         _setup_hooks.append(hook)
 
