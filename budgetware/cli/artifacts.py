@@ -107,8 +107,6 @@ def main(argv: list[str]) -> int:
             raise CliError(f"{args.dir}: no such directory (no artifact store there)")
         overrides["artifact_dir"] = args.dir
         overrides["artifact_store"] = None
-    # A ConfigError (a bad setting, an untrusted directory, S3 without its extra) is one
-    # line with exit code 2, an OSError one line with exit code 1.
     try:
         config = BudgetConfig.from_env(**overrides)
         check_store(config)
@@ -119,7 +117,7 @@ def main(argv: list[str]) -> int:
         raise CliError("no artifact store can be named (set BUDGETWARE_ARTIFACT_DIR)")
     name = store.location
     now = time.time()
-    return _run(args, store, name, now)  # an OSError is one line, exit 1
+    return _run(args, store, name, now)
 
 
 def _run(args: argparse.Namespace, store: ContentStore, name: str, now: float) -> int:

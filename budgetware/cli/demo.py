@@ -340,10 +340,8 @@ class Printer:
             total = sum(after for _, _, after in turn.results)
             self.line(f"    batch on the wire: {total:,} chars (budget {budget:,})")
         if turn.previous_bytes:
-            # Agents re-send the whole conversation: bounded the same way every turn, it
-            # starts with the same bytes, and the provider's prompt cache keeps hitting.
-            # The shared prefix reaches the ']' that closed the previous messages array
-            # exactly when every earlier message went out byte for byte as before.
+            # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
+            # shared prefix reaches the previous body's closing ']' exactly when it did.
             if turn.history_identical:
                 self.line(
                     f"    history re-sent byte-identical: all of request {turn.number - 1}'s "
@@ -539,8 +537,7 @@ def main(argv: list[str]) -> int:
     if chosen is not None and chosen.exists() and not chosen.is_dir():
         raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
     if chosen is not None:
-        # A directory the demo cannot make would give eight "could not persist" warnings
-        # and a summary of 0 artifacts: say so once, up front.
+        # Say it once, up front, rather than as a warning per artifact.
         try:
             chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:

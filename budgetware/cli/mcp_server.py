@@ -54,13 +54,12 @@ def main(argv: list[str]) -> int:
     if args.store is not None:
         overrides["artifact_store"] = args.store
     # A bad setting or an unusable store is one line now, not an error on every call.
-    # (check_overrides: a bad --store is a ConfigError naming the setting, one line.)
     config = BudgetConfig(**check_overrides(overrides)) if overrides else None
     resolved = check_settings(config)
     check_store(resolved)
     if not resolved.persist:
         raise CliError("persist is off (BUDGETWARE_PERSIST): there is no store to read")
-    # integrations/ ships as budgetware.integrations (a path mypy does not map): by name.
+    # By name: integrations/ ships as budgetware.integrations, which mypy does not map.
     mcp_server: Any = importlib.import_module("budgetware.integrations.mcp_server")
     try:
         server = mcp_server.build_server(config=config)

@@ -30,10 +30,8 @@ ToolCall = tuple[str, str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class Reply:
-    """What the fake model answers: plain text, tool calls (with optional text), or an error.
-
-    The server renders it in the wire format of the API that was called.
-    """
+    """What the fake model answers, in the wire format of the API called: text, tool calls
+    (with optional text), or an error."""
 
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
@@ -87,7 +85,7 @@ class RecordedRequest:
         return urlsplit(self.path).path
 
 
-# --- routing -------------------------------------------------------------------------------
+# --- routing ---
 
 GEMINI_PATH: Final = re.compile(
     r"/v1(?:alpha|beta\d*)?/(?:.*/)?models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
@@ -95,12 +93,8 @@ GEMINI_PATH: Final = re.compile(
 
 
 def detect_api(path: str) -> tuple[ApiName, str] | None:
-    """Which API a request path belongs to, and the operation: None for an unknown path.
-
-    The operation is ``"chat"`` for the chat endpoints, ``"count_tokens"`` for Anthropic's
-    token counting, and the Gemini method name (``generateContent``,
-    ``streamGenerateContent``, ``countTokens``) for Gemini.
-    """
+    """The API of a request path and its operation (``chat``, ``count_tokens`` or a Gemini
+    method name), or None for an unknown path."""
     route = urlsplit(path).path.rstrip("/")
     if route.endswith("/chat/completions"):
         return "openai_chat", "chat"
@@ -120,7 +114,7 @@ def detect_api(path: str) -> tuple[ApiName, str] | None:
     return None
 
 
-# --- conversation inspection ---------------------------------------------------------------
+# --- conversation inspection ---
 
 _RESPONSES_CALL_TYPES: Final = frozenset(
     {
@@ -139,14 +133,8 @@ def _has_items(value: Any) -> bool:
 
 
 def count_tool_call_turns(api: ApiName, body: Mapping[str, Any] | None) -> int:
-    """How many assistant turns in the request's conversation asked for tools.
-
-    openai_chat, ollama, cohere: assistant messages with ``tool_calls``; anthropic:
-    assistant messages with a ``tool_use`` block; gemini: ``model`` contents with a
-    ``functionCall`` (or ``function_call``) part; openai_responses: runs of call items
-    (``function_call`` and kin), a new run starting at a call item whose predecessor is
-    not a call item.
-    """
+    """How many assistant turns in the request's conversation asked for tools (in the
+    Responses API: runs of call items)."""
     if not isinstance(body, Mapping):
         return 0
     turns = 0

@@ -1,10 +1,5 @@
-"""A local fake of the LLM provider APIs, so real SDKs can be driven and their requests inspected.
-
-Standard library only (``budgetware demo`` runs on it too). One ``ThreadingHTTPServer`` on
-127.0.0.1 answers just enough of OpenAI Chat Completions and Responses, Anthropic Messages,
-Gemini, Ollama and Cohere v2 for the real client libraries to complete a call, streaming or
-not, and records every request it receives, byte for byte.
-"""
+"""A ``ThreadingHTTPServer`` on 127.0.0.1 that answers just enough of each provider API for
+the real SDKs to complete a call, streaming or not, recording every request byte for byte."""
 
 from __future__ import annotations
 
@@ -64,27 +59,20 @@ def render(
             return json_body({"totalTokens": usage.input})
         query = parse_qs(urlsplit(path).query)
         return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
-    if api == "ollama":
-        # The raw Ollama API streams unless told otherwise.
+    if api == "ollama":  # streams unless told otherwise
         return ollama.render(model, reply, usage, body.get("stream", True) is not False)
     return cohere.render(reply, usage, stream)
 
 
-# --- server --------------------------------------------------------------------------------
+# --- server ---
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    # Clients keep connections alive in their pools; stop() closes them itself instead of
-    # waiting for handler threads that may sit on an idle keep-alive connection.
-    block_on_close = False
+    block_on_close = False  # stop() closes idle keep-alive connections itself
     allow_reuse_address = False
-    # handle_request() is called only when the listener is readable; this bounds its wait
-    # for a connection that vanished in between.
-    timeout = 0.05
-    # socketserver listens with a backlog of 5: a burst of connections (a test suite's
-    # 200 concurrent clients) would overflow it and the kernel would drop their SYNs,
-    # which clients retry only after a second or more. The kernel caps this at somaxconn.
+    timeout = 0.05  # bounds handle_request()'s wait for a connection that vanished
+    # socketserver's backlog of 5 drops the SYNs of a burst; clients retry after a second.
     request_queue_size = 1024
 
     def __init__(self, provider: FakeProvider) -> None:
@@ -95,15 +83,13 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that drops a kept-alive connection (a proxy process stopping) is not an
-        # error of the fake: only print what is.
+        # A client dropping a kept-alive connection is no error of the fake.
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
 
     def server_bind(self) -> None:
-        # HTTPServer.server_bind resolves the host name with socket.getfqdn, a reverse DNS
-        # lookup that can stall for seconds on a machine without a resolver.
+        # Not HTTPServer's: its reverse DNS lookup can stall for seconds without a resolver.
         socketserver.TCPServer.server_bind(self)
         self.server_name = "127.0.0.1"
         self.server_port = int(self.server_address[1])
@@ -111,21 +97,14 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    # HTTP/1.1 so the SDKs' keep-alive pools work as against a real API; every answer
-    # carries a Content-Length, so no chunked encoding is needed.
-    protocol_version = "HTTP/1.1"
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real API; every answer has a length
     server_version = "budgetware-fake-provider/1"
     sys_version = ""
-    # An idle keep-alive connection gives up after this long, so no thread waits forever.
-    timeout = 30
-    # A buffered writer: the status line, the headers and the body leave in one write
-    # (the default, unbuffered, sends the headers and then the body as two segments).
-    wbufsize = 64 * 1024
+    timeout = 30  # an idle keep-alive connection gives up, so no thread waits forever
+    wbufsize = 64 * 1024  # headers and body leave in one write
 
     def setup(self) -> None:
-        # Without TCP_NODELAY, Nagle's algorithm holds back a small segment until the
-        # previous one is acknowledged, and the client delays that ACK by about 40 ms:
-        # every answer on a kept-alive connection would wait for it.
+        # Else Nagle's algorithm waits for the client's delayed ACK (40 ms) on every answer.
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
         with self.server.conn_lock:
@@ -141,8 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.handler_threads.discard(threading.current_thread())
 
     def log_message(self, format: str, *args: Any) -> None:
-        # Quiet: the default handler writes a line to stderr for every request.
-        return
+        return  # quiet: no stderr line per request
 
     def do_POST(self) -> None:
         self._serve()
@@ -155,8 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
             while True:
                 size_line = self.rfile.readline(65537)
                 size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    # Trailers end with an empty line.
+                if size == 0:  # trailers end with an empty line
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
@@ -194,8 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(rendered.body)
             self.wfile.flush()
-        except OSError:
-            # The client went away mid-answer: nothing to tell it.
+        except OSError:  # the client went away mid-answer
             self.close_connection = True
 
 
@@ -208,18 +184,15 @@ def _serve_until_woken(server: _Server, wake: socket.socket) -> None:
             for key, _ in selector.select():
                 if key.fileobj is wake:
                     return
-                # The listener is readable: accept and hand off (a connection that went
-                # away before accept() leaves it to wait at most ``server.timeout``).
                 server.handle_request()
 
 
 class FakeProvider:
     """A local fake of the LLM provider APIs that records every request.
 
-    Use it as a context manager (``with FakeProvider() as fp:``) or call ``start()`` and
-    ``stop()``. Point an SDK at ``fp.url``; read what it sent from ``fp.requests``.
-    ``reply`` decides each answer from ``(api, request_json)`` and may be swapped at any
-    time through the attribute of the same name.
+    Use it as a context manager or call ``start()`` and ``stop()``. Point an SDK at
+    ``fp.url``; read what it sent from ``fp.requests``. ``reply`` decides each answer from
+    ``(api, request_json)`` and may be swapped at any time.
     """
 
     def __init__(self, reply: ReplyPolicy | None = None) -> None:
@@ -255,17 +228,13 @@ class FakeProvider:
             return
         self._server = self._thread = self._wake = None
         if wake is not None:
-            # Wakes the accept loop at once (socketserver's serve_forever would notice a
-            # shutdown only at its next poll, up to 50 ms later: a cost for every test).
-            wake.close()
+            wake.close()  # wakes the accept loop at once, not at a next poll
         if thread is not None:
             thread.join(timeout=5)
         with server.conn_lock:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
-        for conn in connections:
-            # Wakes handler threads blocked on an idle keep-alive connection; they close
-            # the socket themselves on the way out.
+        for conn in connections:  # wakes handlers blocked on idle keep-alive connections
             try:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:

@@ -38,8 +38,7 @@ _GEMINI = ("/models/litellm:generateContent", "contents")
 _FORMATS: dict[str, tuple[str, str]] = {
     "completion": _CHAT,
     "acompletion": _CHAT,
-    # Text completions take a ``prompt``, never tool messages: listed so a ``messages``
-    # field some client sends anyway is bounded like a chat's.
+    # A ``messages`` field a client sends with a text completion anyway.
     "text_completion": _CHAT,
     "atext_completion": _CHAT,
     "anthropic_messages": _ANTHROPIC,
@@ -65,11 +64,8 @@ _LOGGED_MAX = 1024
 
 
 def log_warning(message: str) -> None:
-    """A ``BudgetwareWarning`` as a log line, once per message and process.
-
-    The LiteLLM Proxy replaces ``warnings.showwarning`` with a function that prints
-    nothing: a proxy operator would never see a warning. The log reaches the proxy's log.
-    """
+    """A ``BudgetwareWarning`` as a log line, once per message and process: the LiteLLM
+    Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
     if message in _LOGGED:
         return
     if len(_LOGGED) < _LOGGED_MAX:
@@ -104,12 +100,8 @@ def _is_own_header(name: object) -> bool:
 
 
 def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
-    """``data`` without ``x-budgetware-*`` entries in the headers the proxy forwards.
-
-    With ``forward_client_headers_to_llm_api`` the proxy copies a client's ``x-*`` headers
-    into ``data["headers"]``, which litellm sends to the provider: budgetware's own are
-    settings for the gateway, never for the provider.
-    """
+    """``data`` without ``x-budgetware-*`` entries in the headers the proxy forwards to the
+    provider (``forward_client_headers_to_llm_api``): they are settings for the gateway."""
     forwarded = data.get("headers")
     if not isinstance(forwarded, Mapping) or not any(map(_is_own_header, forwarded)):
         return data
@@ -130,8 +122,7 @@ def _request_size(data: Mapping[str, Any]) -> int:
 
 
 def _plain(value: Any) -> Any:
-    # An SDK caller may put pydantic objects in its history (litellm's ``Message`` from a
-    # previous response): the wire layer reads JSON, so those are bounded as their dumps.
+    """``value`` with pydantic objects (litellm's ``Message`` in a history) as their dumps."""
     if isinstance(value, list):
         return [_plain(item) for item in value]
     dump = getattr(value, "model_dump", None)
@@ -152,11 +143,8 @@ _TEXT_FIELDS = ("input", "contents")
 def _conversation(
     fields: Mapping[str, Any], path: str, field: str, warn: Callable[[str], None]
 ) -> dict[str, Any] | None:
-    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape.
-
-    What budgetware cannot read is left as it is (a tool result it cannot read is not
-    bounded), with a warning naming the shape (types only, never content).
-    """
+    """``{field: value}`` to bound, or None; what cannot be read is left as it is, with a
+    warning naming its shape (types only, never content)."""
     if field not in fields:
         return None
     value = fields[field]
@@ -238,18 +226,15 @@ def _bound_conversation(
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
-    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request (on the unified
-    routes, and on pass-through routes whose path is a model API), with settings from the
-    callback's ``config`` < ``x-budgetware-*`` request headers < team metadata < key
-    metadata (what the proxy's admin set wins over what a client asks). For async SDK and
-    Router calls ``async_pre_call_deployment_hook``
-    bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
-    Neither hook ever fails a request: an internal error sends it unchanged.
+    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request with settings
+    from ``config`` < ``x-budgetware-*`` headers < team metadata < key metadata; for async
+    SDK and Router calls ``async_pre_call_deployment_hook`` does, with ``config``. Neither
+    ever fails a request: an internal error sends it unchanged.
     """
 
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
-        # A configuration mistake (or an unusable store) fails here, not on a request.
+        # A bad setting or an unusable store fails here, not on a request.
         check_store(check_settings(config))
         self.config = config
         # Pass-through routes forward the client's headers before any hook runs.
@@ -284,7 +269,6 @@ class BudgetCallback(CustomLogger):
                 return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
-            # The client's headers, then what the proxy's admin set on its team and key.
             overrides = header_overrides(headers, warn=log_warning)
             overrides.update(metadata_overrides(team, "team metadata", warn=log_warning))
             overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
@@ -292,10 +276,7 @@ class BudgetCallback(CustomLogger):
             payload = _conversation(data, path, field, log_warning)
             if payload is None:
                 return data
-            # Hashing, cutting and writing artifacts take milliseconds to tens of them (an
-            # fsync), an S3 store seconds if it hangs: a large request (by its
-            # content-length) is bounded in a worker thread, never on the event loop that
-            # serves every other request.
+            # A large request (by its content-length) is bounded off the proxy's event loop.
             bounded = await off_loop_for_size(
                 size,
                 _bound_conversation,
@@ -316,8 +297,7 @@ class BudgetCallback(CustomLogger):
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: CallTypes | None
     ) -> dict[Any, Any] | None:
-        # A proxy request was bounded by async_pre_call_hook with its own per-request
-        # settings (which may disable bounding): bounding it again here would undo them.
+        # A proxy request was bounded by async_pre_call_hook with its own settings.
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
@@ -328,8 +308,7 @@ class BudgetCallback(CustomLogger):
             payload = _conversation(kwargs, path, field, _warn)
             if payload is None:
                 return kwargs
-            # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides
-            # whether the bounding (and a store's I/O) leaves the event loop.
+            # No content-length here: its JSON size decides whether bounding leaves the loop.
             bound = functools.partial(_bound_conversation, config=self.config, overrides={})
             bounded = await off_loop_for_size(
                 _json_size(payload), bound, path, payload, config=self.config

@@ -1,18 +1,9 @@
 """budgetware's pytest plugin: assert an agent's budgets in its own test suite.
 
-Registered by installing budgetware (the ``pytest11`` entry point ``budgetware``); nothing
-happens in a test run that does not use it. Importing it imports neither budgetware's
-HTTP layer nor any SDK: that happens when a test asks for it.
-
-- ``budgetware_capture``: a fixture that runs the test with ``budgetware.instrument()`` on
-  and records every request budgetware saw (sizes before and after, per batch: results,
-  sizes, the budget, the artifacts written and referenced). ``assert_within_budget()``
-  checks them. Artifacts go to a directory of the test's own (under ``tmp_path``) unless
-  the marker or the environment names a store: a user's cache is never written, and every
-  run of a test starts from an empty store.
-- ``@pytest.mark.budgetware(batch_budget=..., unit=..., ...)``: the settings for that test
-  (any field of ``budgetware.BudgetConfig``); a marked test gets ``budgetware_capture``
-  without asking for it.
+Registered by installing budgetware (docs/pytest.md); it imports nothing heavy until a test
+uses it. ``budgetware_capture`` runs the test with ``instrument()`` on and records every
+request (artifacts in the test's own directory unless a store is named);
+``@pytest.mark.budgetware(...)`` gives a test its settings and the fixture.
 
 ::
 

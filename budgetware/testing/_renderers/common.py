@@ -45,8 +45,7 @@ def ndjson(lines: Iterable[Any]) -> Rendered:
 
 
 def error(status: int, message: str, kind: str = "invalid_request_error") -> Rendered:
-    # One shape that every SDK here turns into its own APIError/HTTP error: OpenAI-style
-    # "error" object, plus the "type" Anthropic expects at the top level.
+    # One shape every SDK turns into its own error: OpenAI's "error", Anthropic's "type".
     return json_body(
         {"type": "error", "error": {"type": kind, "message": message, "code": status}},
         status,
@@ -65,7 +64,7 @@ class Usage:
     """Plausible token counts for a request and its reply."""
 
     def __init__(self, raw_body: bytes, reply: Reply) -> None:
-        # Roughly 4 bytes a token: the numbers only have to be plausible and monotonic.
+        # About 4 bytes a token: only plausible and monotonic.
         self.input = max(1, len(raw_body) // 4)
         size = len(reply.text) + sum(len(args_json(c[2])) + len(c[1]) for c in reply.tool_calls)
         self.output = max(1, size // 4)
