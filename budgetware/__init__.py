@@ -71,14 +71,22 @@ def _load_mcp_boundary() -> None:
     from budgetware.mcp import http  # noqa: F401  (registers its response rewriter)
 
 
-def _enable_telemetry() -> None:
+def _enable_telemetry(config: "BudgetConfig | None") -> None:
     from budgetware.telemetry import otel
 
     otel.enable_if_available()
 
 
-# With opentelemetry-api installed, requests are reported to it from the first entry point.
+def _start_session_log(config: "BudgetConfig | None") -> None:
+    from budgetware.diagnostics import sessionlog
+
+    sessionlog.start_if_asked(config)
+
+
+# With opentelemetry-api installed, requests are reported to it from the first entry point;
+# the session log starts there when a setting or `budgetware run` asks for it.
 _observe.on_entry_setup(_enable_telemetry)
+_observe.on_entry_setup(_start_session_log)
 
 # Every response passes the MCP boundary, also when no public name was touched.
 _hooks.load_before_first_response(_load_mcp_boundary)

@@ -25,7 +25,14 @@ from budgetware.core.models import ToolResult
 from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING, may_be_preview
 from budgetware.core.salient import compile_salient
 
-__all__ = ["finalize_batch", "finalize_batch_written", "guard_batch", "preview_options"]
+__all__ = [
+    "finalize_batch",
+    "finalize_batch_written",
+    "guard_batch",
+    "preview_options",
+    "priority_of",
+    "rooms",
+]
 
 logger = logging.getLogger("budgetware")
 
@@ -216,10 +223,7 @@ def _bound(
     lengths = [measure(slot, unit) for entry in out for slot in entry.slots]
     if sum(lengths) <= config.batch_budget:
         return out
-    if config.tool_policies:
-        allocation = _allocate_by_policy(out, lengths, config)
-    else:
-        allocation = allocate(lengths, config.batch_budget)
+    allocation = rooms(out, lengths, config)
     options = preview_options(config)
     index = 0
     for position, entry in enumerate(out):
@@ -248,6 +252,20 @@ def _bound(
     return out
 
 
+def rooms(entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig) -> list[int]:
+    """Each slot's room (allocation) in a batch of slots ``lengths`` long over the budget."""
+    if config.tool_policies:
+        return _allocate_by_policy(entries, lengths, config)
+    return allocate(lengths, config.batch_budget)
+
+
+def priority_of(config: BudgetConfig, tool_name: str | None) -> str:
+    """The priority ``tool_policies`` give a tool's results."""
+    if not config.tool_policies:
+        return "normal"
+    return _policy_for(tuple(config.tool_policies.items()), tool_name).priority
+
+
 # The room every result keeps first when priorities or ``min_room`` apply: a compact
 # preview, so a low-priority result is not cut to nothing.
 _PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
@@ -258,7 +276,7 @@ _RANK = {"high": 0, "normal": 1, "low": 2}
 
 
 def _allocate_by_policy(
-    entries: list[ToolResult], lengths: list[int], config: BudgetConfig
+    entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
     table = tuple(config.tool_policies.items())

@@ -169,6 +169,7 @@ class _RequestFields:
         "batches",
         "bytes_after",
         "bytes_before",
+        "config",
         "entry",
         "error",
         "seconds",
@@ -191,6 +192,8 @@ class _RequestFields:
     """The ``telemetry`` setting in effect for this request."""
     entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
+    config: BudgetConfig | None
+    """The settings the request was bounded with (the session log reads its policies)."""
 
 
 class RequestReport(_RequestFields, _Frozen):
@@ -222,6 +225,7 @@ class RequestReport(_RequestFields, _Frozen):
         error: str | None = None,
         telemetry: bool = True,
         entry: str = "http",
+        config: BudgetConfig | None = None,
     ) -> RequestReport:
         fields = object.__new__(_RequestFields)
         fields._api = api
@@ -234,6 +238,7 @@ class RequestReport(_RequestFields, _Frozen):
         fields.error = error
         fields.telemetry = telemetry
         fields.entry = entry
+        fields.config = config
         fields.__class__ = cls  # read-only from here on
         return fields  # type: ignore[return-value]  # a RequestReport now
 
@@ -376,17 +381,17 @@ def watching() -> bool:
 
 # --- what entry points run where they are set up --------------------------------------------
 
-_setup_hooks: list[Callable[[], object]] = []
+_setup_hooks: list[Callable[[BudgetConfig | None], object]] = []
 
 
-def on_entry_setup(hook: Callable[[], object]) -> None:
-    """Run ``hook`` once, where the first entry point is set up (OpenTelemetry is turned on
-    so, not at ``import budgetware``)."""
+def on_entry_setup(hook: Callable[[BudgetConfig | None], object]) -> None:
+    """Run ``hook(config)`` once, where the first entry point is set up, with its config
+    (OpenTelemetry and the session log are turned on so, not at ``import budgetware``)."""
     with _lock:
         _setup_hooks.append(hook)
 
 
-def entry_setup() -> None:
+def entry_setup(config: BudgetConfig | None = None) -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
     if not _setup_hooks:
         return
@@ -395,7 +400,7 @@ def entry_setup() -> None:
         _setup_hooks.clear()
     for hook in hooks:
         try:
-            hook()
+            hook(config)
         except Exception:
             _failed("set up an observer")
 

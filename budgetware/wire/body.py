@@ -129,6 +129,7 @@ class _Seen:
             error=error,
             telemetry=config.telemetry,
             entry=entry,
+            config=config,
         )
 
 

@@ -31,7 +31,7 @@ def bound_payload(
     new payload shares every object outside the changed tool results with ``payload``,
     which is left as it was.
     """
-    observe.entry_setup()
+    observe.entry_setup(config)
     if not isinstance(payload, dict):
         return payload
     effective = resolve_config(config, request_overrides=request_overrides, lenient=True)
