@@ -82,30 +82,30 @@ def summary(session: Session) -> str:
     clock = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start))
     lines = [
         f"budgetware session {session.id}: {len(rows):,} requests from {processes}, "
-        f"{clock}, {end - start:,.0f} s",
-        f"  requests bounded     {sum(1 for r in rows if r[9]):,} of {len(rows):,}"
+        f"{clock} ({end - start:,.1f} s)",
+        f"  requests bounded    {sum(1 for r in rows if r[9]):,} of {len(rows):,}"
         + (f" ({', '.join(apis)})" if apis else ""),
-        f"  tool results         {sum(r[8] for r in rows):,} sent, {sum(r[9] for r in rows):,} "
+        f"  tool results        {sum(r[8] for r in rows):,} sent, {sum(r[9] for r in rows):,} "
         "cut (a result re-sent with each turn counts each time)",
     ]
     for unit in sorted({row[2] for row in rows}):
         before = sum(r[6] for r in rows if r[2] == unit)
         after = sum(r[7] for r in rows if r[2] == unit)
         lines.append(
-            f"  {unit_word(unit, 2):<20} {before:,} -> {after:,}{_share(before, after)} "
-            "(tool results, every request)"
+            f"  their size          {before:,} -> {after:,} {unit_word(unit, 2)}"
+            + _share(before, after)
         )
     before, after = sum(r[4] for r in rows), sum(r[5] for r in rows)
     lines += [
-        f"  request bodies       {before:,} -> {after:,} bytes{_share(before, after)}",
-        f"  artifacts            {len(written):,} written, {len(named - written):,} reused "
-        "(full outputs the previews name)",
-        f"  time bounding        {sum(r[10] for r in rows) * 1000:,.1f} ms in all, "
+        f"  request bodies      {before:,} -> {after:,} bytes{_share(before, after)}",
+        f"  artifacts           {len(written):,} written, {len(named - written):,} reused "
+        "(already in the store)",
+        f"  time bounding       {sum(r[10] for r in rows) * 1000:,.1f} ms in all, "
         f"{max(r[10] for r in rows) * 1000:,.1f} ms at most",
     ]
     errors = sum(1 for r in rows if r[11])
     if errors:
-        lines.append(f"  internal errors      {errors:,} (those requests were sent unchanged)")
+        lines.append(f"  internal errors     {errors:,} (those requests were sent unchanged)")
     if session.stopped:
         lines.append(f"  note: {session.stopped} process log(s) stopped at their size limit")
     lines.append(f"See it: budgetware inspect {session.id}")

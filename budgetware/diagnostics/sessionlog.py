@@ -119,7 +119,9 @@ class _Log:
             "type": "request",
             "seq": self.sequence,
             "time": round(when, 3),
-            "api": report.api,
+            # Looked up only where bounding found it: for a body within the budget (not
+            # read) the lookup would cost more than the rest of the line.
+            "api": report.api if report.batches else None,
             "entry": report.entry,
             "unit": report.unit,
             "budget": report.batch_budget,

@@ -192,7 +192,7 @@ FLAGS = (
     "--disable-background-networking --disable-component-update --disable-sync "
     "--window-size=1400,1000"
 )
-SCREENSHOTS = os.environ.get("INSPECT_SCREENSHOTS")  # docs/: scripts/browser --screenshots
+SCREENSHOTS = os.environ.get("INSPECT_SCREENSHOTS")  # docs/images: docs/inspect.md says how
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +284,6 @@ def test_the_page_in_a_browser(
     assert find(By.CSS_SELECTOR, "#preview mark").text.count("\n") == 3
     assert find(By.ID, "window").text == "chars 0–20,000 of 276,171"
     _shot(browser, "inspect-request.png", "request-section")
-    _shot(browser, "inspect-output.png", "output-section")
     # Paged...
     find(By.ID, "next").click()
     _wait(
@@ -302,7 +301,7 @@ def test_the_page_in_a_browser(
     # A salient line jumps to where it is in the full output.
     browser.find_elements(By.CSS_SELECTOR, "#salient-lines li")[1].click()
     _wait(browser, lambda d: "19.98" in d.find_element(By.CSS_SELECTOR, "#full mark").text)
-    _shot(browser, "inspect-search.png", "output-title")
+    _shot(browser, "inspect-output.png", "output-title")
     # A wrong token: refused.
     browser.get(inspector.url.replace(inspector.token, "x" + inspector.token[1:]))
     assert "forbidden" in find(By.TAG_NAME, "body").text

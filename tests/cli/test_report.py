@@ -37,11 +37,12 @@ def test_run_report_prints_what_budgetware_did_when_the_program_exits(
     cut = [sum(1 for text in texts if text.startswith("[")) for texts in sent]
     assert len(sent) == 5
     assert f"budgetware session {agent_session.path.name}: 5 requests from 1 process" in err
-    assert "requests bounded     4 of 5 (openai_chat)" in err
-    assert f"tool results         {sum(map(len, sent))} sent, {sum(cut)} cut" in err
+    assert "requests bounded    4 of 5 (openai_chat)" in err
+    assert f"tool results        {sum(map(len, sent))} sent, {sum(cut)} cut" in err
+    assert re.search(r"their size +[\d,]+ -> [\d,]+ chars \(-9\d%\)", err), err
     after = sum(len(body) for body in agent_session.bodies)
     assert re.search(rf"request bodies +[\d,]+ -> {after:,} bytes", err), err
-    assert "artifacts            4 written, 0 reused" in err
+    assert "artifacts           4 written, 0 reused" in err
     assert f"See it: budgetware inspect {agent_session.path.name}" in err
     assert not any(word in err for word in TOOL_TEXT)
 

@@ -142,7 +142,7 @@
         { "data-index": i, class: i === selected ? "selected" : "", onclick: () => select(i) },
         el("td", { class: "num" }, i + 1),
         el("td", {}, clock(r[T])),
-        el("td", {}, r[API] || "unknown", r[ERR] ? el("span", { class: "error" }, ` (${r[ERR]})`) : ""),
+        el("td", {}, r[API] || "\u2013", r[ERR] ? el("span", { class: "error" }, ` (${r[ERR]})`) : ""),
         el("td", { class: "num" }, size(r[SB], r[UNIT])),
         el("td", { class: "num" }, fmt(r[SA])),
         el("td", { class: r[CUT] ? "num cut" : "num" }, `${r[CUT]} of ${r[RESULTS]}`),
