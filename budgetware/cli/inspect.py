@@ -21,11 +21,11 @@ from urllib.parse import parse_qs, urlsplit
 from budgetware.cli.errors import ArgumentParser
 from budgetware.cli.report import load, page, page_data
 from budgetware.core.artifacts import ArtifactStoreError
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.finalize import preview_options
 from budgetware.core.fit import SlotPreview
 from budgetware.core.measure import measure
-from budgetware.diagnostics.sessionlog import Session, read_session
+from budgetware.diagnostics.sessionlog import Session, file_sizes, read_session
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import grep_result
 from budgetware.retrieval.read import read_window
@@ -38,8 +38,11 @@ _READ_ERRORS = (ArtifactStoreError, InvalidReadArgument, InvalidPattern, SearchT
 
 
 def store_config(ref: str) -> BudgetConfig:
-    """The settings that name the store a reference is in (its directory or S3 prefix)."""
-    return BudgetConfig(artifact_store=ref.rsplit("/", 1)[0] or "/")
+    """The settings that name the store a reference is in (its directory or S3 prefix), with
+    the environment's for the rest; the inspector only reads, so it never sweeps."""
+    store = ref.rsplit("/", 1)[0] or "/"
+    base = BudgetConfig(artifact_store=store, artifact_sweep_interval=0)
+    return resolve_config(base, lenient=True)
 
 
 class Inspector:
@@ -69,11 +72,11 @@ class Inspector:
     # -- what the API answers ----------------------------------------------------------
 
     def current(self) -> Session:
-        """The session, read again when a process of it has written more since."""
+        """The session, read again when its processes have written more since."""
         with self.lock:
             session = self.session
             try:
-                changed = any(_size(path) != size for path, size in session.files.items())
+                changed = file_sizes(session.path) != session.files
             except OSError:
                 changed = False
             if changed:
@@ -147,10 +150,6 @@ class Inspector:
             for m in found.matches
         ]
         return {"matches": matches, "more": found.more}
-
-
-def _size(path: str) -> int:
-    return os.stat(path).st_size
 
 
 def _read_all(ref: str) -> str:
@@ -227,6 +226,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def _has_a_browser() -> bool:
+    """Whether a graphical browser can open: without a display, ``webbrowser`` would run a
+    text browser in this terminal (and wait for it)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``budgetware inspect``; serves until interrupted."""
     parser = ArgumentParser(
@@ -244,7 +251,7 @@ def main(argv: list[str]) -> int:
     inspector = Inspector(load(args.session)).start(args.port)
     print(f"budgetware inspect: session {inspector.session.id} at {inspector.url}", flush=True)
     print("(only this machine can open it; Ctrl-C stops it)", flush=True)
-    if not args.no_browser:
+    if not args.no_browser and _has_a_browser():
         import webbrowser
 
         webbrowser.open(inspector.url)

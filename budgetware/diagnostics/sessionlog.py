@@ -32,6 +32,7 @@ __all__ = [
     "VERSION",
     "Session",
     "directory_for",
+    "file_sizes",
     "find_session",
     "read_session",
     "runs",
@@ -358,18 +359,21 @@ class Session:
         """Lines that were not valid records (a process killed mid-write, a newer version)."""
 
 
+def file_sizes(path: str) -> dict[str, int]:
+    """The files of a session directory (or the one file ``path``), with their sizes."""
+    if not os.path.isdir(path):
+        return {path: os.stat(path).st_size}
+    names = sorted(name for name in os.listdir(path) if name.endswith(".jsonl"))
+    return {os.path.join(path, n): os.stat(os.path.join(path, n)).st_size for n in names}
+
+
 def read_session(path: str) -> Session:
     """Read every process's file of the session directory ``path`` (or one ``.jsonl`` file)."""
     session = Session(path)
-    if os.path.isdir(path):
-        files = sorted(
-            os.path.join(path, name) for name in os.listdir(path) if name.endswith(".jsonl")
-        )
-    else:
-        files = [path]
+    if not os.path.isdir(path):
         session.id = os.path.basename(os.path.dirname(os.path.abspath(path)))
     found: list[dict[str, Any]] = []
-    for file in files:
+    for file in file_sizes(path):
         _read_file(file, session, found)
     found.sort(key=lambda r: (r.get("time", 0.0), r["process"], r.get("seq", 0)))
     index: dict[int, int] = {}
@@ -391,29 +395,30 @@ def _read_file(file: str, session: Session, found: list[dict[str, Any]]) -> None
     process = session.processes
     session.processes += 1
     with open(file, "rb") as handle:
-        session.files[file] = os.fstat(handle.fileno()).st_size
-        for line in handle:
-            try:
-                record = loads(line)
-                kind = record["type"]
-            except (ValueError, TypeError, KeyError):
-                session.skipped += 1
-                continue
-            if kind == "process" and record.get("version") != VERSION:
-                session.skipped += 1
-                return
-            if kind == "batch":
-                batches[record.pop("id")] = record
-                del record["type"]
-            elif kind == "request":
-                resolved = []
-                for first, last in record.get("batches", ()):
-                    resolved += [batches[i] for i in range(first, last + 1) if i in batches]
-                record["batches"] = resolved
-                record["process"] = process
-                found.append(record)
-            elif kind == "stopped":
-                session.stopped += 1
+        data = handle.read()
+    session.files[file] = len(data)
+    for line in data.splitlines():
+        try:
+            record = loads(line)
+            kind = record["type"]
+        except (ValueError, TypeError, KeyError):
+            session.skipped += 1
+            continue
+        if kind == "process" and record.get("version") != VERSION:
+            session.skipped += 1
+            return
+        if kind == "batch":
+            batches[record.pop("id")] = record
+            del record["type"]
+        elif kind == "request":
+            resolved = []
+            for first, last in record.get("batches", ()):
+                resolved += [batches[i] for i in range(first, last + 1) if i in batches]
+            record["batches"] = resolved
+            record["process"] = process
+            found.append(record)
+        elif kind == "stopped":
+            session.stopped += 1
 
 
 def find_session(name: str | None, root: str) -> str:

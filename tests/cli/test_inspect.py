@@ -7,8 +7,12 @@ import http.client
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,6 +185,40 @@ def test_full_outputs_are_read_with_read_tool_output_limits(inspector: Inspector
     assert api(inspector, "preview", r=1, b=0, i=1)[1] == {
         "error": "no full output was kept of this result"
     }
+
+
+def test_a_session_still_running_is_read_again(
+    agent_session: AgentSession, tmp_path: Path
+) -> None:
+    session = tmp_path / agent_session.path.name
+    shutil.copytree(agent_session.path, session)
+    (log,) = session.iterdir()
+    served = Inspector(read_session(str(session))).start()
+    try:
+        assert len(api(served, "session")[1]["requests"]) == 5
+        last = log.read_text().splitlines()[-1]
+        with log.open("a") as file:  # the program sent one more request
+            file.write(last + "\n")
+        assert len(api(served, "session")[1]["requests"]) == 6
+    finally:
+        served.stop()
+
+
+def test_the_command(agent_session: AgentSession) -> None:
+    command = [sys.executable, "-m", "budgetware", "inspect", "--no-browser"]
+    with subprocess.Popen(
+        [*command, str(agent_session.path)], stdout=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = line.split(" at ")[1].strip()
+        assert line.startswith(f"budgetware inspect: session {agent_session.path.name} at ")
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.status == 200
+            assert "<title>budgetware inspect</title>" in answer.read().decode()
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        assert process.wait(timeout=30) == 130
 
 
 # --- in a real browser --------------------------------------------------------------------
