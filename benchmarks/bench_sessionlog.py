@@ -54,7 +54,7 @@ def compare(
     try:
         for round_ in range(rounds):
             for on, side in sides if round_ % 2 == 0 else reversed(sides):
-                subscription = observe.subscribe(request=sessionlog._on_request) if on else None
+                subscription = observe.subscribe(request=sessionlog.log_request) if on else None
                 start = time.perf_counter()
                 for _ in range(number):
                     fn()

@@ -78,9 +78,22 @@ def _enable_telemetry(config: "BudgetConfig | None") -> None:
 
 
 def _start_session_log(config: "BudgetConfig | None") -> None:
-    from budgetware.diagnostics import sessionlog
+    import os
 
-    sessionlog.start_if_asked(config)
+    asked = ("BUDGETWARE_SESSION_LOG", "BUDGETWARE_RUN_SESSION")
+    if config is None and not any(os.environ.get(name) for name in asked):
+        return  # nothing asks for it
+
+    def first(report: "_observe.RequestReport") -> None:
+        # Decided at the first request report: the settings model is loaded by then, and
+        # `budgetware run`'s start-up hook stays cheap.
+        subscription.close()
+        from budgetware.diagnostics import sessionlog
+
+        if sessionlog.start_if_asked(config):
+            sessionlog.log_request(report)
+
+    subscription = _observe.subscribe(request=first)
 
 
 # With opentelemetry-api installed, requests are reported to it from the first entry point;

@@ -34,6 +34,7 @@ __all__ = [
     "directory_for",
     "file_sizes",
     "find_session",
+    "log_request",
     "read_session",
     "runs",
     "start",
@@ -285,7 +286,8 @@ _SUBSCRIPTION: observe.Subscription | None = None
 _STATE_LOCK = threading.Lock()
 
 
-def _on_request(report: observe.RequestReport) -> None:
+def log_request(report: observe.RequestReport) -> None:
+    """Log one request report, if the log is on."""
     log = _LOG
     if log is not None:
         log.add(report)
@@ -299,7 +301,7 @@ def start(directory: str, session: str | None = None) -> str:
             return _LOG.session
         _LOG = _Log(directory, session or new_session_id())
         if _SUBSCRIPTION is None:
-            _SUBSCRIPTION = observe.subscribe(request=_on_request)
+            _SUBSCRIPTION = observe.subscribe(request=log_request)
         return _LOG.session
 
 
@@ -317,13 +319,15 @@ def stop() -> str | None:
     return log.path
 
 
-def start_if_asked(config: BudgetConfig | None) -> None:
+def start_if_asked(config: BudgetConfig | None) -> bool:
     """Start the log if the ``session_log`` setting (or ``budgetware run``) asks for it."""
     from budgetware.core.config import resolve_config
 
     directory = directory_for(resolve_config(config, lenient=True).session_log)
-    if directory is not None:
-        start(directory, os.environ.get(SESSION_VARIABLE) or None)
+    if directory is None:
+        return False
+    start(directory, os.environ.get(SESSION_VARIABLE) or None)
+    return True
 
 
 def _after_fork_in_child() -> None:

@@ -185,3 +185,21 @@ def test_the_setting_starts_it_in_a_program_that_instruments(tmp_path: Path) -> 
         subprocess.run([sys.executable, "-c", program, fake.url], env=env, check=True, timeout=60)
     lines = records(tmp_path / "s")
     assert [line["type"] for line in lines] == ["process", "batch", "request"]
+
+
+def test_under_budgetware_run_the_set_up_stays_cheap(tmp_path: Path) -> None:
+    """The log is decided at the first request report: ``instrument()`` (what `budgetware
+    run`'s start-up hook calls) still loads no settings model."""
+    program = (
+        "import sys\n"
+        "from budgetware.http.instrument import instrument\n"
+        "instrument()\n"
+        "print('budgetware.core.config' in sys.modules, 'budgetware.diagnostics.sessionlog'"
+        " in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUDGETWARE_")}
+    env.update(BUDGETWARE_RUN_SESSION="20250101T000000Z-abcdef", XDG_CACHE_HOME=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["False", "False"], done.stderr
