@@ -120,7 +120,7 @@ def print_run_report(root: str, session_id: str) -> None:
     """``budgetware run --report``: the summary of the run's session, on stderr."""
     path = os.path.join(root, session_id)
     if not os.path.isdir(path):
-        print(f"budgetware: no requests were bounded in this run ({path})", file=sys.stderr)
+        print("budgetware: no request went through budgetware in this run", file=sys.stderr)
         return
     print(summary(read_session(path)), end="", file=sys.stderr)
 

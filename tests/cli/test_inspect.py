@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import httpx
 import openai
 import pytest
 from conftest import AgentSession
@@ -137,6 +138,41 @@ def test_previews_rebuilt_with_priorities_and_preview_settings(tmp_path: Path) -
     assert rebuilt["exact"]
     assert "read_tool_output" in received[1]
     assert "ERROR disk full" in received[1]
+
+
+def test_a_result_of_several_texts(tmp_path: Path) -> None:
+    """An Anthropic tool result of two text blocks: two slots, each fitted to its room."""
+    blocks = [{"type": "text", "text": f"block {n}\n" + "y" * 30_000} for n in (1, 2)]
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "dump", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": blocks}],
+            },
+        ],
+    }
+    config = BudgetConfig(batch_budget=8_000, artifact_dir=tmp_path / "artifacts")
+    sessionlog.start(str(tmp_path / "sessions"))
+    try:
+        with FakeProvider() as fake, instrument(config=config):
+            httpx.post(fake.url + "/v1/messages", json=body, timeout=30).raise_for_status()
+            sent = json.loads(fake.last.body)["messages"][2]["content"][0]["content"]
+    finally:
+        written = sessionlog.stop()
+    assert written is not None
+    inspector = Inspector(read_session(os.path.dirname(written)))
+    (result,) = inspector.session.batches[0]["results"]
+    assert result["slots"] == [[30_008, 4_000], [30_008, 4_000]]
+    rebuilt = inspector.preview(0, 0, 0)
+    assert rebuilt["previews"] == [block["text"] for block in sent]
+    assert rebuilt["exact"]
 
 
 def test_the_page_is_refused_without_its_token_or_from_another_host(
