@@ -181,3 +181,11 @@ def test_the_processes_of_one_run_share_its_session(tmp_path: Path) -> None:
     assert session.processes == 2
     assert len(session.requests) == 4
     assert "4 requests from 2 processes" in done.stderr
+
+
+def test_run_report_of_a_program_that_sent_nothing(tmp_path: Path) -> None:
+    script = tmp_path / "quiet.py"
+    script.write_text("import sys; sys.exit(3)\n")
+    done = run_session("http://127.0.0.1:9", tmp_path, "--report", script=str(script))
+    assert done.returncode == 3  # the program's own exit code
+    assert done.stderr == "budgetware: no request went through budgetware in this run\n"
