@@ -21,8 +21,7 @@ from urllib.parse import urlencode
 import httpx
 import openai
 import pytest
-from conftest import AgentSession
-from testing.agent_session import write_long_session
+from testing.agent_session import AgentSession, write_long_session
 
 from budgetware.cli.inspect import Inspector
 from budgetware.cli.report import page, page_data

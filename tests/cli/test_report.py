@@ -10,8 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import AgentSession
-from testing.agent_session import TURNS, run_session, run_tests
+from testing.agent_session import TURNS, AgentSession, run_session, run_tests
 
 from budgetware.cli.main import main as cli
 from budgetware.diagnostics.sessionlog import VERSION, read_session

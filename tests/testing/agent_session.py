@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,19 @@ def agent() -> None:
             args = json.loads(call.function.arguments or "{}")
             output = TOOLS[call.function.name](args)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+
+
+@dataclass
+class AgentSession:
+    """A session run with ``run_session`` (tests/cli/conftest.py's ``agent_session``)."""
+
+    done: subprocess.CompletedProcess[str]
+    root: Path
+    """The directory of sessions (``BUDGETWARE_SESSION_LOG``)."""
+    path: Path
+    """The session's own directory."""
+    bodies: list[bytes]
+    """What the provider received, request by request."""
 
 
 def run_session(
