@@ -248,14 +248,12 @@ def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
 
 
 def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
-    # Characters are cut by UTF-8 bytes; escapes make the serialized string longer, so
-    # measure and shrink. The marker's number depends on what is kept: settle it.
-    room = budget - 2
-    omitted = len(s)
+    # Cut by UTF-8 bytes, then measure: an escape takes two to six bytes, so the next try
+    # scales what is kept by what its bytes cost, not by the excess alone.
+    keep = budget - 2 - len(words.json_string_cut(len(s)))
     for _ in range(16):
-        marker = words.json_string_cut(omitted)
-        keep = room - len(marker)
         if keep < 8:
+            room = budget - 2
             short = cut_prefix(s, max(room - len(_ELLIPSIS), 0), "utf8_bytes") + _ELLIPSIS
             while short != _ELLIPSIS and _size(short) > budget:
                 kept = short[: -len(_ELLIPSIS)]
@@ -264,15 +262,13 @@ def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
             return (short, size) if size <= budget else None
         head = cut_prefix(s, keep // 2, "utf8_bytes")
         tail = cut_suffix(s, keep - keep // 2, "utf8_bytes")
-        actual = len(s) - len(head) - len(tail)
-        if actual != omitted:
-            omitted = actual
-            continue
+        marker = words.json_string_cut(len(s) - len(head) - len(tail))
         out = head + marker + tail
         size = _size(out)
         if size <= budget:
             return out, size
-        room -= size - budget
+        content = size - 2 - len(marker)
+        keep = min(keep - 1, keep * (budget - 2 - len(marker)) // max(content, 1))
     return None
 
 

@@ -244,3 +244,26 @@ def test_every_number_in_a_preview_is_spelled_as_in_the_output(
     for literal in _literals(rest):
         assert literal in remaining, literal  # byte-identical to a literal of the output
         remaining.remove(literal)
+
+
+# -- escapes cost their bytes once (issue 30, item 9) ------------------------------------
+
+
+@pytest.mark.parametrize("piece", ['"\\\n', '\\"\n\t', 'C:\\dir\\"quoted"\n', "\n"])
+@pytest.mark.parametrize("room", [500, 2_000, 10_000])
+def test_a_document_made_mostly_of_escapes_stays_json(piece: str, room: int) -> None:
+    # An 80 KB object whose strings are mostly quotes, backslashes and newlines: each
+    # costs two bytes in JSON, and the strings still get their share of the room.
+    count = 40_000 // (len(json.dumps(piece)) - 2)
+    doc = {"cwd": "C:\\work", "stdout": piece * count, "stderr": piece * count, "exit_code": 1}
+    text = json.dumps(doc)
+    assert len(text) > 80_000
+    preview = fit_text(text, room)
+    assert len(preview) <= room
+    value = _json_body(preview)
+    assert list(value) == list(doc)
+    assert value["exit_code"] == 1
+    for key in ("stdout", "stderr"):
+        head = value[key].split(" [... ")[0]
+        assert doc[key].startswith(head)
+        assert len(json.dumps(value[key])) >= room // 5, (key, value[key])
