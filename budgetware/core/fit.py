@@ -16,6 +16,7 @@ whole or not at all. When no form leaves half of the room for content, the previ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -117,7 +118,7 @@ class SlotPreview:
         self.total = measure(text, unit) if total is None else total
         self.key = key
         self._json: Any = _UNSET
-        self._salient: dict[int, list[tuple[int, int, int]]] = {}
+        self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
@@ -192,16 +193,16 @@ class SlotPreview:
         reserve = room * options.salient_percent // 100
         if reserve < _MIN_SALIENT_RESERVE:
             return None
-        candidates = self._salient_lines(allocation)
+        candidates, floor = self._salient_lines(allocation)
         if not candidates:
             return None
         unit, words, text = self.unit, options.wording, self.text
         cap = max(reserve // 4, 80)
         budget = measure(words.marker(omitted, unit), unit) + reserve
         fixed = measure(words.salient_end(), unit)
-        chosen: list[tuple[int, str, int]] = []  # (line number, shown text, kept)
-        used = 0
-        for number, start, end in _alternate(candidates):
+
+        def line_at(number: int, start: int, end: int) -> tuple[int, str, int, int]:
+            # (line number, shown text, kept, cost): a line longer than the cap is cut.
             line = text[start:end].rstrip()
             size = measure(line, unit)
             if size > cap:
@@ -211,24 +212,37 @@ class SlotPreview:
                 shown += cut
             else:
                 shown, kept = line, size
-            cost = measure(words.salient_line(number, shown), unit)
-            head = measure(words.salient_marker(omitted, unit, len(chosen) + 1), unit)
+            return number, shown, kept, measure(words.salient_line(number, shown), unit)
+
+        chosen: dict[int, tuple[str, int]] = {}  # line number: (shown text, kept)
+        used = 0
+        for number, start, end in _alternate(candidates):
+            if number in chosen:
+                continue
+            line = line_at(number, start, end)
+            frame = [
+                line_at(number - text.count("\n", at, start), at, stop)
+                for at, stop in _frame_before(text, start, floor)
+            ]
+            new = [g for g in (*frame, line) if g[0] not in chosen]
+            cost = sum(g[3] for g in new)
+            head = measure(words.salient_marker(omitted, unit, len(chosen) + len(new)), unit)
             if head + fixed + used + cost > budget:
                 break
-            chosen.append((number, shown, kept))
+            chosen.update((n, (shown, kept)) for n, shown, kept, _ in new)
             used += cost
         if not chosen:
             return None
-        chosen.sort()
         block = (
             words.salient_marker(omitted, unit, len(chosen))
-            + "".join(words.salient_line(n, shown) for n, shown, _ in chosen)
+            + "".join(words.salient_line(n, chosen[n][0]) for n in sorted(chosen))
             + words.salient_end()
         )
-        return block, sum(k for _, _, k in chosen), measure(block, unit)
+        return block, sum(kept for _, kept in chosen.values()), measure(block, unit)
 
-    def _salient_lines(self, allocation: int) -> list[tuple[int, int, int]]:
-        """Distinct salient lines of the middle that every layout at ``allocation`` omits.
+    def _salient_lines(self, allocation: int) -> tuple[list[tuple[int, int, int]], int]:
+        """Distinct salient lines of the middle that every layout at ``allocation`` omits,
+        as (line number, start, end), and where that middle starts.
 
         The head and tail of any layout are no longer than those of the whole allocation,
         so the middle between those is omitted by all of them. The whole text is scanned
@@ -254,8 +268,8 @@ class SlotPreview:
             line_number += text.count("\n", position, line_start)
             position = line_start
             numbered.append((line_number, line_start, line_end))
-        self._salient[allocation] = numbered
-        return numbered
+        self._salient[allocation] = numbered, start
+        return numbered, start
 
     def _json_value(self) -> Any:
         if self._json is _UNSET:
@@ -306,6 +320,35 @@ _INVALID: Any = object()
 
 def _enough(piece: _Piece, allocation: int) -> bool:
     return piece.content * 100 >= allocation * MIN_CONTENT_PERCENT
+
+
+# The frame that raised, shown with its exception: Python's ``File "...", line N, in f``
+# and its source line (a line of carets after it is skipped), or pytest's ``>`` line.
+_FRAME = re.compile(r'[ \t]*File "[^"\n]*", line \d+, in ')
+_CARETS = re.compile(r"[ \t]*[~^]+[ \t]*\r?")
+
+
+def _frame_before(text: str, start: int, floor: int) -> list[tuple[int, int]]:
+    """The spans of the frame just before the line at ``start`` (none before ``floor``):
+    the frame that raised when that line is an exception's; [] when no frame ends there."""
+    lines: list[tuple[int, int]] = []  # the lines before, nearest first
+    end = start - 1
+    while end >= floor and len(lines) < 3:
+        begin = text.rfind("\n", 0, end) + 1
+        if begin < floor:
+            break
+        lines.append((begin, end))
+        end = begin - 1
+    if lines and _CARETS.fullmatch(text, *lines[0]):
+        del lines[0]
+    if not lines:
+        return []
+    source = lines[0]
+    if text.startswith(">", source[0]):
+        return [source]
+    if len(lines) > 1 and text.startswith(" ", source[0]) and _FRAME.match(text, *lines[1]):
+        return [lines[1], source]
+    return []
 
 
 def _alternate(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
