@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from budgetware.core.artifacts import text_key
 from budgetware.core.jsonpreview import parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
@@ -40,6 +41,9 @@ __all__ = [
 HEAD_SHARE_PERCENT = 20
 # A form is used only if the output's own text fills at least this share of the room.
 MIN_CONTENT_PERCENT = 50
+# Hex digits of the output's SHA-256 that a preview naming no reference shows: distinct
+# outputs read apart (two of a batch share them once in billions).
+_DIGEST_CHARS = 8
 # Salient lines are looked for only when their reserve can hold a short line.
 _MIN_SALIENT_RESERVE = 40
 # How many salient lines are considered at most from each end of the omitted middle.
@@ -120,6 +124,7 @@ class SlotPreview:
         self._json: Any = _UNSET
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
+        self._short_digest: str | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
         """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
@@ -152,10 +157,11 @@ class SlotPreview:
         slack = 0
         for _ in range(32):
             if compact:
-                prefix = words.compact_notice(total, omitted, unit, refs) + "\n"
+                prefix = words.compact_notice(total, omitted, unit, refs) + self._unnamed(refs)
+                prefix += "\n"
                 marker = words.compact_marker()
             else:
-                prefix = words.notice(total, omitted, unit, refs) + "\n\n"
+                prefix = words.notice(total, omitted, unit, refs) + self._unnamed(refs) + "\n\n"
                 marker = words.marker(omitted, unit)
             room = allocation - measure(prefix, unit) - measure(marker, unit) - slack
             if room < 0:
@@ -285,9 +291,9 @@ class SlotPreview:
     ) -> _Piece | None:
         unit, words = self.unit, self.options.wording
         if compact:
-            prefix = words.compact_json_notice(self.total, unit, refs) + "\n"
+            prefix = words.compact_json_notice(self.total, unit, refs) + self._unnamed(refs) + "\n"
         else:
-            prefix = words.json_notice(self.total, unit, refs) + "\n\n"
+            prefix = words.json_notice(self.total, unit, refs) + self._unnamed(refs) + "\n\n"
         room = allocation - measure(prefix, unit)
         if room <= 0:
             return None
@@ -297,9 +303,20 @@ class SlotPreview:
         body, content = rendered
         return _Piece(prefix + body, content)
 
+    def _unnamed(self, refs: Sequence[str]) -> str:
+        """What tells this output apart in a preview that names no reference: its digest."""
+        return "" if refs else self.options.wording.digest(self._digest())
+
+    def _digest(self) -> str:
+        if self._short_digest is None:
+            self._short_digest = (self.key or text_key(self.text))[:_DIGEST_CHARS]
+        return self._short_digest
+
     def _minimal(self, allocation: int) -> str:
-        mark = self.options.wording.minimal()
-        unit = self.unit
+        words, unit = self.options.wording, self.unit
+        mark = words.minimal_digest(self._digest())
+        if measure(mark, unit) * 100 > allocation * MIN_CONTENT_PERCENT:
+            mark = words.minimal()  # too small a room for the digest and as much content
         room = allocation - measure(mark, unit)
         if room <= 0:
             return cut_prefix(mark, allocation, unit)

@@ -101,6 +101,15 @@ class Wording:
         """All there is room for before the tail when even a compact notice does not fit."""
         return "[...]"
 
+    def digest(self, digest: str) -> str:
+        """After the notice of a preview that names no reference: a short digest of the
+        output, so that distinct outputs never read the same."""
+        return f" #{digest}"
+
+    def minimal_digest(self, digest: str) -> str:
+        """The minimal form's mark with the output's short digest, where the room holds it."""
+        return f"[... #{digest}]"
+
     def json_items_omitted(self, count: int) -> str:
         """The marker element standing for the omitted elements of a long array."""
         return f"... {count:,} items omitted ..."
