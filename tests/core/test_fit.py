@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware.core.notice import DEFAULT_WORDING
 from budgetware import BudgetConfig
 from budgetware.core.artifacts import text_key
+from budgetware.core.notice import DEFAULT_WORDING
 from budgetware.finalizer import ToolResult, finalize_batch, fit_text, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
