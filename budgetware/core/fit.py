@@ -297,7 +297,17 @@ class SlotPreview:
         room = allocation - measure(prefix, unit)
         if room <= 0:
             return None
-        rendered = render_within(value, room, unit, self.text, self.total, words)
+        options = self.options
+        rendered = render_within(
+            value,
+            room,
+            unit,
+            self.text,
+            self.total,
+            words,
+            options.salient,
+            options.salient_percent,
+        )
         if rendered is None:
             return None
         body, content = rendered

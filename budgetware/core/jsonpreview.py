@@ -20,16 +20,16 @@ one orjson parse (``parse_document``), numbers kept as spelled.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
 from budgetware.core.jsonio import dumps_literal, loads_literal, loads_spelled
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
+from budgetware.core.salient import SalientPattern, salient_spans
 
 __all__ = ["parse_document", "render_within"]
 
@@ -151,13 +151,22 @@ def _number_dense(text: str) -> bool:
 
 
 def render_within(
-    doc: Document, room: int, unit: Unit, text: str, total: int, words: Wording
+    doc: Document,
+    room: int,
+    unit: Unit,
+    text: str,
+    total: int,
+    words: Wording,
+    salient: SalientPattern | None = None,
+    salient_percent: int = 0,
 ) -> tuple[str, int] | None:
     """Compact JSON of the document's shape measuring at most ``room`` in ``unit``, and how
     much of it is the document's own content (not markers or summaries); or None.
 
     ``text`` (the original, measuring ``total``) tells how bytes relate to the unit, for
-    the first guess; the result is measured in the unit and shrunk until it fits.
+    the first guess; the result is measured in the unit and shrunk until it fits. Up to
+    ``salient_percent`` of a cut array's room goes to elements of its omitted middle that
+    carry an error or a failure (``salient``: the pattern of salient lines).
     """
     if room < 2:
         return None
@@ -167,72 +176,31 @@ def render_within(
         # Bytes per unit of the original text scale the first guess; then measure, shrink.
         scale = doc.text_bytes(text) / max(total, 1)
         budget = max(int(room * min(scale, 8.0)), 2)
-    fitter = _Fitter(doc, words)
+    fitter = _Fitter(doc, words, salient, salient_percent)
     for _ in range(16):
         shrunk = fitter.fit(doc.value, budget, doc.size(doc.value))
         if shrunk is None:
             return None
-        raw = dumps_literal(shrunk[0])
-        out = raw.decode("utf-8")
+        value, raw_size, markers = shrunk
+        out = dumps_literal(value).decode("utf-8")
         size = measure(out, unit)
         if size <= room:
-            own = 1 - _marker_bytes(shrunk[0], words) / max(len(raw), 1)
-            return out, int(size * own)
+            return out, int(size * (1 - markers / max(raw_size, 1)))
         budget = min(budget - 1, int(budget * room / size * 0.97))
         if budget < 2:
             return None
     return None
 
 
-@functools.lru_cache(maxsize=8)
-def _marker_patterns(words: Wording) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Whole-string markers, and the marker inside a cut string, as the wording writes them."""
-
-    def shape(example: str) -> str:
-        return re.escape(example).replace("0", r"[\d,]+")
-
-    whole = "|".join(
-        shape(m)
-        for m in (
-            words.json_items_omitted(0),
-            words.json_keys_omitted(0),
-            words.json_summary("object", 0),
-            words.json_summary("array", 0),
-            _ELLIPSIS,
-        )
-    )
-    return re.compile(f"(?:{whole})"), re.compile(shape(words.json_string_cut(0)))
-
-
-def _marker_bytes(value: Any, words: Wording) -> int:
-    """UTF-8 bytes of a rendered value that are markers and summaries, not content."""
-    whole, inner = _marker_patterns(words)
-    total = 0
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if whole.fullmatch(key):
-                    total += len(key) + 3
-                stack.append(child)
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, str):
-            if whole.fullmatch(node):
-                total += len(node.encode()) + 2
-            else:
-                total += sum(len(m.group()) for m in inner.finditer(node))
-                if node.endswith(_ELLIPSIS):
-                    total += len(_ELLIPSIS)
-    return total
-
-
 def _size(value: Any) -> int:
     return len(dumps_literal(value))
 
 
-def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
+# A fitted value: (the value, its size, how many of its bytes are markers or summaries).
+_Fit = tuple[Any, int, int]
+
+
+def _summary(value: Any, budget: int, words: Wording) -> _Fit | None:
     """A string standing for a value with too little room: what it was, or just ``...``."""
     if isinstance(value, dict):
         candidates = [words.json_summary("object", len(value)), _ELLIPSIS]
@@ -243,11 +211,11 @@ def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
     for candidate in candidates:
         size = _size(candidate)
         if size <= budget:
-            return candidate, size
+            return candidate, size, size
     return None
 
 
-def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
+def _fit_str(s: str, budget: int, words: Wording) -> _Fit | None:
     # Cut by UTF-8 bytes, then measure: an escape takes two to six bytes, so the next try
     # scales what is kept by what its bytes cost, not by the excess alone.
     keep = budget - 2 - len(words.json_string_cut(len(s)))
@@ -259,14 +227,16 @@ def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
                 kept = short[: -len(_ELLIPSIS)]
                 short = cut_prefix(kept, len(kept) // 2, "chars") + _ELLIPSIS
             size = _size(short)
-            return (short, size) if size <= budget else None
+            if size > budget:
+                return None
+            return short, size, size if short == _ELLIPSIS else len(_ELLIPSIS)
         head = cut_prefix(s, keep // 2, "utf8_bytes")
         tail = cut_suffix(s, keep - keep // 2, "utf8_bytes")
         marker = words.json_string_cut(len(s) - len(head) - len(tail))
         out = head + marker + tail
         size = _size(out)
         if size <= budget:
-            return out, size
+            return out, size, len(marker)
         content = size - 2 - len(marker)
         keep = min(keep - 1, keep * (budget - 2 - len(marker)) // max(content, 1))
     return None
@@ -283,29 +253,105 @@ def _ends(n: int) -> Iterator[int]:
         j -= 1
 
 
-def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any, int]:
-    """The kept elements in document order, the marker element after the first ``split``."""
-    omitted = n - len(kept)
-    middle = [words.json_items_omitted(omitted)] if omitted else []
-    value = [*kept[:split], *middle, *kept[split:]]
-    return value, _size(value)
+# -- elements that carry an error or a failure -------------------------------------------
+
+# A string that names a failure by itself: a status ("failed", "FAILURE", "error").
+_FAILURE_WORDS = frozenset(
+    [
+        "fail",
+        "failed",
+        "failure",
+        "failing",
+        "error",
+        "errored",
+        "errors",
+        "fatal",
+        "panic",
+        "panicked",
+        "crashed",
+        "broken",
+        "aborted",
+        "timeout",
+        "timed_out",
+        "timedout",
+    ]
+)
+_LONGEST_WORD = max(map(len, _FAILURE_WORDS))
+# A member that holds an error when its value is a non-empty string, object or array.
+_ERROR_KEYS = frozenset(
+    [
+        "error",
+        "errors",
+        "exception",
+        "exceptions",
+        "failure",
+        "failures",
+        "traceback",
+        "stacktrace",
+        "stack_trace",
+    ]
+)
+# A salient element is shortened to no less than this (its keys and short values whole).
+_MIN_SALIENT_ELEMENT = 160
+# Elements checked from each end of an array's omitted middle, at most (a number, never a
+# time: the same document always gives the same preview).
+ELEMENTS_CHECKED = 1_000
+
+
+def salient_element(value: Any, pattern: SalientPattern) -> bool:
+    """Whether a JSON value carries an error or a failure: a string in it holds a line the
+    salient-line ``pattern`` matches, or (with the default patterns) is a failure status
+    such as ``"failed"``, or a member named ``error``, ``exception``, ``failures``, ...
+    holds something (a non-empty string, object or array, or true)."""
+    defaults = pattern.defaults
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if _salient_string(node, pattern, defaults):
+                return True
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if (
+                    defaults
+                    and (child is True or (isinstance(child, (str, list, dict)) and child))
+                    and key.lower() in _ERROR_KEYS
+                ):
+                    return True
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _salient_string(s: str, pattern: SalientPattern, defaults: bool) -> bool:
+    if defaults and len(s) <= _LONGEST_WORD and s.strip().lower() in _FAILURE_WORDS:
+        return True
+    # One search finds a candidate line; the scan confirms it, each line matched alone.
+    if pattern.regex.search("\n" + s) is None:
+        return False
+    return bool(salient_spans(s + "\n", 0, len(s) + 1, pattern))
 
 
 class _Fitter:
     """Shortens the parts of one document: sizes of its own parts come from the document
     (measured once), those of the values made while fitting are measured as they come."""
 
-    __slots__ = ("doc", "words")
+    __slots__ = ("doc", "percent", "salient", "words")
 
-    def __init__(self, doc: Document, words: Wording) -> None:
+    def __init__(
+        self, doc: Document, words: Wording, salient: SalientPattern | None, percent: int
+    ) -> None:
         self.doc = doc
         self.words = words
+        self.salient = salient if percent > 0 else None
+        self.percent = percent
 
-    def fit(self, value: Any, budget: int, size: int) -> tuple[Any, int] | None:
-        """``(shortened value, its size)`` with size <= ``budget``, or None; ``value`` is a
-        part of the document, measuring ``size``."""
+    def fit(self, value: Any, budget: int, size: int) -> _Fit | None:
+        """``(shortened value, its size, its marker bytes)`` with size <= ``budget``, or
+        None; ``value`` is a part of the document, measuring ``size``."""
         if size <= budget:
-            return value, size
+            return value, size, 0
         words = self.words
         if isinstance(value, str):
             return _fit_str(value, budget, words)
@@ -315,27 +361,21 @@ class _Fitter:
             return self.fit_dict(value, budget) or _summary(value, budget, words)
         return _summary(value, budget, words)
 
-    def fit_list(self, items: list[Any], budget: int) -> tuple[Any, int] | None:
-        words, measure_part = self.words, self.doc.size
+    def fit_list(self, items: list[Any], budget: int) -> _Fit | None:
         n = len(items)
-        # Whole elements first: the first, the last, the second, ... while they fit.
-        front: list[int] = []
-        back: list[int] = []  # collected from the end inwards
-        used = 2  # the brackets
         sizes: dict[int, int] = {}
-        for index in _ends(n):
-            size = sizes[index] = measure_part(items[index])
-            kept = len(front) + len(back) + 1
-            marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
-            if used + size + (kept - 1) + marker > budget:
-                break
-            (front if index == len(front) else back).append(index)
-            used += size
-        if len(front) + len(back) >= min(n, 2):
-            return _assemble([items[i] for i in front + back[::-1]], len(front), n, words)
+        front, back = self._whole_ends(items, budget, sizes)
+        if front + back >= min(n, 2):
+            if self._salient_middle(items, front, n - back):
+                done = self._with_salient(items, budget, sizes)
+                if done is not None:
+                    return done
+            kept = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+            return self._gapped(kept, n)
         # Elements too large to keep whole: shorten the first (and last) ones instead.
         # Every value fits any share of at least _MIN_VALUE (as a summary at worst), so
         # one pass settles it: no search, and the cost stays linear in what is kept.
+        words, measure_part = self.words, self.doc.size
         count = min(n, _MAX_SHRUNK_ELEMENTS)
         while count > 0:
             omitted = n - count
@@ -353,12 +393,112 @@ class _Fitter:
             done = self.fit(items[index], share, length)
             if done is None:  # pragma: no cover - a share of _MIN_VALUE always fits a summary
                 return None
-            fitted.append(done[0])
-        split = sum(1 for i in picks if i < (n + 1) // 2)
-        result = _assemble(fitted, split, n, words)
+            fitted.append((index, done[0], done[2]))
+        result = self._gapped(fitted, n)
         return result if result[1] <= budget else None
 
-    def fit_dict(self, obj: dict[str, Any], budget: int) -> tuple[Any, int] | None:
+    def _whole_ends(self, items: list[Any], budget: int, sizes: dict[int, int]) -> tuple[int, int]:
+        """How many whole elements fit from the front and from the back (the first, the
+        last, the second, ... while they do), with one marker for the rest."""
+        words, measure_part = self.words, self.doc.size
+        n = len(items)
+        front = back = 0
+        used = 2  # the brackets
+        for index in _ends(n):
+            size = sizes.get(index)
+            if size is None:
+                size = sizes[index] = measure_part(items[index])
+            kept = front + back + 1
+            marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
+            if used + size + (kept - 1) + marker > budget:
+                break
+            if index == front:
+                front += 1
+            else:
+                back += 1
+            used += size
+        return front, back
+
+    def _salient_middle(self, items: list[Any], start: int, stop: int) -> list[int]:
+        """Indices of the omitted middle ``[start, stop)`` whose elements carry an error or
+        a failure: up to ``ELEMENTS_CHECKED`` from each end of it are looked at."""
+        pattern = self.salient
+        if pattern is None or start >= stop:
+            return []
+        if stop - start <= 2 * ELEMENTS_CHECKED:
+            checked: Iterable[int] = range(start, stop)
+        else:
+            checked = itertools.chain(
+                range(start, start + ELEMENTS_CHECKED), range(stop - ELEMENTS_CHECKED, stop)
+            )
+        return [i for i in checked if salient_element(items[i], pattern)]
+
+    def _with_salient(self, items: list[Any], budget: int, sizes: dict[int, int]) -> _Fit | None:
+        """The array with whole elements at both ends and, between them, the elements of
+        the omitted middle that carry an error or a failure, in a share of the room
+        (``percent``), as lines do: distinct ones, from both ends of the middle, each
+        shortened to a quarter of the share at most."""
+        n, words, measure_part = len(items), self.words, self.doc.size
+        reserve = budget * self.percent // 100
+        cap = max(reserve // 4, _MIN_SALIENT_ELEMENT)
+        gap = _size(words.json_items_omitted(n)) + 1  # the widest marker, and its comma
+        # The middle that the ends leave when the whole share goes to the salient ones.
+        front, back = self._whole_ends(items, budget - reserve, sizes)
+        found = self._salient_middle(items, front, n - back)
+        chosen: dict[int, tuple[Any, int]] = {}  # index: (value shown, its marker bytes)
+        seen: set[bytes] = set()
+        used = 0
+        for index in (found[i] for i in _ends(len(found))):
+            size = sizes.get(index)
+            if size is None:
+                size = sizes[index] = measure_part(items[index])
+            shown = self.fit(items[index], min(size, cap), size)
+            if shown is None:
+                continue
+            written = dumps_literal(shown[0])
+            if written in seen:
+                continue  # an element like one shown already: once
+            if used + shown[1] + 1 + gap > reserve:
+                break
+            seen.add(written)
+            chosen[index] = (shown[0], shown[2])
+            used += shown[1] + 1 + gap
+        if not chosen:
+            return None
+        # The ends take back what the chosen ones leave (and keep those they reach whole).
+        front, back = self._whole_ends(items, budget - used, sizes)
+        if front + back < min(n, 2):
+            return None
+        whole = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+        picked = [(i, v, m) for i, (v, m) in chosen.items() if front <= i < n - back]
+        while True:
+            result = self._gapped(sorted(whole + picked), n)
+            if result[1] <= budget or not picked:
+                return result if result[1] <= budget else None
+            del picked[-1]  # pragma: no cover - the share counts a marker for every pick
+
+    def _gapped(self, kept: list[tuple[int, Any, int]], n: int) -> _Fit:
+        """The kept ``(index, value, marker bytes)`` in order, with a marker element for
+        each run of omitted elements between them."""
+        words = self.words
+        out: list[Any] = []
+        markers = 0
+        last = -1
+        for index, value, marks in kept:
+            if index > last + 1:
+                marker = words.json_items_omitted(index - last - 1)
+                out.append(marker)
+                markers += _size(marker) + 1
+            out.append(value)
+            markers += marks
+            last = index
+        if last < n - 1:
+            marker = words.json_items_omitted(n - 1 - last)
+            out.append(marker)
+            markers += _size(marker) + 1
+        return out, _size(out), markers
+
+    def fit_dict(self, obj: dict[str, Any], budget: int) -> _Fit | None:
         words, doc = self.words, self.doc
         keys = list(obj)
         marker_key = _marker_key(obj)
@@ -392,15 +532,17 @@ class _Fitter:
             lengths = self.value_sizes(obj, values, key_sizes)
         shares = allocate(lengths, room)
         out: dict[str, Any] = {}
+        markers = marker
         for key, value, share, length in zip(kept, values, shares, lengths):
             done = self.fit(value, share, length)
             if done is None:
                 return None
             out[key] = done[0]
+            markers += done[2]
         if omitted:
             out[marker_key] = words.json_keys_omitted(omitted)
         size = _size(out)
-        return (out, size) if size <= budget else None
+        return (out, size, markers) if size <= budget else None
 
     def value_sizes(
         self, obj: dict[str, Any], values: list[Any], key_sizes: list[int]
