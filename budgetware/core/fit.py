@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from budgetware.core.artifacts import text_key
-from budgetware.core.jsonpreview import parse_document, render_within
+from budgetware.core.jsonpreview import Document, collector_paused, parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
 from budgetware.core.salient import SalientPattern, Scanned, compile_salient, scan
@@ -121,7 +121,7 @@ class SlotPreview:
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
         self.key = key
-        self._json: Any = _UNSET
+        self._not_json = not self.options.json
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
         self._short_digest: str | None = None
@@ -133,13 +133,13 @@ class SlotPreview:
         if self.total <= allocation:
             return Fitted(self.text, False)
         choices: tuple[tuple[str, ...], ...] = (tuple(refs), ()) if refs else ((),)
-        value = self._json_value()
-        if value is not _INVALID:
-            for names in choices:
-                for compact in (False, True):
-                    piece = self._json_form(value, allocation, names, compact=compact)
-                    if piece is not None and _enough(piece, allocation):
-                        return Fitted(piece.text, bool(names))
+        if not self._not_json:
+            # The parsed document lives only while the collector is off: its passes over
+            # every new container would find no cycle (the finalizer fits a slot once).
+            with collector_paused():
+                fitted = self._fit_json(allocation, choices)
+            if fitted is not None:
+                return fitted
         for names in choices:
             for compact in (False, True):
                 piece = self._text_form(allocation, names, compact=compact)
@@ -277,17 +277,21 @@ class SlotPreview:
         self._salient[allocation] = numbered, start
         return numbered, start
 
-    def _json_value(self) -> Any:
-        if self._json is _UNSET:
-            self._json = _INVALID
-            if self.options.json:
-                value = parse_document(self.text)
-                if value is not None:
-                    self._json = value
-        return self._json
+    def _fit_json(self, allocation: int, choices: tuple[tuple[str, ...], ...]) -> Fitted | None:
+        """The JSON form at ``allocation``, or None (not a JSON document, or no room)."""
+        value = parse_document(self.text)
+        if value is None:
+            self._not_json = True
+            return None
+        for names in choices:
+            for compact in (False, True):
+                piece = self._json_form(value, allocation, names, compact=compact)
+                if piece is not None and _enough(piece, allocation):
+                    return Fitted(piece.text, bool(names))
+        return None
 
     def _json_form(
-        self, value: Any, allocation: int, refs: Sequence[str], *, compact: bool
+        self, value: Document, allocation: int, refs: Sequence[str], *, compact: bool
     ) -> _Piece | None:
         unit, words = self.unit, self.options.wording
         if compact:
@@ -339,10 +343,6 @@ class SlotPreview:
             if room <= 0:
                 break
         return cut_prefix(mark, allocation, unit)
-
-
-_UNSET: Any = object()
-_INVALID: Any = object()
 
 
 def _enough(piece: _Piece, allocation: int) -> bool:

@@ -20,6 +20,8 @@ one orjson parse (``parse_document``), numbers kept as spelled.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import re
 from collections.abc import Iterable, Iterator
@@ -31,7 +33,7 @@ from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
 from budgetware.core.salient import SalientPattern, salient_spans
 
-__all__ = ["parse_document", "render_within"]
+__all__ = ["collector_paused", "parse_document", "render_within"]
 
 # The smallest value a shortened member or element may become: a summary string "...".
 _MIN_VALUE = 5
@@ -85,10 +87,9 @@ def parse_document(text: str) -> Document | None:
     """The JSON object or array that ``text`` is, or None (any other text, invalid JSON).
 
     A byte order mark and any amount of whitespace around the document are allowed. Every
-    number is written back as the document spells it: the document is read by orjson when
-    each of its numbers is spelled as orjson writes it (``jsonio.loads_spelled``, one
-    comparison proves it), with its numbers kept as their literal text otherwise
-    (``jsonio.loads_literal``).
+    number is written back as the document spells it: orjson reads the document when each
+    of its numbers is spelled as orjson writes it (``jsonio.loads_spelled`` proves it), the
+    literal parse (``jsonio.loads_literal``) reads it otherwise.
     """
     # Look at the first and last characters past the spaces without copying a large text.
     first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
@@ -103,12 +104,9 @@ def parse_document(text: str) -> Document | None:
     if last - first < 1 or text[last] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
-    # The literal parse makes an object of every number: on a document of numbers that is
-    # most of its cost. orjson's parse, proven faithful, costs a serialization and a
-    # comparison more than orjson's parse alone: less than the literal parse when numbers
-    # are many and spelled as orjson writes them, more when they are few (an API's
-    # strings) or the proof fails (Python's ``1e-05``, ``2.5e-07``: orjson writes
-    # ``0.00001``, ``2.5e-7``).
+    # The literal parse makes an object of every number; orjson's, once proven faithful,
+    # costs less where numbers are many and spelled as orjson writes them, more where they
+    # are few or spelled otherwise (Python's ``1e-05``, where orjson writes ``1e-5``).
     if _number_dense(body) and _OTHER_EXPONENT.search(body) is None:
         exact = loads_spelled(body)
         if exact is not None:
@@ -125,6 +123,21 @@ def parse_document(text: str) -> Document | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return Document(value, size)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off (unless it is off already) while a document is
+    read and fitted: a parsed tree holds no cycle, and the passes the collector would make
+    over its containers, as it grows and once more after, find nothing."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 # A negative exponent as Python writes it and orjson never does: ``1e-05``.
