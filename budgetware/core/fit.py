@@ -222,7 +222,12 @@ class SlotPreview:
 
         chosen: dict[int, tuple[str, int]] = {}  # line number: (shown text, kept)
         used = 0
-        for number, start, end in _alternate(candidates):
+        # Both ends of the middle first; the lines that only open a traceback or chain one
+        # to the next last (its exception and the frame that raised it say more); a line
+        # that does not fit leaves its room to the next ones.
+        ordered = _alternate(candidates)
+        ordered.sort(key=lambda c: _OPENING.match(text, c[1], c[2]) is not None)
+        for number, start, end in ordered:
             if number in chosen:
                 continue
             line = line_at(number, start, end)
@@ -234,7 +239,7 @@ class SlotPreview:
             cost = sum(g[3] for g in new)
             head = measure(words.salient_marker(omitted, unit, len(chosen) + len(new)), unit)
             if head + fixed + used + cost > budget:
-                break
+                continue
             chosen.update((n, (shown, kept)) for n, shown, kept, _ in new)
             used += cost
         if not chosen:
@@ -351,6 +356,10 @@ def _enough(piece: _Piece, allocation: int) -> bool:
 
 # The frame that raised, shown with its exception: Python's ``File "...", line N, in f``
 # and its source line (a line of carets after it is skipped), or pytest's ``>`` line.
+_OPENING = re.compile(
+    r"[ \t]*(?:Traceback \(most recent call last\)|During handling of the above exception"
+    r"|The above exception was the direct cause)"
+)
 _FRAME = re.compile(r'[ \t]*File "[^"\n]*", line \d+, in ')
 _CARETS = re.compile(r"[ \t]*[~^]+[ \t]*\r?")
 
