@@ -1,17 +1,18 @@
 """Fitting one slot of text into its allocation: the preview a model reads instead of it.
 
-A preview never exceeds its allocation, is the same for the same input, and fitting it again
-changes nothing. The forms, tried in order until one fits with at least half of the room
-left for the output's own text (`MIN_CONTENT_PERCENT`):
+A preview never exceeds its allocation, is the same for the same input, and fitting it
+again changes nothing. Its forms, tried in order until one leaves at least half of the
+room to the output's own text (``MIN_CONTENT_PERCENT``), each with the references first
+and then without (a reference is named whole or not at all):
 
-1. JSON (a JSON document only): the notice line, then valid JSON of the same shape;
-2. full: the notice line, the first fifth of the room, a marker (with salient lines picked
-   from the omitted middle when it holds some), the last four fifths;
-3. compact, for small rooms: a short notice line, the head, ``[...]``, the tail.
+1. JSON, for a JSON document: the notice line, then valid JSON of the same shape;
+2. full: the notice line, the head, a marker (with the salient lines of the omitted
+   middle), the tail;
+3. compact, for small rooms: a short notice line, the head, ``[...]``, the tail;
+4. minimal: ``[...`` and the tail.
 
-Each form is tried with the references first and then without, so a reference is named
-whole or not at all. When no form leaves half of the room for content, the preview is
-``[...]`` and the tail.
+A preview that names no reference carries a short digest of the output instead, so that
+distinct outputs never read the same.
 """
 
 from __future__ import annotations
@@ -41,8 +42,7 @@ __all__ = [
 HEAD_SHARE_PERCENT = 20
 # A form is used only if the output's own text fills at least this share of the room.
 MIN_CONTENT_PERCENT = 50
-# Hex digits of the output's SHA-256 that a preview naming no reference shows: distinct
-# outputs read apart (two of a batch share them once in billions).
+# Hex digits of the output's SHA-256 that a preview naming no reference shows.
 _DIGEST_CHARS = 8
 # Salient lines are looked for only when their reserve can hold a short line.
 _MIN_SALIENT_RESERVE = 40
@@ -99,12 +99,10 @@ def fit_text(
 
 
 class SlotPreview:
-    """One slot's text, measured, parsed and scanned once, fitted at one or more rooms.
+    """One slot's text, measured and scanned once, fitted at one or more rooms.
 
-    The finalizer fits a slot with a reference it predicts, then without: the JSON parse
-    and the salient-line scan are shared between the tries. ``key`` (the text's content
-    address, when the caller has it) lets the scan be shared across slots and requests: an
-    output re-sent every turn is scanned once per process.
+    ``key`` (the text's content address, when the caller has it) shares the salient-line
+    scan across requests: an output re-sent every turn is scanned once per process.
     """
 
     def __init__(

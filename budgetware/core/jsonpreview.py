@@ -1,21 +1,10 @@
 """JSON previews: a JSON document shortened to valid JSON of the same shape within a room.
 
-Long arrays keep their first and last elements around one marker element that says how many
-were omitted; long strings keep their head and tail; an object keeps every key while there
-is room for its skeleton (keys are never cut), and its values share the rest max-min fair;
-a value with too little room left becomes a short summary string. Everything depends only
-on the value, so the same document always gives the same preview.
-
-Nothing but the cuts changes: every number (and ``NaN`` / ``Infinity``) is written exactly
-as the document spelled it (``1e400``, ``1.10``, ``1E5``, integers of any size), so a
-preview is valid JSON whenever the document is. Strings keep their value; they are written
-compactly (raw UTF-8, the few escapes JSON requires), whatever escapes the document used.
-
-Sizes are the UTF-8 bytes of compact JSON, measured by the C serializer; only the elements
-that are kept are visited, and the sizes of the document's parts are measured once (an
-object's largest value by difference), so that fitting a document, at one room or several,
-serializes little more than what is kept: no walk over it in Python. Reading it costs about
-one orjson parse (``parse_document``), numbers kept as spelled.
+Arrays keep their first and last elements, and those of the middle that carry a failure,
+with marker elements counting the rest; strings keep their head and tail; objects keep
+every key while their skeleton fits, their values sharing the rest max-min fair. Only
+the cuts change: numbers keep their spelling and strings their value, so a preview is
+valid JSON whenever the document is, and the same document gives the same preview.
 """
 
 from __future__ import annotations
@@ -47,12 +36,8 @@ _SPACE = " \t\n\r"
 
 
 class Document:
-    """A parsed JSON object or array, with the sizes of its parts measured so far.
-
-    Sizes (compact UTF-8 JSON, numbers as spelled) of the document's own containers are
-    remembered by identity while the document lives, so that fitting it at a second room
-    (or a second notice) serializes nothing already measured.
-    """
+    """A parsed JSON object or array, and the sizes of its containers measured so far (by
+    identity): fitting it again, at another room, measures nothing twice."""
 
     __slots__ = ("_sizes", "_text_bytes", "value")
 
@@ -145,9 +130,8 @@ _OTHER_EXPONENT = re.compile("e-0")
 # Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
 _NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
 _WINDOWS, _WINDOW = 16, 512
-# From about this many numbers a kilobyte, orjson's parse kept faithful costs less than the
-# literal parse (measured in benchmarks/bench_targets.py: an API listing has about 5, a table
-# of floats 40 to 100).
+# Numbers a kilobyte from which orjson's parse, proven faithful, costs less than the
+# literal parse (docs/benchmarks.md).
 _DENSE = 20
 
 
