@@ -292,10 +292,10 @@ _ERROR_KEYS = frozenset(
 _MIN_SALIENT_ELEMENT = 160
 # Elements checked from each end of an array's omitted middle, at most (a number, never a
 # time: the same document always gives the same preview).
-ELEMENTS_CHECKED = 1_000
+_ELEMENTS_CHECKED = 1_000
 
 
-def salient_element(value: Any, pattern: SalientPattern) -> bool:
+def _salient_element(value: Any, pattern: SalientPattern) -> bool:
     """Whether a JSON value carries an error or a failure: a string in it holds a line the
     salient-line ``pattern`` matches, or (with the default patterns) is a failure status
     such as ``"failed"``, or a member named ``error``, ``exception``, ``failures``, ...
@@ -418,17 +418,17 @@ class _Fitter:
 
     def _salient_middle(self, items: list[Any], start: int, stop: int) -> list[int]:
         """Indices of the omitted middle ``[start, stop)`` whose elements carry an error or
-        a failure: up to ``ELEMENTS_CHECKED`` from each end of it are looked at."""
+        a failure: up to ``_ELEMENTS_CHECKED`` from each end of it are looked at."""
         pattern = self.salient
         if pattern is None or start >= stop:
             return []
-        if stop - start <= 2 * ELEMENTS_CHECKED:
+        if stop - start <= 2 * _ELEMENTS_CHECKED:
             checked: Iterable[int] = range(start, stop)
         else:
             checked = itertools.chain(
-                range(start, start + ELEMENTS_CHECKED), range(stop - ELEMENTS_CHECKED, stop)
+                range(start, start + _ELEMENTS_CHECKED), range(stop - _ELEMENTS_CHECKED, stop)
             )
-        return [i for i in checked if salient_element(items[i], pattern)]
+        return [i for i in checked if _salient_element(items[i], pattern)]
 
     def _with_salient(self, items: list[Any], budget: int, sizes: dict[int, int]) -> _Fit | None:
         """The array with whole elements at both ends and, between them, the elements of
