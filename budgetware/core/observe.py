@@ -158,6 +158,14 @@ class BatchReport(_BatchFields, _Frozen):
         """Whether what was sent fits the budget (always, unless bounding is off)."""
         return self.budget <= 0 or self.size_after <= self.budget
 
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps tool output or paths.
+        return (
+            f"BatchReport(boundary={self.boundary!r}, results={self.results}, cut={self.cut}, "
+            f"size_before={self.size_before}, size_after={self.size_after}, "
+            f"budget={self.budget}, unit={self.unit!r}, written={len(self.written)})"
+        )
+
 
 class _RequestFields:
     """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
