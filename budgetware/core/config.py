@@ -704,7 +704,11 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a partial set of settings now, so a mistake fails where it is made."""
     unknown = sorted(set(overrides) - set(BudgetConfig.model_fields))
     if unknown:
-        raise ConfigError(f"unknown budgetware setting(s): {', '.join(unknown)}")
+        import difflib
+
+        close = {n: difflib.get_close_matches(n, BudgetConfig.model_fields, n=1) for n in unknown}
+        named = (f"{n} (did you mean {close[n][0]}?)" if close[n] else n for n in unknown)
+        raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
     if not overrides:
         return {}
     checked = _DEFAULT.merged(overrides)
