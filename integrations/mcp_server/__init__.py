@@ -101,10 +101,21 @@ def build_server(
 
     return server_class(
         name,
+        version=_version(),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _version() -> str:
+    """budgetware's version, as the server tells its clients (``serverInfo.version``)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("budgetware")
+    except metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "unknown"
 
 
 def _client(context: Any) -> str | None:
@@ -256,13 +267,21 @@ async def serve_http(
     port: int = 8765,
     path: str = "/mcp",
     token: str | None = None,
+    on_ready: Callable[[], object] | None = None,
 ) -> None:
     """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
-    see ``http_app``)."""
+    see ``http_app``); ``on_ready()`` once the port is bound."""
     try:
         import uvicorn
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
+
+    class Uvicorn(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
     app = http_app(server, host=host, path=path, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
-    await uvicorn.Server(config).serve()
+    await Uvicorn(config).serve()
