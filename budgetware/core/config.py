@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -743,10 +744,37 @@ def budget(**settings: Any) -> Iterator[None]:
     except BaseException:
         _OVERRIDES.reset(token)
         raise
+    reads = _block_reads
     try:
         yield
     finally:
         _OVERRIDES.reset(token)
+    if _block_reads == reads:
+        _unread_block()
+
+
+_block_reads = 0  # resolutions that read a budget() block: an unread block did nothing
+_warned_unread = False
+
+
+def _unread_block() -> None:
+    """Warn once that a ``budget()`` block did nothing: no entry point was ever set up."""
+    global _warned_unread
+    from budgetware.core import observe
+
+    if _warned_unread or observe.entry_points_set_up:
+        return
+    _warned_unread = True
+    from budgetware.core.errors import BudgetwareWarning
+
+    warnings.warn(
+        "budgetware: a budget() block ended with nothing in this process reading its "
+        "settings: budget() and x-budgetware-* headers apply only to requests budgetware "
+        "sees (after budgetware.instrument(), through a BudgetTransport or an SDK "
+        "integration; docs/quickstart.md)",
+        BudgetwareWarning,
+        stacklevel=4,
+    )
 
 
 class _Same:
@@ -786,8 +814,11 @@ def resolve_config(
     ``budget(...)`` block < ``request_overrides``. An invalid environment value raises
     ``ConfigError``; with ``lenient`` (the request path) it is left out, warned once.
     """
+    global _block_reads
     env = environment_settings()
     block = _OVERRIDES.get()
+    if block:
+        _block_reads += 1
     if not env and base is None and not block and not request_overrides:
         return _DEFAULT
     # The same combinations recur on every request: each is validated once.

@@ -385,6 +385,8 @@ def watching() -> bool:
 # --- what entry points run where they are set up --------------------------------------------
 
 _setup_hooks: list[Callable[[], object]] = []
+entry_points_set_up = False
+"""Whether any entry point was set up in this process (an unused ``budget()`` warns)."""
 
 
 def on_entry_setup(hook: Callable[[], object]) -> None:
@@ -396,6 +398,8 @@ def on_entry_setup(hook: Callable[[], object]) -> None:
 
 def entry_setup() -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
+    global entry_points_set_up
+    entry_points_set_up = True
     if not _setup_hooks:
         return
     with _lock:
