@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
-from budgetware.cli.main import version
 from budgetware.core.config import BudgetConfig, check_overrides, check_settings
+from budgetware.core.environment import version
 from budgetware.store.base import ContentStore
 from budgetware.store.select import check_store, store_for_config
 

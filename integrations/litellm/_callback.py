@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,6 +15,7 @@ from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
 from budgetware.core.config import BudgetConfig, check_settings
+from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
@@ -223,6 +225,20 @@ def _bound_conversation(
     return value
 
 
+def _announce(config: BudgetConfig) -> None:
+    """One line in the LiteLLM Proxy's log at start: budgetware is loaded, and how (the
+    proxy configures no logging for it: then on stderr)."""
+    budget = f"{config.batch_budget:,} {config.unit}" if config.enabled else "off"
+    line = (
+        f"budgetware {version()} loaded: bounding tool results of this LiteLLM Proxy's "
+        f"requests, batch budget {budget}"
+    )
+    if logger.hasHandlers():
+        logger.info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
@@ -235,10 +251,13 @@ class BudgetCallback(CustomLogger):
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
         # A bad setting or an unusable store fails here, not on a request.
-        check_store(check_settings(config))
+        resolved = check_settings(config)
+        check_store(resolved)
         self.config = config
         # Pass-through routes forward the client's headers before any hook runs.
         _passthrough.guard_forwarded_headers()
+        if "litellm.proxy.proxy_server" in sys.modules:
+            _announce(resolved)
 
     async def async_pre_call_hook(
         self,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
+from budgetware.core.environment import version
 from budgetware.store.base import ContentStore
 from budgetware.tools import (
     TOOL_DESCRIPTION,
@@ -101,21 +102,11 @@ def build_server(
 
     return server_class(
         name,
-        version=_version(),
+        version=version(),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-
-
-def _version() -> str:
-    """budgetware's version, as the server tells its clients (``serverInfo.version``)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("budgetware")
-    except metadata.PackageNotFoundError:  # a source tree that is not installed
-        return "unknown"
 
 
 def _client(context: Any) -> str | None:

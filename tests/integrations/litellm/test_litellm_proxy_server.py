@@ -338,6 +338,17 @@ def test_an_unwritable_store_never_fails_a_request(
 # --- setup ----------------------------------------------------------------------------------
 
 
+def test_the_proxy_log_says_budgetware_is_loaded_and_how(gateway: LiteLLMProxy) -> None:
+    import budgetware
+
+    log = gateway.log_since(0)
+    assert (
+        f"budgetware {budgetware.__version__} loaded: bounding tool results of this "
+        f"LiteLLM Proxy's requests, batch budget {BUDGET:,} chars"
+    ) in log
+    assert log.count("budgetware " + budgetware.__version__ + " loaded") == 1
+
+
 def test_a_bad_setting_stops_the_proxy_at_start_naming_the_variable(
     proxy_upstream: FakeProvider, tmp_path: Path
 ) -> None:
