@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import re
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ __all__ = [
     "NO_FORMAT",
     "UNIT_NAMES",
     "BudgetConfig",
+    "BudgetwareWarning",
     "ConfigError",
     "Count",
     "McpServerBudget",
@@ -151,6 +153,10 @@ NO_FORMAT = "none"
 
 class ConfigError(ValueError):
     """A setting has an invalid value; the message names the setting."""
+
+
+class BudgetwareWarning(UserWarning):
+    """Something budgetware could not do for a request, and how to get it done."""
 
 
 def default_artifact_dir() -> Path:
@@ -760,13 +766,11 @@ _warned_unread = False
 def _unread_block() -> None:
     """Warn once that a ``budget()`` block did nothing: no entry point was ever set up."""
     global _warned_unread
-    from budgetware.core import observe
-
-    if _warned_unread or observe.entry_points_set_up:
+    # Looked up, not imported (observe imports this module): every entry point loads it.
+    observe = sys.modules.get("budgetware.core.observe")
+    if _warned_unread or getattr(observe, "entry_points_set_up", False):
         return
     _warned_unread = True
-    from budgetware.core.errors import BudgetwareWarning
-
     warnings.warn(
         "budgetware: a budget() block ended with nothing in this process reading its "
         "settings: budget() and x-budgetware-* headers apply only to requests budgetware "
