@@ -94,8 +94,9 @@ async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) 
 
 
 async def test_it_says_where_it_listens_and_which_version_it_is(stored: tuple[Path, str]) -> None:
-    import budgetware
     from local_servers import free_port
+
+    import budgetware
 
     port = free_port()
     process = await asyncio.create_subprocess_exec(
