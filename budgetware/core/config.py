@@ -355,6 +355,15 @@ class BudgetConfig(BaseModel):
             "opentelemetry-api is installed."
         ),
     )
+    client_overrides: Literal["clamp", "allow", "ignore"] = Field(
+        default="clamp",
+        description=(
+            "In a gateway (the LiteLLM Proxy callback), what clients' x-budgetware-* headers "
+            "may do: 'clamp' lets them tighten the budgets the operator set (environment, "
+            "config, key and team metadata), never loosen or disable them; 'allow' lets them "
+            "set any (key and team metadata still win); 'ignore' drops them."
+        ),
+    )
     tool_policies: dict[str, ToolPolicy] = Field(
         default_factory=dict,
         description=(
