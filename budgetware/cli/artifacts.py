@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from budgetware.retrieval.errors import InvalidReadArgument
 from budgetware.retrieval.read import read_ref, read_window
 from budgetware.store.base import ContentStore
 from budgetware.store.lifecycle import StoreUsage, plan_prune, stale_temps, summarize
+from budgetware.store.retention import Progress
 from budgetware.store.select import check_store, store_for_config
 from budgetware.tools.read_tool_output import MAX_CONTEXT, MAX_LIMIT, run_read_tool_output
 
@@ -273,8 +275,8 @@ class _Output:
     def __enter__(self) -> IO[bytes]:
         sys.stdout.flush()
         self._pager: subprocess.Popen[bytes] | None = None
-        if sys.stdout.isatty():
-            command = os.environ.get("PAGER") or "less"
+        command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
+        if sys.stdout.isatty() and command:
             env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
             try:  # a shell, as git and man run $PAGER (it may hold options)
                 self._pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
@@ -302,7 +304,7 @@ def _say_listing(name: str) -> None:
         print(f"listing {name} ...", file=sys.stderr, flush=True)
 
 
-def _progress() -> Any:
+def _progress() -> Progress | None:
     """Deletions as ``deleting N of M files`` on stderr when it is a terminal, else None."""
     if not sys.stderr.isatty():
         return None
