@@ -124,6 +124,7 @@ PUBLIC: dict[str, set[str]] = {
         "serve_stdio",
         "token_from_env",
     },
+    "budgetware.integrations.opentelemetry": {"BudgetwareInstrumentor"},
     "budgetware.integrations.openai": {
         "budget_aiohttp_client",
         "budget_async_http_client",

@@ -158,6 +158,14 @@ class BatchReport(_BatchFields, _Frozen):
         """Whether what was sent fits the budget (always, unless bounding is off)."""
         return self.budget <= 0 or self.size_after <= self.budget
 
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps tool output or paths.
+        return (
+            f"BatchReport(boundary={self.boundary!r}, results={self.results}, cut={self.cut}, "
+            f"size_before={self.size_before}, size_after={self.size_after}, "
+            f"budget={self.budget}, unit={self.unit!r}, written={len(self.written)})"
+        )
+
 
 class _RequestFields:
     """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
@@ -377,6 +385,8 @@ def watching() -> bool:
 # --- what entry points run where they are set up --------------------------------------------
 
 _setup_hooks: list[Callable[[], object]] = []
+entry_points_set_up = False
+"""Whether any entry point was set up in this process (an unused ``budget()`` warns)."""
 
 
 def on_entry_setup(hook: Callable[[], object]) -> None:
@@ -388,6 +398,8 @@ def on_entry_setup(hook: Callable[[], object]) -> None:
 
 def entry_setup() -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
+    global entry_points_set_up
+    entry_points_set_up = True
     if not _setup_hooks:
         return
     with _lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,7 +14,8 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
-from budgetware.core.config import BudgetConfig, check_settings
+from budgetware.core.config import BudgetConfig, check_settings, resolve_config
+from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
@@ -74,7 +76,8 @@ def log_warning(message: str) -> None:
 
 
 def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
-    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``."""
+    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``, and
+    those it put in the body's ``extra_headers`` (the real headers win)."""
     found: Any = None
     server_request = data.get("proxy_server_request")
     if isinstance(server_request, Mapping):
@@ -86,13 +89,15 @@ def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(metadata, Mapping) and isinstance(metadata.get("headers"), Mapping):
                 found = metadata["headers"]
                 break
-    if not isinstance(found, Mapping):
-        return {}
-    return {
-        name: value
-        for name, value in found.items()
-        if _is_own_header(name) and isinstance(value, str)
-    }
+    own: dict[str, str] = {}
+    for headers in (data.get("extra_headers"), found):
+        if isinstance(headers, Mapping):
+            own.update(
+                (name, value)
+                for name, value in headers.items()
+                if _is_own_header(name) and isinstance(value, str)
+            )
+    return own
 
 
 def _is_own_header(name: object) -> bool:
@@ -100,13 +105,65 @@ def _is_own_header(name: object) -> bool:
 
 
 def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
-    """``data`` without ``x-budgetware-*`` entries in the headers the proxy forwards to the
-    provider (``forward_client_headers_to_llm_api``): they are settings for the gateway."""
-    forwarded = data.get("headers")
-    if not isinstance(forwarded, Mapping) or not any(map(_is_own_header, forwarded)):
-        return data
-    kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
-    return {**data, "headers": kept}
+    """``data`` without ``x-budgetware-*`` entries in the headers litellm sends to the
+    provider: those the proxy forwards (``forward_client_headers_to_llm_api``) and the
+    body's ``extra_headers``. They are settings for the gateway."""
+    for field in ("headers", "extra_headers"):
+        forwarded = data.get(field)
+        if isinstance(forwarded, Mapping) and any(map(_is_own_header, forwarded)):
+            kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
+            data = {**data, field: kept}
+    return data
+
+
+# (a client's unit, the operator's unit) -> f: a text measuring n in the first measures at
+# most f * n in the second (chars <= UTF-8 bytes <= 4 chars; an estimated token is 4 bytes,
+# rounded up). Exact token units convert to none of them.
+_UNIT_FACTORS = {
+    ("utf8_bytes", "chars"): 1,
+    ("tokens", "chars"): 4,
+    ("chars", "utf8_bytes"): 4,
+    ("tokens", "utf8_bytes"): 4,
+    ("chars", "tokens"): 1,
+    ("utf8_bytes", "tokens"): 1,
+}
+_CLAMPED = (
+    "budgetware: holding a client's x-budgetware-* headers to the operator's bounds "
+    "(client_overrides is 'clamp'): it asked for a larger budget, none, or a unit that "
+    "cannot be compared"
+)
+
+
+def client_settings(
+    client: Mapping[str, Any], operator: Mapping[str, Any], config: BudgetConfig | None
+) -> dict[str, Any]:
+    """The request's settings from the client's headers and the operator's key and team
+    metadata, by the ``client_overrides`` policy in effect."""
+    if not client:
+        return dict(operator)
+    bounds = resolve_config(config, request_overrides=operator, lenient=True)
+    if bounds.client_overrides == "allow":
+        return {**client, **operator}
+    if bounds.client_overrides == "ignore":
+        log_warning("budgetware: ignoring clients' x-budgetware-* headers (client_overrides)")
+        return dict(operator)
+    kept = dict(client)
+    unit = kept.get("unit", bounds.unit)
+    factor = 1 if unit == bounds.unit else _UNIT_FACTORS.get((unit, bounds.unit))
+    if factor is None:
+        del kept["unit"]
+        factor = 1
+        log_warning(_CLAMPED)
+    for name in ("batch_budget", "mcp_result_budget"):
+        bound = getattr(bounds, name)
+        if bound <= 0:
+            continue  # the operator set no bound: any budget is within it
+        most = max(bound // factor, 1)
+        asked = kept.get(name, bound)
+        if not 0 < asked <= most:
+            kept[name] = most
+            log_warning(_CLAMPED)
+    return {**operator, **kept}
 
 
 def _request_size(data: Mapping[str, Any]) -> int:
@@ -223,11 +280,27 @@ def _bound_conversation(
     return value
 
 
+def _announce(config: BudgetConfig) -> None:
+    """One line in the LiteLLM Proxy's log at start: budgetware is loaded, and how (the
+    proxy configures no logging for it: then on stderr)."""
+    budget = f"{config.batch_budget:,} {config.unit}" if config.enabled else "off"
+    line = (
+        f"budgetware {version()} loaded: bounding tool results of this LiteLLM Proxy's "
+        f"requests, batch budget {budget}; clients' x-budgetware-* headers: "
+        f"{config.client_overrides} (client_overrides)"
+    )
+    if logger.hasHandlers():
+        logger.info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
     In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request with settings
-    from ``config`` < ``x-budgetware-*`` headers < team metadata < key metadata; for async
+    from ``config`` < team metadata < key metadata, and the client's ``x-budgetware-*``
+    headers as ``client_overrides`` says (``client_settings``); for async
     SDK and Router calls ``async_pre_call_deployment_hook`` does, with ``config``. Neither
     ever fails a request: an internal error sends it unchanged.
     """
@@ -235,10 +308,13 @@ class BudgetCallback(CustomLogger):
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
         # A bad setting or an unusable store fails here, not on a request.
-        check_store(check_settings(config))
+        resolved = check_settings(config)
+        check_store(resolved)
         self.config = config
         # Pass-through routes forward the client's headers before any hook runs.
         _passthrough.guard_forwarded_headers()
+        if "litellm.proxy.proxy_server" in sys.modules:
+            _announce(resolved)
 
     async def async_pre_call_hook(
         self,
@@ -247,6 +323,7 @@ class BudgetCallback(CustomLogger):
         data: dict[Any, Any],
         call_type: CallTypesLiteral,
     ) -> dict[Any, Any]:
+        given = data  # the client's x-budgetware-* headers are read from it
         try:
             data = without_own_headers(data)
         except Exception:
@@ -264,14 +341,15 @@ class BudgetCallback(CustomLogger):
                 wire = _FORMATS.get(name)
                 if wire is None:
                     return data
-                headers, size = request_headers(data), _request_size(data)
+                headers, size = request_headers(given), _request_size(data)
             if wire is None:
                 return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
-            overrides = header_overrides(headers, warn=log_warning)
-            overrides.update(metadata_overrides(team, "team metadata", warn=log_warning))
-            overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
+            operator = metadata_overrides(team, "team metadata", warn=log_warning)
+            operator.update(metadata_overrides(key, "key metadata", warn=log_warning))
+            asked = header_overrides(headers, warn=log_warning)
+            overrides = client_settings(asked, operator, self.config)
             path, field = wire
             payload = _conversation(data, path, field, log_warning)
             if payload is None:

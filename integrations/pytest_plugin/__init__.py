@@ -84,6 +84,7 @@ class BudgetwareCapture:
         unit), no request went out unchanged because budgetware failed on it, and at least
         ``min_requests`` requests were recorded (nothing recorded is no proof: the agent
         may send through a client budgetware does not see, such as aiohttp)."""
+        __tracebackhide__ = True  # a failure shows the test's line, not this method's source
         if len(self.requests) < min_requests:
             raise AssertionError(
                 f"budgetware saw {len(self.requests)} request(s), expected at least "

@@ -102,6 +102,43 @@ def test_agent(budgetware_capture, fake):
     )
 
 
+def test_a_failing_budget_shows_the_users_line_not_the_plugins_source(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=50_000)
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url)
+    budgetware_capture.assert_within_budget(budget=10_000)
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    shown = result.stdout.str()
+    assert ">       budgetware_capture.assert_within_budget(budget=10_000)" in shown
+    assert "problems.append" not in shown  # the plugin's own source stays out of it
+    assert "pytest_plugin/__init__.py" not in shown
+
+
+def test_a_mistyped_setting_in_the_marker_says_what_was_meant(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.budgetware(batch_budgett=5)
+def test_typo(budgetware_capture):
+    pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*unknown budgetware setting(s): batch_budgett (did you mean batch_budget?)*"]
+    )
+
+
 def test_the_marker_alone_instruments_the_test(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         HEADER
