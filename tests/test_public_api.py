@@ -78,6 +78,7 @@ PUBLIC: dict[str, set[str]] = {
         "Reply",
         "ReplyPolicy",
         "ToolCall",
+        "Usage",
         "scripted_tool_calls",
     },
     "budgetware.integrations.acp": {

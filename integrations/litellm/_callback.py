@@ -1,4 +1,5 @@
-"""A litellm ``CustomLogger`` bounding tool results in the LiteLLM Proxy and async SDK calls."""
+"""A litellm ``CustomLogger`` bounding tool results in the LiteLLM Proxy and async SDK calls,
+and reporting the provider's token counters of the requests it reported."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, check_settings, resolve_config
 from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
+from budgetware.http.usage import counters
 from budgetware.store.select import check_store
 from budgetware.wire.detect import format_for_path
-from budgetware.wire.payload import bound_payload
+from budgetware.wire.payload import bound_payload_reported
 
 from . import _passthrough
 
@@ -271,13 +274,42 @@ def _bound_conversation(
     payload: dict[str, Any],
     config: BudgetConfig | None,
     overrides: Mapping[str, Any],
-) -> Any:
-    """The bounded value of the payload's one field, or None when unchanged."""
-    bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
+) -> tuple[Any, observe.RequestReport | None]:
+    """The bounded value of the payload's one field (None when unchanged), and its report."""
+    bounded, report = bound_payload_reported(
+        path, payload, config=config, request_overrides=overrides
+    )
     if bounded is payload:
-        return None
+        return None, report
     ((_, value),) = bounded.items()
-    return value
+    return value, report
+
+
+# The reports of requests whose response is still to come, by litellm call id: their
+# usage is reported with them (bounded: past it, the oldest are forgotten).
+_REPORTS: dict[str, observe.RequestReport] = {}
+_REPORTS_MAX = 4096
+
+
+def _remember(call_id: object, report: observe.RequestReport | None) -> None:
+    if report is None or not isinstance(call_id, str):
+        return
+    if len(_REPORTS) >= _REPORTS_MAX:
+        del _REPORTS[next(iter(_REPORTS))]
+    _REPORTS[call_id] = report
+
+
+def _usage_of(response: Any) -> Mapping[str, Any] | None:
+    """The usage object of a litellm response (a model or a dict), as a mapping."""
+    for name in ("usage", "usageMetadata"):
+        found = (
+            response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+        )
+        if found is not None:
+            dump = getattr(found, "model_dump", None)
+            found = dump() if callable(dump) else found
+            return found if isinstance(found, Mapping) else None
+    return None
 
 
 def _announce(config: BudgetConfig) -> None:
@@ -355,7 +387,7 @@ class BudgetCallback(CustomLogger):
             if payload is None:
                 return data
             # A large request (by its content-length) is bounded off the proxy's event loop.
-            bounded = await off_loop_for_size(
+            bounded, report = await off_loop_for_size(
                 size,
                 _bound_conversation,
                 path,
@@ -365,6 +397,7 @@ class BudgetCallback(CustomLogger):
                 config=self.config,
                 overrides=overrides,
             )
+            _remember(data.get("litellm_call_id"), report)
             if bounded is None:
                 return data
             return {**data, field: bounded}
@@ -388,12 +421,33 @@ class BudgetCallback(CustomLogger):
                 return kwargs
             # No content-length here: its JSON size decides whether bounding leaves the loop.
             bound = functools.partial(_bound_conversation, config=self.config, overrides={})
-            bounded = await off_loop_for_size(
+            bounded, report = await off_loop_for_size(
                 _json_size(payload), bound, path, payload, config=self.config
             )
+            _remember(kwargs.get("litellm_call_id"), report)
             if bounded is None:
                 return kwargs
             return {**kwargs, field: bounded}
         except Exception:
             fail_open("bound a litellm request", config=self.config)
             return kwargs
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        """Report the provider's counters of a request this callback reported."""
+        report = _REPORTS.pop(kwargs.get("litellm_call_id"), None)
+        if report is None or report.api is None:
+            return
+        try:
+            usage = _usage_of(response_obj)
+            found = counters(report.api, usage) if usage is not None else None
+            if found is not None:
+                observe.deliver_usage(observe.UsageReport(report.api, *found, request=report))
+        except Exception:
+            fail_open("report a litellm response's usage", config=self.config)
+
+    async def async_log_failure_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        _REPORTS.pop(kwargs.get("litellm_call_id"), None)

@@ -82,6 +82,27 @@ def test_agent(budgetware_capture, fake):
     result.assert_outcomes(passed=1)
 
 
+def test_the_capture_pairs_each_request_with_the_providers_counters(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url, size=3_000, count=2)
+    agent_turn(fake.url, size=3_000, count=2)  # the same prompt: read from the cache
+    first, second = budgetware_capture.requests
+    assert first.usage.cache_read_tokens == 0
+    assert second.usage.cache_read_tokens >= 1024
+    assert second.usage.input_tokens == fake.last.usage.input_tokens
+    assert budgetware_capture.usage == [first.usage, second.usage]
+    assert second.usage.request is second
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_assert_within_budget_says_which_batch_is_over(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         HEADER

@@ -374,7 +374,7 @@ async def test_internal_error_sends_the_request_unchanged_and_logs_no_content(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("HEAD-0: secret tool output")
 
-    monkeypatch.setattr(_callback, "bound_payload", broken)
+    monkeypatch.setattr(_callback, "bound_payload_reported", broken)
     cb = budget_callback(
         config=BudgetConfig(batch_budget=BUDGET, artifact_dir=artifact_dir, raise_errors=False)
     )
@@ -749,3 +749,37 @@ async def test_the_deployment_hook_warns_of_an_unexpected_shape(callback: Any) -
         assert (
             await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion) is kwargs
         )
+
+
+async def test_a_proxy_responses_counters_are_reported_with_its_request(callback: Any) -> None:
+    from litellm.types.utils import ModelResponse
+
+    from budgetware.core import observe
+
+    requests: list[observe.RequestReport] = []
+    usage: list[observe.UsageReport] = []
+    response = ModelResponse(
+        usage={
+            "prompt_tokens": 9000,
+            "completion_tokens": 3,
+            "total_tokens": 9003,
+            "prompt_tokens_details": {"cached_tokens": 8192},
+            "cache_creation_input_tokens": 700,
+        }
+    )
+    with observe.subscribe(request=requests.append, usage=usage.append):
+        await _hook(callback, {**_chat(), "litellm_call_id": "call-1"})
+        await callback.async_log_success_event({"litellm_call_id": "call-1"}, response, None, None)
+        # Once only, and never for a call it did not report.
+        await callback.async_log_success_event({"litellm_call_id": "call-1"}, response, None, None)
+        await callback.async_log_success_event({"litellm_call_id": "other"}, response, None, None)
+    (request,) = requests
+    (report,) = usage
+    assert (report.api, report.input_tokens, report.cache_read_tokens) == (
+        "openai_chat",
+        9000,
+        8192,
+    )
+    assert (report.cache_write_tokens, report.output_tokens) == (700, 3)
+    assert report.request is request
+    assert request.usage is report
