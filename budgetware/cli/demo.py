@@ -410,17 +410,15 @@ def _excerpt(text: str, lines: int = 3) -> str:
 
 
 def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
-    """``(base_url, api_key)`` of a real provider, or None for the offline fake provider."""
+    """``(base_url, api_key)`` of a real provider with ``--real``, else None: the offline fake
+    provider, whatever keys the environment holds (a paid call only when asked for)."""
+    if not args.real:
+        return None
     prefix = "ANTHROPIC" if args.provider == "anthropic" else "OPENAI"
     key = os.environ.get(f"{prefix}_API_KEY")
-    base_url = os.environ.get(f"{prefix}_BASE_URL")
-    if args.offline:
-        return None
-    if args.real or (key and base_url):
-        if not key:
-            raise CliError(f"--real needs {prefix}_API_KEY in the environment", 2)
-        return base_url, key
-    return None
+    if not key:
+        raise CliError(f"--real needs {prefix}_API_KEY in the environment", 2)
+    return os.environ.get(f"{prefix}_BASE_URL"), key
 
 
 def run(args: argparse.Namespace, printer: Printer) -> Run:
@@ -525,7 +523,7 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="talk to the real provider ({OPENAI,ANTHROPIC}_API_KEY and _BASE_URL)",
     )
-    parser.add_argument("--offline", action="store_true", help="never use a real provider")
+    parser.add_argument("--offline", action="store_true", help="the default: no real provider")
     parser.add_argument("--model", help="model name (real provider)")
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)

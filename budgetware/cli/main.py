@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from budgetware.cli.errors import CliError, describe_os_error
 
-__all__ = ["COMMANDS", "main", "version"]
+__all__ = ["COMMANDS", "main"]
 
 # name -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,16 +27,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # A process killed by SIGPIPE exits with 128 + 13; say the same when the reader went away.
 EXIT_BROKEN_PIPE = 141
 EXIT_INTERRUPTED = 130
-
-
-def version() -> str:
-    """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("budgetware")
-    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        return "unknown (not installed)"
 
 
 def _usage() -> str:
@@ -60,6 +50,8 @@ def _dispatch(args: list[str]) -> int:
         print(_usage())
         return 0
     if args[0] in {"-V", "--version"}:
+        from budgetware.core.environment import version
+
         print(f"budgetware {version()}")
         return 0
     name, rest = args[0], args[1:]

@@ -10,7 +10,9 @@ from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
 from budgetware.core.config import BudgetConfig, check_overrides, check_settings
-from budgetware.store.select import check_store
+from budgetware.core.environment import version
+from budgetware.store.base import ContentStore
+from budgetware.store.select import check_store, store_for_config
 
 __all__ = ["main", "parse_address"]
 
@@ -79,8 +81,22 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
 
+    literal = f"[{host}]" if ":" in host else host
+    store = store_for_config(resolved)
+    where = store.location if isinstance(store, ContentStore) else "none"
+
+    def ready() -> None:
+        print(
+            f"budgetware mcp-server {version()}: listening on "
+            f"http://{literal}:{port}{args.path} (store {where})",
+            file=sys.stderr,
+            flush=True,
+        )
+
     async def serve() -> None:
-        await mcp_server.serve_http(server, host=host, port=port, path=args.path, token=token)
+        await mcp_server.serve_http(
+            server, host=host, port=port, path=args.path, token=token, on_ready=ready
+        )
 
     try:
         anyio.run(serve)

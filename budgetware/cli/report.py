@@ -39,11 +39,13 @@ def load(name: str | None) -> Session:
 
 def table(session: Session) -> list[list[Any]]:
     """One row per request, for the page: time, api, unit, budget, body bytes before and
-    after, tool-result size before and after (in the unit), results, cut, seconds, error."""
+    after, tool-result size before and after (in the unit), results, cut, seconds, error;
+    the provider's input tokens and cache reads when its response reported them."""
     rows = []
     for request in session.requests:
         batches = [session.batches[i] for i in request["batches"]]
         results = [r for b in batches for r in b["results"]]
+        usage = request.get("usage", {})
         rows.append(
             [
                 request.get("time", 0.0),
@@ -58,6 +60,8 @@ def table(session: Session) -> list[list[Any]]:
                 sum(1 for r in results if r.get("cut")),
                 request.get("seconds", 0.0),
                 request.get("error"),
+                usage.get("input_tokens"),
+                usage.get("cache_read_tokens"),
             ]
         )
     return rows
@@ -103,6 +107,14 @@ def summary(session: Session) -> str:
         f"  time bounding       {sum(r[10] for r in rows) * 1000:,.1f} ms in all, "
         f"{max(r[10] for r in rows) * 1000:,.1f} ms at most",
     ]
+    usage = [r for r in rows if r[12] is not None]
+    if usage:
+        tokens, read = sum(r[12] for r in usage), sum(r[13] for r in usage)
+        lines.append(
+            f"  provider's cache    {read:,} of {tokens:,} input tokens read from it"
+            + (f" ({read * 100 // tokens}%)" if tokens else "")
+            + f", {len(usage):,} responses"
+        )
     errors = sum(1 for r in rows if r[11])
     if errors:
         lines.append(f"  internal errors     {errors:,} (those requests were sent unchanged)")

@@ -46,7 +46,7 @@ VERSION = 1
 SESSION_VARIABLE = "BUDGETWARE_RUN_SESSION"
 MAX_FILE_BYTES = 32 * 1024 * 1024
 KEEP_SESSIONS = 50
-_BATCHES_REMEMBERED = 4096
+_REMEMBERED = 4096
 _SESSION_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 _FLAGS = (
     os.O_WRONLY
@@ -84,11 +84,28 @@ class _Log:
         # The batches written, by what identifies one re-sent with every turn (in memory
         # only: call ids and tool names, the lengths of its texts, its references).
         self.batches: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        # The requests logged, by report, for the usage their responses report later.
+        self.requests: OrderedDict[int, int] = OrderedDict()
 
     def add(self, report: observe.RequestReport) -> None:
         with self.lock:
             if not self.stopped:
                 self._write_request(time.time(), report)
+
+    def add_usage(self, usage: observe.UsageReport) -> None:
+        with self.lock:
+            sequence = self.requests.get(id(usage.request))
+            if sequence is None or self.stopped:
+                return
+            line = {
+                "type": "usage",
+                "request": sequence,
+                "input_tokens": usage.input_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "output_tokens": usage.output_tokens,
+            }
+            self._append(dumps_bytes(line) + b"\n")
 
     def close(self) -> None:
         with self.lock:
@@ -112,7 +129,7 @@ class _Log:
                 record = {"type": "batch", "id": known, **_batch_record(batch, config)}
                 lines.append(dumps_bytes(record))
                 self.batches[key] = known
-                if len(self.batches) > _BATCHES_REMEMBERED:
+                if len(self.batches) > _REMEMBERED:
                     self.batches.popitem(last=False)
             else:
                 self.batches.move_to_end(key)
@@ -141,6 +158,9 @@ class _Log:
         }
         if preview:
             request["preview"] = preview
+        self.requests[id(report)] = self.sequence
+        if len(self.requests) > _REMEMBERED:
+            self.requests.popitem(last=False)
         self.sequence += 1
         lines.append(dumps_bytes(request))
         self._append(b"\n".join(lines) + b"\n")
@@ -293,6 +313,12 @@ def log_request(report: observe.RequestReport) -> None:
         log.add(report)
 
 
+def _log_usage(usage: observe.UsageReport) -> None:
+    log = _LOG
+    if log is not None:
+        log.add_usage(usage)
+
+
 def start(directory: str, session: str | None = None) -> str:
     """Log this process's requests into ``directory``/``session``; returns the session id."""
     global _LOG, _SUBSCRIPTION
@@ -301,7 +327,7 @@ def start(directory: str, session: str | None = None) -> str:
             return _LOG.session
         _LOG = _Log(directory, session or new_session_id())
         if _SUBSCRIPTION is None:
-            _SUBSCRIPTION = observe.subscribe(request=log_request)
+            _SUBSCRIPTION = observe.subscribe(request=log_request, usage=_log_usage)
         return _LOG.session
 
 
@@ -396,6 +422,7 @@ def read_session(path: str) -> Session:
 
 def _read_file(file: str, session: Session, found: list[dict[str, Any]]) -> None:
     batches: dict[int, dict[str, Any]] = {}
+    requests: dict[int, dict[str, Any]] = {}
     process = session.processes
     session.processes += 1
     with open(file, "rb") as handle:
@@ -420,7 +447,11 @@ def _read_file(file: str, session: Session, found: list[dict[str, Any]]) -> None
                 resolved += [batches[i] for i in range(first, last + 1) if i in batches]
             record["batches"] = resolved
             record["process"] = process
+            requests[record.get("seq", -1)] = record
             found.append(record)
+        elif kind == "usage" and record.get("request") in requests:
+            requests[record.pop("request")]["usage"] = record
+            del record["type"]
         elif kind == "stopped":
             session.stopped += 1
 

@@ -16,6 +16,7 @@ __all__ = [
     "Reply",
     "ReplyPolicy",
     "ToolCall",
+    "Usage",
     "count_tool_call_turns",
     "default_policy",
     "detect_api",
@@ -63,6 +64,25 @@ def default_policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The token counts the fake answered a request with, in the API's own usage fields
+    (4 bytes of the prompt a token; docs/pytest.md, "Prompt caching")."""
+
+    input_tokens: int
+    """Every token of the prompt, the ones read from or written to the cache included."""
+    output_tokens: int
+    cache_read_tokens: int = 0
+    """The prompt's prefix read from the cache."""
+    cache_write_tokens: int = 0
+    """Written to the cache by this request (Anthropic's ``cache_creation_input_tokens``)."""
+
+    @property
+    def uncached_tokens(self) -> int:
+        """The prompt's tokens neither read from nor written to the cache."""
+        return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
     """One request exactly as the fake provider received it."""
 
@@ -74,6 +94,8 @@ class RecordedRequest:
     body: bytes
     api: ApiName | None = None
     """The API the path was recognized as, or None (answered 404)."""
+    usage: Usage | None = None
+    """The usage it was answered with; None for an error answer."""
 
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""

@@ -9,6 +9,9 @@ import socket
 import socketserver
 import sys
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -20,8 +23,17 @@ from budgetware.testing._apis import (
     RecordedRequest,
     Reply,
     ReplyPolicy,
+    Usage,
     default_policy,
     detect_api,
+)
+from budgetware.testing._cache import (
+    BYTES_PER_TOKEN,
+    MAX_BREAKPOINTS,
+    TTLS,
+    Block,
+    PromptCache,
+    prompt_blocks,
 )
 from budgetware.testing._renderers import (
     anthropic,
@@ -31,18 +43,21 @@ from budgetware.testing._renderers import (
     openai_chat,
     openai_responses,
 )
-from budgetware.testing._renderers.common import Rendered, Usage, error, json_body
+from budgetware.testing._renderers.common import Rendered, args_json, error, json_body
 
 __all__ = ["FakeProvider"]
 
 
+def model_of(api: ApiName, path: str, body: dict[str, Any]) -> str:
+    """The model a request names (Gemini names it in the path)."""
+    m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/")) if api == "gemini" else None
+    return m.group("model") if m else str(body.get("model") or "fake-model")
+
+
 def render(
-    api: ApiName, operation: str, path: str, body: dict[str, Any], raw: bytes, reply: Reply
+    api: ApiName, operation: str, path: str, body: dict[str, Any], reply: Reply, usage: Usage
 ) -> Rendered:
-    if reply.status != 200:
-        return error(reply.status, reply.text or "fake provider error", "api_error")
-    usage = Usage(raw, reply)
-    model = str(body.get("model") or "fake-model")
+    model = model_of(api, path, body)
     stream = body.get("stream") is True
     if api == "openai_chat":
         return openai_chat.render(model, reply, usage, stream, body)
@@ -50,13 +65,11 @@ def render(
         return openai_responses.render(model, reply, usage, stream)
     if api == "anthropic":
         if operation == "count_tokens":
-            return json_body({"input_tokens": usage.input})
+            return json_body({"input_tokens": usage.input_tokens})
         return anthropic.render(model, reply, usage, stream)
     if api == "gemini":
-        m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/"))
-        model = m.group("model") if m else model
         if operation == "countTokens":
-            return json_body({"totalTokens": usage.input})
+            return json_body({"totalTokens": usage.input_tokens})
         query = parse_qs(urlsplit(path).query)
         return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
     if api == "ollama":  # streams unless told otherwise
@@ -155,8 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         detected = detect_api(self.path)
         api = detected[0] if detected else None
-        self.server.provider._record(RecordedRequest(self.command, self.path, headers, raw, api))
-        self._send(self.server.provider._answer(self.command, self.path, raw, detected))
+        provider = self.server.provider
+        rendered, usage = provider._answer(self.command, self.path, raw, detected)
+        provider._record(RecordedRequest(self.command, self.path, headers, raw, api, usage))
+        self._send(rendered)
 
     def _send(self, rendered: Rendered) -> None:
         try:
@@ -192,11 +207,21 @@ class FakeProvider:
 
     Use it as a context manager or call ``start()`` and ``stop()``. Point an SDK at
     ``fp.url``; read what it sent from ``fp.requests``. ``reply`` decides each answer from
-    ``(api, request_json)`` and may be swapped at any time.
+    ``(api, request_json)`` and may be swapped at any time. It caches prompts as each API
+    does unless ``caching=False``; ``clock`` (seconds, default ``time.monotonic``) times
+    the cache entries' lives.
     """
 
-    def __init__(self, reply: ReplyPolicy | None = None) -> None:
+    def __init__(
+        self,
+        reply: ReplyPolicy | None = None,
+        *,
+        caching: bool = True,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.reply: ReplyPolicy = reply or default_policy
+        self.caching = caching
+        self._cache = PromptCache(clock or time.monotonic)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._server: _Server | None = None
@@ -298,22 +323,53 @@ class FakeProvider:
 
     def _answer(
         self, method: str, path: str, raw: bytes, detected: tuple[ApiName, str] | None
-    ) -> Rendered:
+    ) -> tuple[Rendered, Usage | None]:
         if detected is None:
-            return error(404, f"no fake endpoint for {method} {urlsplit(path).path}", "not_found")
+            return error(
+                404, f"no fake endpoint for {method} {urlsplit(path).path}", "not_found"
+            ), None
         if method != "POST":
-            return error(405, f"{method} is not supported on {urlsplit(path).path}")
+            return error(405, f"{method} is not supported on {urlsplit(path).path}"), None
         api, operation = detected
         try:
             body = json.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError):
-            return error(400, "the request body is not valid JSON")
+            return error(400, "the request body is not valid JSON"), None
         if not isinstance(body, dict):
-            return error(400, "the request body must be a JSON object")
+            return error(400, "the request body must be a JSON object"), None
+        blocks = prompt_blocks(api, body)
+        marks = [ttl for _, ttl in blocks if ttl is not None]
+        if len(marks) > MAX_BREAKPOINTS:
+            found = f"Found {len(marks)}."
+            return error(
+                400, f"A maximum of 4 blocks with cache_control may be provided. {found}"
+            ), None
+        if any(ttl not in TTLS for ttl in marks):
+            return error(400, "cache_control.ttl: Input should be '5m' or '1h'"), None
         try:
             reply = self.reply(api, body)
         except Exception as exc:  # a broken test policy must not hang the SDK call
-            return error(500, f"reply policy failed: {exc!r}", "api_error")
+            return error(500, f"reply policy failed: {exc!r}", "api_error"), None
         if isinstance(reply, str):
             reply = Reply(reply)
-        return render(api, operation, path, body, raw, reply)
+        if reply.status != 200:
+            return error(reply.status, reply.text or "fake provider error", "api_error"), None
+        usage = self._usage(api, operation, model_of(api, path, body), blocks, reply)
+        return render(api, operation, path, body, reply, usage), usage
+
+    def _usage(
+        self, api: ApiName, operation: str, model: str, blocks: list[Block], reply: Reply
+    ) -> Usage:
+        """The request's token counts; a model request reads and writes the cache."""
+        prompt = b"".join(data for data, _ in blocks)
+        size = len(reply.text) + sum(len(args_json(c[2])) + len(c[1]) for c in reply.tool_calls)
+        output = max(1, size // BYTES_PER_TOKEN)
+        usage = Usage(max(1, len(prompt) // BYTES_PER_TOKEN), output)
+        if not self.caching or operation in ("count_tokens", "countTokens"):
+            return usage
+        if api == "anthropic":
+            read, written = self._cache.explicit(model, blocks)
+            return replace(usage, cache_read_tokens=read, cache_write_tokens=written)
+        if api in ("openai_chat", "openai_responses", "gemini"):
+            return replace(usage, cache_read_tokens=self._cache.automatic(model, prompt))
+        return usage

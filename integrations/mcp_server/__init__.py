@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
+from budgetware.core.environment import version
 from budgetware.store.base import ContentStore
 from budgetware.tools import (
     TOOL_DESCRIPTION,
@@ -101,6 +102,7 @@ def build_server(
 
     return server_class(
         name,
+        version=version(),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -256,13 +258,21 @@ async def serve_http(
     port: int = 8765,
     path: str = "/mcp",
     token: str | None = None,
+    on_ready: Callable[[], object] | None = None,
 ) -> None:
     """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
-    see ``http_app``)."""
+    see ``http_app``); ``on_ready()`` once the port is bound."""
     try:
         import uvicorn
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
+
+    class Uvicorn(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
     app = http_app(server, host=host, path=path, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
-    await uvicorn.Server(config).serve()
+    await Uvicorn(config).serve()

@@ -16,6 +16,8 @@ def agent_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
     with FakeProvider(scripted_tool_calls(TURNS)) as fake:
         done = run_session(fake.url, tmp, "--report")
         bodies = [request.body for request in fake.requests]
+        usages = [request.usage for request in fake.requests]
     assert done.returncode == 0, done.stderr
     (path,) = (tmp / "sessions").iterdir()
-    return AgentSession(done, tmp / "sessions", path, bodies)
+    cache = [(u.input_tokens, u.cache_read_tokens) for u in usages if u is not None]
+    return AgentSession(done, tmp / "sessions", path, bodies, cache)

@@ -231,7 +231,7 @@ def test_a_session_still_running_is_read_again(
     served = Inspector(read_session(str(session))).start()
     try:
         assert len(api(served, "session")[1]["requests"]) == 5
-        last = log.read_text().splitlines()[-1]
+        last = [line for line in log.read_text().splitlines() if '"type":"request"' in line][-1]
         with log.open("a") as file:  # the program sent one more request
             file.write(last + "\n")
         assert len(api(served, "session")[1]["requests"]) == 6
@@ -328,6 +328,8 @@ def test_the_page_in_a_browser(
     # The chart: a bar before and a bar sent per request.
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart rect.b")) == 5
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart rect.a")) == 5
+    # and the provider's cache reads, one a response
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chart circle")) == 5
     assert "5 requests from 1 process; 4 bounded" in find(By.ID, "totals").text
     _shot(browser, "inspect-session.png", "session")
     # A request expanded from its bar: its newest batch first.

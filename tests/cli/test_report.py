@@ -42,6 +42,9 @@ def test_run_report_prints_what_budgetware_did_when_the_program_exits(
     after = sum(len(body) for body in agent_session.bodies)
     assert re.search(rf"request bodies +[\d,]+ -> {after:,} bytes", err), err
     assert "artifacts           4 written, 0 reused" in err
+    tokens, read = (sum(counts) for counts in zip(*agent_session.cache))
+    assert 0 < read < tokens
+    assert f"provider's cache    {read:,} of {tokens:,} input tokens read from it" in err
     assert f"See it: budgetware inspect {agent_session.path.name}" in err
     assert not any(word in err for word in TOOL_TEXT)
 
@@ -78,6 +81,9 @@ def test_the_session_log_holds_sizes_never_text(agent_session: AgentSession) -> 
     assert records[0]["session"] == agent_session.path.name
     requests = [r for r in records if r["type"] == "request"]
     assert [r["bytes_after"] for r in requests] == [len(b) for b in agent_session.bodies]
+    usage = [r for r in records if r["type"] == "usage"]
+    assert [(u["input_tokens"], u["cache_read_tokens"]) for u in usage] == agent_session.cache
+    assert [u["request"] for u in usage] == [r["seq"] for r in requests]
     # The first request carried no tool result (its body, within budget, was not read).
     assert [r["api"] for r in requests] == [None] + ["openai_chat"] * 4
     assert {r["budget"] for r in requests} == {20_000}
@@ -149,12 +155,12 @@ def test_log_level_info_shows_the_info_lines_without_code(tmp_path: Path) -> Non
         done = run_session(fake.url, tmp_path, "--log-level", "info")
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines == [
-        line for line in lines if line.startswith("budgetware INFO: budgetware bounded")
-    ]
-    assert len(lines) == 1
-    assert "(openai_chat)" in lines[0]
-    assert "1 of 2 tool results cut" in lines[0]
+    assert all(line.startswith("budgetware INFO: budgetware") for line in lines), lines
+    (bounded,) = [line for line in lines if "bounded a request" in line]
+    assert "(openai_chat)" in bounded
+    assert "1 of 2 tool results cut" in bounded
+    # and the provider's usage of each of the two requests
+    assert sum("the provider's usage (openai_chat)" in line for line in lines) == 2
 
 
 def test_report_needs_the_session_log(tmp_path: Path) -> None:

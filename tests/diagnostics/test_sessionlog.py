@@ -98,11 +98,13 @@ def test_requests_are_logged_as_sizes(log_dir: Path, fake_provider: FakeProvider
     assert "secret" not in text
     assert "sk-in-the-query" not in text
     assert "127.0.0.1" not in text
-    kinds = [line["type"] for line in lines]
+    kinds = [line["type"] for line in lines if line["type"] != "usage"]
     # The batch re-sent twice is written once (its second record says it was not written
     # then: the artifact was already stored).
     assert kinds == ["process", "batch", "request", "batch", "request", "request"]
-    first, again = lines[1], lines[3]
+    # Each response's usage follows its request.
+    assert [line["request"] for line in lines if line["type"] == "usage"] == [0, 1, 2]
+    first, again = [line for line in lines if line["type"] == "batch"]
     assert first["results"][0]["written"] is True
     assert again["results"][0]["written"] is False
     assert [line["batches"] for line in lines if line["type"] == "request"] == [
@@ -184,7 +186,7 @@ def test_the_setting_starts_it_in_a_program_that_instruments(tmp_path: Path) -> 
     with FakeProvider() as fake:
         subprocess.run([sys.executable, "-c", program, fake.url], env=env, check=True, timeout=60)
     lines = records(tmp_path / "s")
-    assert [line["type"] for line in lines] == ["process", "batch", "request"]
+    assert [line["type"] for line in lines] == ["process", "batch", "request", "usage"]
 
 
 def test_under_budgetware_run_the_set_up_stays_cheap(tmp_path: Path) -> None:

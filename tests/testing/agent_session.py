@@ -90,6 +90,8 @@ class AgentSession:
     """The session's own directory."""
     bodies: list[bytes]
     """What the provider received, request by request."""
+    cache: list[tuple[int, int]]
+    """Input tokens and those read from its cache, as the provider answered each request."""
 
 
 def run_session(

@@ -10,7 +10,9 @@
   const LIMIT = 20000; // read_tool_output's default window
   const CONTEXT_BEFORE = 2000; // characters shown above a match jumped to
   // The fields of a request row (budgetware/cli/report.py: table).
-  const [T, API, UNIT, BUDGET, BB, BA, SB, SA, RESULTS, CUT, SECS, ERR] = [...Array(12).keys()];
+  const [T, API, UNIT, BUDGET, BB, BA, SB, SA, RESULTS, CUT, SECS, ERR, INPUT, CACHED] = [
+    ...Array(14).keys(),
+  ];
   const SVG = "http://www.w3.org/2000/svg";
   const SALIENT = /^\[\.\.\. [\d,]+ [a-z]+ omitted; (\d+) matching lines? from it follows?, with line numbers \.\.\.\]$/;
   const $ = (id) => document.getElementById(id);
@@ -93,19 +95,21 @@
     const chart = $("chart");
     chart.textContent = "";
     const rows = session.requests;
+    const cached = rows.some((r) => r[INPUT] !== null);
     const width = Math.max(chart.clientWidth || 900, 300);
     const height = 220;
     const left = 70;
+    const right = cached ? 70 : 4;
     const bottom = 20;
     const top = 10;
     chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
     const max = rows.reduce((m, r) => Math.max(m, r[SB]), 1);
     const y = (v) => top + (height - top - bottom) * (1 - v / max);
-    const step = (width - left - 4) / Math.max(rows.length, 1);
+    const step = (width - left - right) / Math.max(rows.length, 1);
     const bar = Math.max(step * 0.8, 0.6);
     const unit = rows.length ? rows[0][UNIT] : "chars";
     for (const v of [0, max / 2, max]) {
-      chart.append(svg("line", { x1: left - 4, x2: width, y1: y(v), y2: y(v) }));
+      chart.append(svg("line", { x1: left - 4, x2: width - right, y1: y(v), y2: y(v) }));
       const label = svg("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" });
       label.textContent = v ? fmt(Math.round(v)) : `0 ${unitWord(unit)}`;
       chart.append(label);
@@ -122,6 +126,28 @@
       bars.append(group);
     });
     chart.append(bars);
+    // The provider's cache reads, in tokens, on a scale of their own (right).
+    for (const node of [$("cache-key"), $("cache-word")]) node.hidden = !cached;
+    if (cached) {
+      const most = rows.reduce((m, r) => Math.max(m, r[INPUT] || 0), 1);
+      const ty = (v) => top + (height - top - bottom) * (1 - v / most);
+      for (const v of [most / 2, most]) {
+        const label = svg("text", { x: width - right + 8, y: ty(v) + 4 });
+        label.textContent = fmt(Math.round(v));
+        chart.append(label);
+      }
+      const label = svg("text", { x: width - right + 8, y: ty(0) + 4 });
+      label.textContent = "0 tokens";
+      chart.append(label);
+      rows.forEach((r, i) => {
+        if (r[CACHED] === null) return;
+        const dot = svg("circle", { cx: left + i * step + bar / 2, cy: ty(r[CACHED]), r: Math.min(Math.max(bar / 3, 1.5), 4) });
+        const title = svg("title", {});
+        title.textContent = `request ${i + 1}: ${fmt(r[CACHED])} of ${fmt(r[INPUT])} input tokens read from the provider's cache`;
+        dot.append(title);
+        chart.append(dot);
+      });
+    }
     chart.onclick = (event) => {
       const box = chart.getBoundingClientRect();
       const x = ((event.clientX - box.left) * width) / box.width;
@@ -148,6 +174,7 @@
         el("td", { class: r[CUT] ? "num cut" : "num" }, `${r[CUT]} of ${r[RESULTS]}`),
         el("td", { class: "num" }, `${fmt(r[BB])} \u2192 ${fmt(r[BA])}`),
         el("td", { class: "num" }, (r[SECS] * 1000).toFixed(1)),
+        el("td", { class: "num" }, r[INPUT] === null ? "\u2013" : `${fmt(r[CACHED])} of ${fmt(r[INPUT])}`),
       );
       body.append(row);
     }
