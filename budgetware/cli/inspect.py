@@ -110,7 +110,13 @@ class Inspector:
         full = _read_all(refs[0])
         unit = record.get("unit", "chars")
         options = preview_options(BudgetConfig(**record.get("preview", {})))
-        slots = result.get("slots") or [[len(full), result["room"]]]
+        slots = result.get("slots")
+        # The full output is what was given (not a producer's preview of it): its size.
+        if slots:
+            given = len(full) == sum(chars for chars, _ in slots) + 2 * (len(slots) - 1)
+        else:
+            given = measure(full, unit) == result["size"]
+            slots = [[len(full), result["room"]]]
         texts, start = [], 0
         for chars, room in slots:
             part = full[start : start + chars]
@@ -121,7 +127,7 @@ class Inspector:
             "ref": refs[0],
             "previews": texts,
             "chars": len(full),
-            "exact": sent == result["sent"] and measure(full, unit) >= result["size"],
+            "exact": given and sent == result["sent"],
         }
 
     def read(self, ref: str, offset: int, limit: int) -> dict[str, Any]:

@@ -25,10 +25,14 @@ from testing.agent_session import AgentSession, write_long_session
 
 from budgetware.cli.inspect import Inspector
 from budgetware.cli.report import page, page_data
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
+from budgetware.core.finalize import finalize_batch
+from budgetware.core.models import ToolResult
 from budgetware.diagnostics import sessionlog
 from budgetware.diagnostics.sessionlog import read_session
 from budgetware.http.instrument import instrument
+from budgetware.store.local import LocalArtifactStore
 from budgetware.testing import FakeProvider
 from budgetware.tools.read_tool_output import MAX_LIMIT
 
@@ -172,6 +176,38 @@ def test_a_result_of_several_texts(tmp_path: Path) -> None:
     rebuilt = inspector.preview(0, 0, 0)
     assert rebuilt["previews"] == [block["text"] for block in sent]
     assert rebuilt["exact"]
+
+
+def test_a_result_that_was_a_producers_preview_is_said_so(tmp_path: Path) -> None:
+    """A result an MCP server had cut already names its full output: the preview rebuilt
+    from that output is not what was sent, and the page is told."""
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    full = "line\n" * 20_000
+    ref = store.put(full)
+    given = ToolResult(
+        "c1",
+        "fetch",
+        (f"[cut by the server. Full output: {ref}]\n" + full[:9_000],),
+        persisted_output_files=(ref,),
+    )
+    config = BudgetConfig(batch_budget=2_000)
+    after = finalize_batch([given], config=config, store=store)
+    batch = observe.BatchReport("request", [given], after, 2_000, "chars", cut=1)
+    sessionlog.start(str(tmp_path / "sessions"))
+    try:
+        sessionlog.log_request(
+            observe.RequestReport(
+                "openai_chat", 1, 1, 2_000, "chars", 0.0, (batch,), config=config
+            )
+        )
+    finally:
+        written = sessionlog.stop()
+    assert written is not None
+    inspector = Inspector(read_session(os.path.dirname(written)))
+    rebuilt = inspector.preview(0, 0, 0)
+    assert rebuilt["ref"] == ref
+    assert rebuilt["chars"] == len(full)
+    assert not rebuilt["exact"]
 
 
 def test_the_page_is_refused_without_its_token_or_from_another_host(
