@@ -1,11 +1,15 @@
 """The docs hold together: README links that work on the package index, a site navigation
-that is the README's Documentation list, a changelog others can add to.
+that is the README's Documentation list, a changelog others can add to, and Python blocks
+that run.
 
-The site itself is built with ``mkdocs build --strict`` by scripts/docs (CI runs it).
+The blocks themselves run in the docs run (conftest.py at the root: Sybil, against the
+fake provider); these tests hold the run to every block. The site itself is built with
+``mkdocs build --strict`` by scripts/docs (CI runs it).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from pathlib import Path
@@ -16,6 +20,28 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = "https://github.com/budgetware/budgetware"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# A fence opening (possibly inside a list item or a quote) and its info string.
+FENCE = re.compile(r"^(?P<indent>[ \t]*(?:[-*+>]|\d+[.)])?[ \t]*)```(?P<info>[^`\n]*)$", re.M)
+SKIP = re.compile(r"<!--+\s*skip:\s*(?P<action>\w+)(?P<rest>.*?)--+>", re.S)
+
+
+def python_blocks(page: Path) -> list[tuple[int, str]]:
+    """(line, source) of every fenced block a page marks as Python."""
+    text = page.read_text(encoding="utf-8")
+    blocks = []
+    opening = None
+    for match in FENCE.finditer(text):
+        if opening is None:
+            opening = match
+            continue
+        if opening.group("info").strip() in ("python", "py", "python3", "pycon"):
+            body = text[opening.end() + 1 : match.start()]
+            indent = len(opening.group("indent"))
+            source = "\n".join(line[indent:] for line in body.splitlines())
+            blocks.append((text.count("\n", 0, opening.start()) + 1, source))
+        opening = None
+    return blocks
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +114,38 @@ def test_the_changelog_has_an_unreleased_section() -> None:
 def test_the_license_is_mit_as_declared() -> None:
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_docs_run_is_part_of_the_suite() -> None:
+    # pytest with no arguments (scripts/test, .ci/run) collects the pages, and Sybil, which
+    # runs them, is a test dependency.
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'testpaths = ["tests", "README.md", "docs"]' in project
+    assert '"sybil>=' in project
+    assert 'PAGES = ("README.md", "docs/*.md")' in (ROOT / "conftest.py").read_text()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_block_is_python_the_run_collects(page: Path) -> None:
+    # The run collects blocks fenced as ```python: another spelling would be left out of it
+    # without a word. And a block the run skips must still be Python (top-level await
+    # allowed, as in the run).
+    for line, source in python_blocks(page):
+        fence = page.read_text(encoding="utf-8").splitlines()[line - 1].strip()
+        assert fence == "```python", f"{page.name}:{line}: write ```python, not {fence}"
+        try:
+            compile(source, f"{page.name}:{line}", "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        except SyntaxError as error:
+            raise AssertionError(f"{page.name}:{line}: not Python: {error}") from None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_block_the_run_skips_says_why(page: Path) -> None:
+    # <!-- skip: next "reason" --> (Sybil's marker): the reader sees the reason beside the
+    # block, and the run reports it.
+    for match in SKIP.finditer(page.read_text(encoding="utf-8")):
+        if match.group("action") in ("next", "start"):
+            reason = match.group("rest").strip()
+            assert re.fullmatch(r'"[^"]{10,}"', reason), (
+                f"{page.name}: {match.group(0)!r} needs its reason, in double quotes"
+            )

@@ -1,0 +1,151 @@
+"""The docs run: every Python block of README.md and docs/*.md runs, top to bottom, as a
+reader would run it, against ``budgetware.testing.FakeProvider`` (Sybil collects them).
+
+Each page is one session: its blocks share one namespace, in order. Before its first block
+the SDKs are pointed at a fake provider on 127.0.0.1 the way a user points them at a
+gateway, through their own environment variables (``OPENAI_BASE_URL``,
+``ANTHROPIC_BASE_URL``, ...), artifacts go to a directory of the page's own, and the
+current directory is a temporary one; after its last block all of it is undone and
+``instrument()`` is off again. The namespace holds what the pages call the reader's own:
+``messages``, a conversation whose last tool result is 300,000 characters of test log.
+
+A block that cannot run here says why, next to it: ``<!-- skip: next "the reason" -->``.
+``await`` may stand at the top level of a block, as in ``python -m asyncio``.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:
+    from sybil import Example, Sybil
+    from sybil.parsers.markdown import CodeBlockParser, SkipParser
+except ImportError:  # Python 3.10 (scripts/ci-matrix runs no docs there)
+    Sybil = None  # type: ignore[assignment,misc]
+
+ROOT = Path(__file__).resolve().parent
+PAGES = ("README.md", "docs/*.md")
+# What a page's blocks may take as the reader's own: the last turn of an agent that ran
+# the test suite, whose output is far over any budget the pages set.
+BIG_LOG = "PASSED tests/test_api.py::test_ok\n" * 8_000 + "FAILED tests/test_cart.py::test_total\n"
+
+
+def _messages() -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "Why does the build fail?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": BIG_LOG},
+    ]
+
+
+def evaluate(example: Example) -> None:
+    """Sybil's Python evaluator, plus ``await`` at the top level of a block."""
+    __tracebackhide__ = True
+    # Blank lines before the block: a traceback names the page's own line numbers.
+    source = "\n" * (example.line + example.parsed.line_offset) + example.parsed
+    code = compile(
+        source, example.path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
+    if code.co_flags & inspect.CO_COROUTINE:
+        asyncio.run(eval(code, example.namespace))
+    else:
+        exec(code, example.namespace)
+    example.namespace.pop("__builtins__", None)
+    example.namespace["__page"].blocks.append(str(example.parsed))
+
+
+def run_as_test_module(namespace: dict[str, Any]) -> str:
+    """Runs the page's blocks so far as one test module, as ``pytest`` runs a user's suite
+    (budgetware's plugin included), and returns its report: for the pages that show tests."""
+    page: _Page = namespace["__page"]
+    module = page.tmp / "test_page.py"
+    module.write_text("\n\n".join(page.blocks), encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider"]
+    # langsmith's pytest plugin (a dependency of langchain) costs 3 s and is not the page's.
+    env = {**os.environ, "PYTEST_ADDOPTS": "-p no:langsmith_plugin"}
+    done = subprocess.run(
+        [*command, module.name], cwd=page.tmp, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+class _Page:
+    """What a page's run changed, to undo after its last block."""
+
+    def __init__(self) -> None:
+        from budgetware.testing import FakeProvider
+
+        self.blocks: list[str] = []  # the sources run so far
+        self.environ = dict(os.environ)
+        self.cwd = Path.cwd()
+        self.tmp = Path(tempfile.mkdtemp(prefix="budgetware-docs-"))
+        self.provider = FakeProvider().start()
+        url = self.provider.url
+        os.environ.update(
+            OPENAI_BASE_URL=f"{url}/v1",
+            OPENAI_API_KEY="sk-docs",
+            ANTHROPIC_BASE_URL=url,
+            ANTHROPIC_API_KEY="sk-ant-docs",
+            GOOGLE_API_KEY="docs",
+            GOOGLE_GEMINI_BASE_URL=url,
+            MISTRAL_API_KEY="docs",
+            CO_API_KEY="docs",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            BUDGETWARE_ARTIFACT_DIR=str(self.tmp / "artifacts"),
+            BUDGETWARE_RAISE_ERRORS="1",
+            BUDGETWARE_TELEMETRY="0",
+        )
+        os.chdir(self.tmp)
+
+    def close(self) -> None:
+        from budgetware import uninstrument
+
+        uninstrument()
+        self.provider.stop()
+        os.chdir(self.cwd)
+        os.environ.clear()
+        os.environ.update(self.environ)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def setup(namespace: dict[str, Any]) -> None:
+    page = _Page()
+    namespace["__page"] = page
+    namespace["messages"] = _messages()
+    # For the pages' hidden checks (<!-- invisible-code-block: python -->).
+    namespace["fake_provider"] = page.provider
+    namespace["run_as_test_module"] = run_as_test_module
+
+
+def teardown(namespace: dict[str, Any]) -> None:
+    namespace["__page"].close()
+
+
+if Sybil is not None:
+    pytest_collect_file = Sybil(
+        parsers=[CodeBlockParser("python", evaluate), SkipParser()],
+        patterns=PAGES,
+        setup=setup,
+        teardown=teardown,
+    ).pytest()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A page's blocks build on one another: under pytest-xdist they run in one worker.
+    for item in items:
+        if item.__class__.__name__ == "SybilItem":
+            page = item.path.relative_to(ROOT).as_posix()
+            item.add_marker(pytest.mark.xdist_group(f"docs:{page}"))
