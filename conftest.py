@@ -72,9 +72,11 @@ def run_as_test_module(namespace: dict[str, Any]) -> str:
     page: _Page = namespace["__page"]
     module = page.tmp / "test_page.py"
     module.write_text("\n\n".join(page.blocks), encoding="utf-8")
-    command = [sys.executable, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider"]
-    # langsmith's pytest plugin (a dependency of langchain) costs 3 s and is not the page's.
-    env = {**os.environ, "PYTEST_ADDOPTS": "-p no:langsmith_plugin"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    # budgetware's plugin alone: the other plugins installed here (hypothesis, xdist, ...)
+    # are not the page's, and loading them took seconds.
+    command += ["-p", "budgetware.integrations.pytest_plugin"]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     done = subprocess.run(
         [*command, module.name], cwd=page.tmp, env=env, capture_output=True, text=True
     )
@@ -101,12 +103,14 @@ class _Page:
             ANTHROPIC_API_KEY="sk-ant-docs",
             GOOGLE_API_KEY="docs",
             GOOGLE_GEMINI_BASE_URL=url,
+            GEMINI_API_KEY="docs",
+            GEMINI_API_BASE=f"{url}/v1beta",
+            AWS_REGION="us-east-1",
             MISTRAL_API_KEY="docs",
             CO_API_KEY="docs",
             LITELLM_LOCAL_MODEL_COST_MAP="True",
             BUDGETWARE_ARTIFACT_DIR=str(self.tmp / "artifacts"),
             BUDGETWARE_RAISE_ERRORS="1",
-            BUDGETWARE_TELEMETRY="0",
         )
         os.chdir(self.tmp)
 
@@ -127,7 +131,7 @@ def setup(namespace: dict[str, Any]) -> None:
     namespace["messages"] = _messages()
     # For the pages' hidden checks (<!-- invisible-code-block: python -->).
     namespace["fake_provider"] = page.provider
-    namespace["run_as_test_module"] = run_as_test_module
+    namespace["run_as_test_module"] = lambda: run_as_test_module(namespace)
 
 
 def teardown(namespace: dict[str, Any]) -> None:
@@ -135,6 +139,20 @@ def teardown(namespace: dict[str, Any]) -> None:
 
 
 if Sybil is not None:
+    from sybil.integration.pytest import SybilItem
+
+    _cut_traceback = SybilItem._traceback_filter
+
+    def _traceback_filter(self: SybilItem, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        # Sybil cuts each traceback at its own frame; a chained exception (the cause of an
+        # SDK's error) has none, and reporting it raised IndexError: show that one whole.
+        try:
+            return _cut_traceback(self, excinfo)
+        except IndexError:
+            return excinfo.traceback
+
+    SybilItem._traceback_filter = _traceback_filter  # type: ignore[method-assign]
+
     pytest_collect_file = Sybil(
         parsers=[CodeBlockParser("python", evaluate), SkipParser()],
         patterns=PAGES,
