@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,30 @@ def evaluate(example: Example) -> None:
         source, example.path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
     if code.co_flags & inspect.CO_COROUTINE:
+        _close_implicit_loop()
         asyncio.run(eval(code, example.namespace))
     else:
         exec(code, example.namespace)
     example.namespace.pop("__builtins__", None)
     example.namespace["__page"].blocks.append(str(example.parsed))
+
+
+def _close_implicit_loop() -> None:
+    """Closes the event loop a library made in the main thread and left open.
+
+    litellm's sync calls make one (for their logging) and never close it; once
+    ``asyncio.run`` replaces it, the garbage collector reports it unclosed, an error in
+    whatever block runs then (tests/conftest.py does the same for the suite).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+        if not loop.is_running():
+            loop.close()
+            asyncio.set_event_loop(None)
 
 
 def run_as_test_module(namespace: dict[str, Any]) -> str:
@@ -118,6 +138,7 @@ class _Page:
         from budgetware import uninstrument
 
         uninstrument()
+        _close_implicit_loop()
         self.provider.stop()
         os.chdir(self.cwd)
         os.environ.clear()
@@ -161,9 +182,19 @@ if Sybil is not None:
     ).pytest()
 
 
+# Under pytest 9.2 pytest-xdist spreads a group over its workers unless tests/xdist_groups.py
+# (which says why) is loaded; tests/conftest.py loads it too, by the same name, as pytest
+# puts tests/ on sys.path for it.
+sys.path.insert(0, str(ROOT / "tests"))
+pytest_plugins = ["xdist_groups"]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # A page's blocks build on one another: under pytest-xdist they run in one worker.
+    # A page's blocks build on one another: under pytest-xdist they run in one worker. The
+    # pages that import litellm (4 s of CPU) share one, which imports it once.
     for item in items:
         if item.__class__.__name__ == "SybilItem":
             page = item.path.relative_to(ROOT).as_posix()
+            if "import litellm" in item.path.read_text(encoding="utf-8"):
+                page = "litellm"
             item.add_marker(pytest.mark.xdist_group(f"docs:{page}"))
