@@ -10,8 +10,11 @@ fake provider); these tests hold the run to every block. The site itself is buil
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
+import io
 import re
+import shlex
 from pathlib import Path
 from types import ModuleType
 
@@ -26,22 +29,27 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*(?:[-*+>]|\d+[.)])?[ \t]*)```(?P<info>[^`
 SKIP = re.compile(r"<!--+\s*skip:\s*(?P<action>\w+)(?P<rest>.*?)--+>", re.S)
 
 
-def python_blocks(page: Path) -> list[tuple[int, str]]:
-    """(line, source) of every fenced block a page marks as Python."""
+def blocks(page: Path, languages: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(line, source) of every fenced block a page marks as one of ``languages``."""
     text = page.read_text(encoding="utf-8")
-    blocks = []
+    found = []
     opening = None
     for match in FENCE.finditer(text):
         if opening is None:
             opening = match
             continue
-        if opening.group("info").strip() in ("python", "py", "python3", "pycon"):
+        if opening.group("info").strip() in languages:
             body = text[opening.end() + 1 : match.start()]
             indent = len(opening.group("indent"))
             source = "\n".join(line[indent:] for line in body.splitlines())
-            blocks.append((text.count("\n", 0, opening.start()) + 1, source))
+            found.append((text.count("\n", 0, opening.start()) + 1, source))
         opening = None
-    return blocks
+    return found
+
+
+def python_blocks(page: Path) -> list[tuple[int, str]]:
+    """(line, source) of every fenced block a page marks as Python."""
+    return blocks(page, ("python", "py", "python3", "pycon"))
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +157,55 @@ def test_a_block_the_run_skips_says_why(page: Path) -> None:
             assert re.fullmatch(r'"[^"]{10,}"', reason), (
                 f"{page.name}: {match.group(0)!r} needs its reason, in double quotes"
             )
+
+
+def budgetware_commands() -> list[tuple[str, list[str]]]:
+    """Every ``budgetware ...`` command line of the pages' shell blocks: (where, arguments)."""
+    found = []
+    for page in PAGES:
+        for line, source in blocks(page, ("sh", "console", "bash", "shell")):
+            # A line continued with a backslash is one command.
+            for offset, text in enumerate(source.replace("\\\n", " ").splitlines(), start=1):
+                words = shlex.split(text, comments=True)
+                if "budgetware" in words:
+                    arguments = words[words.index("budgetware") + 1 :]
+                    found.append((f"{page.name}:{line + offset}", arguments))
+    return found
+
+
+def _help(argv: list[str]) -> str:
+    from budgetware.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            code = main([*argv, "--help"])
+        except SystemExit as done:  # argparse's own --help
+            code = done.code
+    assert code == 0, argv
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("where", "arguments"), budgetware_commands(), ids=lambda x: str(x))
+def test_the_budgetware_commands_the_pages_show_exist(where: str, arguments: list[str]) -> None:
+    # Each command a page shows is a command, and each option it gives budgetware (before
+    # "--", after which the program's own begin) is one that command's --help lists.
+    from budgetware.cli.main import COMMANDS
+
+    own = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    assert own, f"{where}: no command"
+    assert own[0] in COMMANDS, f"{where}: no command {own[0]!r}"
+    helps = [_help(own[:1])]
+    # A command with subcommands (budgetware artifacts) lists them as {a,b,...}.
+    subcommands = re.search(r"\{([\w,-]+)\}", helps[0])
+    for word in own[1:]:
+        if subcommands and word in subcommands.group(1).split(","):
+            helps.append(_help([own[0], word]))
+    if own[0] == "run":  # any setting, as --<setting> (its --help lists the common ones)
+        from budgetware import BudgetConfig
+
+        helps += [f"--{name.replace('_', '-')}" for name in BudgetConfig.model_fields]
+    for word in own[1:]:
+        if word.startswith("--"):
+            option = re.compile(re.escape(word.split("=", 1)[0]) + r"(?![\w-])")
+            assert any(option.search(text) for text in helps), f"{where}: {own[0]}: {word}?"
