@@ -116,6 +116,9 @@ class _Page:
         self.tmp = Path(tempfile.mkdtemp(prefix="budgetware-docs-"))
         self.provider = FakeProvider().start()
         url = self.provider.url
+        # A reader's defaults, whatever the test suite set for itself (tests/conftest.py).
+        for name in [name for name in os.environ if name.startswith("BUDGETWARE_")]:
+            del os.environ[name]
         os.environ.update(
             OPENAI_BASE_URL=f"{url}/v1",
             OPENAI_API_KEY="sk-docs",
