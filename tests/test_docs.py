@@ -2,8 +2,8 @@
 that is the README's Documentation list, a changelog others can add to, and Python blocks
 that run.
 
-The blocks themselves run in the docs run (conftest.py at the root: Sybil, against the
-fake provider); these tests hold the run to every block. The site itself is built with
+The blocks themselves run in the docs run (tests/docs_run.py: Sybil, against the fake
+provider); these tests hold the run to every block. The site itself is built with
 ``mkdocs build --strict`` by scripts/docs (CI runs it).
 """
 
@@ -130,7 +130,8 @@ def test_the_docs_run_is_part_of_the_suite() -> None:
     project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'testpaths = ["tests", "README.md", "docs"]' in project
     assert '"sybil>=' in project
-    assert 'PAGES = ("README.md", "docs/*.md")' in (ROOT / "conftest.py").read_text()
+    assert 'PAGES = ("README.md", "docs/*.md")' in (ROOT / "tests/docs_run.py").read_text()
+    assert '"docs_run"]' in (ROOT / "tests/conftest.py").read_text()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

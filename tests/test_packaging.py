@@ -108,14 +108,7 @@ def test_the_wheel_holds_nothing_but_the_package(wheel_names: set[str]) -> None:
 
 
 def test_the_sdist_holds_sources_tests_docs_and_license(sdist_names: set[str]) -> None:
-    for name in (
-        "LICENSE",
-        "CHANGELOG.md",
-        "README.md",
-        "pyproject.toml",
-        "setup.py",
-        "conftest.py",
-    ):
+    for name in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "setup.py"):
         assert name in sdist_names
     for folder in SHIPPED_FOLDERS:
         files = {

@@ -11,6 +11,11 @@ current directory is a temporary one; after its last block all of it is undone a
 
 A block that cannot run here says why, next to it: ``<!-- skip: next "the reason" -->``.
 ``await`` may stand at the top level of a block, as in ``python -m asyncio``.
+
+A plugin of tests/conftest.py, not a conftest.py at the root: any conftest.py there broke
+the pytest plugin's in-process pytester runs ("Module already imported so cannot be
+rewritten; budgetware"). pytest runs the pages with the suite (they are in testpaths);
+alone: ``pytest tests/test_docs.py README.md docs`` (a path under tests/ loads the plugin).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ try:
 except ImportError:  # Python 3.10 (scripts/ci-matrix runs no docs there)
     Sybil = None  # type: ignore[assignment,misc]
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("README.md", "docs/*.md")
 # What a page's blocks may take as the reader's own: the last turn of an agent that ran
 # the test suite, whose output is far over any budget the pages set.
@@ -180,16 +185,10 @@ if Sybil is not None:
     pytest_collect_file = Sybil(
         parsers=[CodeBlockParser("python", evaluate), SkipParser()],
         patterns=PAGES,
+        path=str(ROOT),
         setup=setup,
         teardown=teardown,
     ).pytest()
-
-
-# Under pytest 9.2 pytest-xdist spreads a group over its workers unless tests/xdist_groups.py
-# (which says why) is loaded; tests/conftest.py loads it too, by the same name, as pytest
-# puts tests/ on sys.path for it.
-sys.path.insert(0, str(ROOT / "tests"))
-pytest_plugins = ["xdist_groups"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
