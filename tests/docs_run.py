@@ -113,9 +113,12 @@ class _Page:
     """What a page's run changed, to undo after its last block."""
 
     def __init__(self) -> None:
+        from budgetware.telemetry import otel
         from budgetware.testing import FakeProvider
 
         self.blocks: list[str] = []  # the sources run so far
+        # A reader's first instrument() turns telemetry on; the suite has it off.
+        self.telemetry = otel.enabled()
         self.environ = dict(os.environ)
         self.cwd = Path.cwd()
         self.tmp = Path(tempfile.mkdtemp(prefix="budgetware-docs-"))
@@ -144,8 +147,11 @@ class _Page:
 
     def close(self) -> None:
         from budgetware import uninstrument
+        from budgetware.telemetry import otel
 
         uninstrument()
+        if not self.telemetry:
+            otel.disable()
         _close_implicit_loop()
         self.provider.stop()
         os.chdir(self.cwd)
