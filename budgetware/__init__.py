@@ -1,10 +1,8 @@
 """budgetware: keep the tool results inside LLM requests within a budget, losing nothing."""
 
-# The front door: the names a program types (docs/architecture.md, "The public surface").
-# They load on first use (budgetware/_api.py), so that ``import budgetware`` (the CLI,
-# ``budgetware run``'s start-up hook in every process) imports neither ``typing`` nor
-# pydantic. Type checkers read the imports below: mypy and pyright take any name
-# ``TYPE_CHECKING`` as true (scripts/check-types holds them to it).
+# The front door's names load on first use (budgetware/_api.py): ``import budgetware``
+# (every process under ``budgetware run``) imports neither ``typing`` nor pydantic. Type
+# checkers take any name ``TYPE_CHECKING`` as true and read the imports below.
 import _thread
 
 from budgetware.core import observe as _observe
@@ -21,7 +19,6 @@ if TYPE_CHECKING:
     from budgetware.retrieval.grep import grep_artifact
     from budgetware.retrieval.read import read_artifact
 
-# The one place the version is written: pyproject.toml reads it when the package is built.
 __version__ = "0.1.0"
 
 __all__ = [
@@ -80,10 +77,8 @@ def _enable_telemetry() -> None:
     otel.enable_if_available()
 
 
-# With opentelemetry-api installed, every request is reported to it (docs/observability.md),
-# from the moment the first entry point is set up (instrument(), a transport, bound_payload).
+# With opentelemetry-api installed, requests are reported to it from the first entry point.
 _observe.on_entry_setup(_enable_telemetry)
 
-# Every response the HTTP layer delivers passes the MCP boundary, also for programs that
-# reach the transports without touching a public name (budgetware.integrations.*).
+# Every response passes the MCP boundary, also when no public name was touched.
 _hooks.load_before_first_response(_load_mcp_boundary)

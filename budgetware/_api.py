@@ -1,10 +1,6 @@
 # ruff: noqa: F401  (every import here is a name of the front door, re-exported by budgetware)
-"""The front door's names, imported: ``budgetware/__init__.py`` loads this module on first use.
-
-The first public name a program touches loads all of them (and the MCP boundary's
-response rewriter). A name added here is added to ``budgetware.__all__`` and to the
-``TYPE_CHECKING`` imports there; tests/test_public_api.py holds the three together.
-"""
+"""The front door's names, loaded by ``budgetware/__init__.py`` on first use; a name added
+here goes into ``budgetware.__all__`` and its ``TYPE_CHECKING`` imports too (a test checks)."""
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError
 from budgetware.core.config import BudgetConfig, ConfigError, ToolPolicy, budget

@@ -1,9 +1,6 @@
 """The finalizer as a library: bound tool results you hold yourself (a batch of
-``ToolResult``, a request body, a decoded payload), and the artifact stores they persist to.
-
-For agents and gateways that build their requests without httpx, and for tests of previews;
-an HTTP client needs only ``budgetware.instrument()`` or a transport (docs/concepts.md).
-"""
+``ToolResult``, a request body, a decoded payload) without httpx, and the artifact stores
+they persist to."""
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore

@@ -10,10 +10,8 @@ __all__ = ["allocate", "allocate_by_priority"]
 def allocate(lengths: Sequence[int], budget: int) -> list[int]:
     """Split ``budget`` across slots of the given lengths, max-min fair.
 
-    Every slot no longer than the current fair share keeps its full length; the rest share
-    what remains equally, the leftover going one unit each to the earliest of them. The
-    result depends only on the lengths and their order, and sums to
-    ``min(budget, sum(lengths))``.
+    Slots no longer than the fair share keep their length; the rest share what remains
+    equally, the leftover one unit each to the earliest. Sums to ``min(budget, sum(lengths))``.
     """
     if budget < 0:
         raise ValueError("budget must not be negative")
@@ -22,9 +20,7 @@ def allocate(lengths: Sequence[int], budget: int) -> list[int]:
     if sum(lengths) <= budget:
         return list(lengths)
     allocation = list(lengths)
-    # Shortest first: satisfying slots one at a time in this order is the same as the
-    # round-by-round definition, because the fair share never drops when a slot no longer
-    # than it leaves the active set.
+    # Shortest first: the fair share never drops when a slot below it leaves.
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     remaining = budget
     active = len(order)
@@ -48,21 +44,10 @@ def allocate_by_priority(
 ) -> list[int]:
     """Split ``budget`` by priority: floors first, then rank 0 (high), 1, 2 (low) in turn.
 
-    Floors come in two kinds, each never more than the slot's length, each satisfied in
-    priority order (rank 0 first):
-
-    1. ``least`` (default none): the small room every slot keeps (a compact preview). When
-       they do not all fit, they are dropped from the lowest rank up: a rank keeps its
-       ``least`` only if it fits beside those of every higher rank.
-    2. ``floors`` (a tool's ``min_room``), above ``least``: a rank's floors are granted
-       whole while they fit in what is left; the first rank whose floors do not fit shares
-       what is left max-min fair, and the ranks below it get only their ``least``.
-
-    What is left then goes to the slots of the highest rank up to their full lengths, then
-    to the next rank, and so on; within a rank the room is max-min fair on the slots'
-    totals, so a slot's floor counts toward its share. With one rank and no floors this is
-    ``allocate``. The result sums to ``min(budget, sum(lengths))`` and depends only on the
-    arguments.
+    ``least`` (a compact preview's room) is kept by whole ranks from the highest while it
+    fits; ``floors`` (``min_room``) above it likewise, the first rank that does not fit
+    sharing what is left max-min fair. The rest fills rank by rank, max-min fair on each
+    slot's total. Sums to ``min(budget, sum(lengths))``.
     """
     if budget < 0:
         raise ValueError("budget must not be negative")
@@ -105,8 +90,8 @@ def allocate_by_priority(
 
 
 def _fill(lengths: list[int], floors: list[int], total: int) -> list[int]:
-    """Max-min fair on totals with lower bounds: ``clamp(level, floor, length)`` summing to
-    ``total``, the leftover one unit each to the earliest slots that can still grow."""
+    """``clamp(level, floor, length)`` per slot summing to ``total``, the leftover one unit
+    each to the earliest slots that can still grow."""
 
     def at(level: int) -> int:
         return sum(min(max(level, f), n) for f, n in zip(floors, lengths))

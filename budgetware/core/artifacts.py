@@ -35,18 +35,14 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def check_key(key: str) -> str:
-    """``key`` if it is a content address (lower-case hex SHA-256), the only thing an
-    artifact's name is made of; else ValueError."""
+    """``key`` if it is a content address (lower-case hex SHA-256), else ValueError."""
     if not isinstance(key, str) or _HEX64.fullmatch(key) is None:
         raise ValueError("artifact keys are lower-case hex SHA-256 digests")
     return key
 
 
-# Characters encoded per piece of a long text's digest. Encoding 4 MB holds the GIL for
-# milliseconds (hashing does not: hashlib releases it for more than 2 KiB), which a worker
-# thread bounding a large MCP response off the event loop would make the loop wait for;
-# between pieces the loop gets in. UTF-8 encodes each code point alone, so the bytes hashed
-# are the same.
+# Encoding holds the GIL (hashing does not): a long text is encoded in pieces, so that an
+# event loop waiting on a worker thread gets in between them.
 _DIGEST_PIECE_CHARS = 256 * 1024
 
 
@@ -64,13 +60,10 @@ def text_digest(text: str) -> bytes:
 class ArtifactStore(Protocol):
     """Persists full tool outputs and remembers producer decisions.
 
-    ``put`` returns the reference a preview names (for the local store, the absolute path
-    of the file). Decisions let a producer boundary (an MCP client) tell the finalizer
-    downstream what it already did with a text it bounded, keyed by ``text_key`` of that
-    bounded text: the tuple of references, or ``()`` for "decided, nothing reusable". The
-    finalizer looks a decision up only for a text that may be a preview
-    (``core/notice.may_be_preview``: it carries one of the preview's fixed phrases), so a
-    producer records decisions for such texts only.
+    ``put`` returns the reference a preview names (the local store: the file's path). A
+    decision tells the finalizer downstream what a producer (the MCP boundary) did with a
+    text it bounded, keyed by ``text_key`` of that text: its references, or ``()`` for
+    none. Only texts that may be previews (``core/notice.may_be_preview``) are looked up.
     Any method may raise; callers treat a failure as "no reference".
     """
 
@@ -83,13 +76,8 @@ class ArtifactStore(Protocol):
 
 @runtime_checkable
 class PredictsReferences(Protocol):
-    """A store that can say, without any I/O, what ``put(text, key=key)`` will return.
-
-    The finalizer writes an artifact only when a preview can name it; with this, it knows
-    before writing. A store without it is probed with an empty reference instead, which
-    still avoids every write that no reference could fit, but not one whose reference turns
-    out too long for the room.
-    """
+    """A store that can say, without I/O, what ``put(text, key=key)`` will return: the
+    finalizer then knows before writing whether a preview can name the artifact."""
 
     def ref_for(self, key: str) -> str: ...
 
@@ -98,11 +86,9 @@ class PredictsReferences(Protocol):
 class FindsArtifacts(Protocol):
     """A store that can say whether the artifact of a key is there already.
 
-    ``stored_reference(key)`` is the reference of the artifact stored under ``key`` when
-    its bytes verify, else None; it writes nothing. The finalizer asks it before a put of a
-    text that no producer can have decided (``core/notice.may_be_preview``): an artifact
-    another process wrote is then reused with one look (one ``HeadObject`` on S3, no
-    upload), and a new one is written by the put that follows.
+    ``stored_reference(key)``: the reference of the artifact under ``key`` when its bytes
+    verify, else None; it writes nothing. An artifact another process wrote is then reused
+    with one look (one ``HeadObject`` on S3, no upload).
     """
 
     def stored_reference(self, key: str) -> str | None: ...

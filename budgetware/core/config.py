@@ -1,11 +1,5 @@
-"""The one settings model, its environment variables, and the layers each request resolves.
-
-``BudgetConfig`` holds every setting. pydantic-settings reads it from the environment
-(``BUDGETWARE_<SETTING>``); a configuration written in code holds only what it was given.
-Every entry point resolves a request's settings the same way, from wide to narrow:
-environment < the entry point's ``config`` < ``budget(...)`` blocks < per-request settings
-(``x-budgetware-*`` headers, then LiteLLM key and team metadata).
-"""
+"""The one settings model, its environment variables, and the layers each request resolves
+(``resolve_config``)."""
 
 from __future__ import annotations
 
@@ -15,6 +9,8 @@ import logging
 import math
 import os
 import re
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +43,7 @@ __all__ = [
     "NO_FORMAT",
     "UNIT_NAMES",
     "BudgetConfig",
+    "BudgetwareWarning",
     "ConfigError",
     "Count",
     "McpServerBudget",
@@ -75,11 +72,9 @@ ENV_PREFIX = "BUDGETWARE_"
 MIB = 1024 * 1024
 HOUR = 3600.0
 DAY = 24 * HOUR
-# One MCP result may use half of the default batch budget: two oversized results of one turn
-# then still reach the model without a second cut.
+# Half the default batch budget: two oversized MCP results of one turn need no second cut.
 DEFAULT_MCP_RESULT_BUDGET = 100_000
-# The mcp client refuses a server-sent event larger than this many UTF-8 bytes
-# (mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE; a test pins the two together).
+# mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE (a test pins the two together).
 DEFAULT_MCP_MESSAGE_BYTES = MIB
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
@@ -142,8 +137,8 @@ def expand_user(path: str) -> str:
     return expanded
 
 
-# The wire formats an endpoint may be declared as (``budgetware.wire.formats``: a test keeps
-# the two lists equal), and the value that declares an endpoint as none of them.
+# The wire formats an endpoint may be declared as (a test keeps this equal to
+# ``budgetware.wire.formats``), and the value that declares none.
 FORMAT_NAMES = (
     "openai_chat",
     "openai_responses",
@@ -160,6 +155,10 @@ class ConfigError(ValueError):
     """A setting has an invalid value; the message names the setting."""
 
 
+class BudgetwareWarning(UserWarning):
+    """Something budgetware could not do for a request, and how to get it done."""
+
+
 def default_artifact_dir() -> Path:
     """The user's cache directory for budgetware artifacts (XDG on Linux)."""
     return Path(default_artifact_path())
@@ -172,15 +171,13 @@ UNIT_NAMES: tuple[str, ...] = get_args(Unit)
 
 
 def _not_a_bool(value: Any) -> Any:
-    # pydantic's lax int and float take True and False as 1 and 0: ``batch_budget=True``
-    # would be a budget of one character. No number setting means a switch.
+    # pydantic's lax int takes True as 1: ``batch_budget=True`` would be one character.
     if isinstance(value, bool):
         raise ValueError("a number, not True/False")
     return value
 
 
-# Every number setting of the configuration models (``BudgetConfig``, ``ToolPolicy``, the
-# MCP models) is one of these: they refuse booleans, with one validator for all of them.
+# Every number setting of the configuration models is one of these: no booleans.
 Count = Annotated[int, BeforeValidator(_not_a_bool)]
 Number = Annotated[float, BeforeValidator(_not_a_bool)]
 
@@ -198,11 +195,9 @@ def check_unit(unit: str) -> str:
 
 
 class ToolPolicy(BaseModel):
-    """How a tool's results share a batch: a priority, and the least room they keep.
-
-    ``low`` results give room first; ``high`` ones are cut only when the rest, down to its
-    floor, cannot make room. ``min_room`` (in the budget's unit) is the room a result keeps
-    before any other result gets more than its own floor; the batch budget always holds.
+    """How a tool's results share a batch: ``low`` ones give room first, ``high`` ones are
+    cut last; ``min_room`` (in the budget's unit) is kept before others get more than their
+    floor. The batch budget always holds.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -214,11 +209,8 @@ class ToolPolicy(BaseModel):
 class McpToolPolicy(BaseModel):
     """One tool's settings at the MCP boundary: a result budget, a priority, a floor.
 
-    Results arrive there one at a time, so a priority decides the per-result budget:
-    ``high`` is not cut to the result budget (only to the message limit; the batch
-    finalizer bounds it last) unless ``result_budget`` is set; ``normal`` and ``low`` get
-    the server's or global budget. ``min_room`` raises the budget that applies to at least
-    that much.
+    ``high`` is cut only to the message limit unless ``result_budget`` is set; ``normal``
+    and ``low`` get the server's or global budget; ``min_room`` raises it to at least that.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -270,8 +262,8 @@ class McpServerBudget(BaseModel):
 
 
 class BudgetConfig(BaseModel):
-    """Every budgetware setting, validated. Written in code it holds what it was given; the
-    fields it leaves unset come from the environment (``BUDGETWARE_<SETTING>``)."""
+    """Every budgetware setting, validated. Fields left unset in code come from the
+    environment (``BUDGETWARE_<SETTING>``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
@@ -361,6 +353,15 @@ class BudgetConfig(BaseModel):
         description=(
             "Report sizes and counts to OpenTelemetry (metrics, span attributes) when "
             "opentelemetry-api is installed."
+        ),
+    )
+    client_overrides: Literal["clamp", "allow", "ignore"] = Field(
+        default="clamp",
+        description=(
+            "In a gateway (the LiteLLM Proxy callback), what clients' x-budgetware-* headers "
+            "may do: 'clamp' lets them tighten the budgets the operator set (environment, "
+            "config, key and team metadata), never loosen or disable them; 'allow' lets them "
+            "set any (key and team metadata still win); 'ignore' drops them."
         ),
     )
     tool_policies: dict[str, ToolPolicy] = Field(
@@ -454,8 +455,6 @@ class BudgetConfig(BaseModel):
         if isinstance(value, tuple):
             from budgetware.core.salient import check_patterns
 
-            # Each compiles, none may cost without bound, and all combine into one pattern
-            # (the one the previews use): a ValueError says which and why.
             check_patterns(value)
         return value
 
@@ -569,20 +568,16 @@ class BudgetConfig(BaseModel):
         return Path(self.artifact_dir) if self.artifact_dir is not None else default_artifact_dir()
 
     def store_location(self) -> StoreLocation:
-        """Where artifacts go: ``artifact_store`` if set, else the artifact directory.
-
-        May raise (RuntimeError, KeyError, OSError) when the default directory cannot be
-        named (no home directory).
-        """
+        """Where artifacts go: ``artifact_store`` if set, else the artifact directory
+        (RuntimeError when the default cannot be named: no home directory)."""
         if self.artifact_store is not None:
             return parse_store_url(self.artifact_store)
         return StoreLocation("file", path=os.path.abspath(self.resolved_artifact_dir()))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:
-        """Defaults, then the environment (or the variables of ``environ``, a test's), then
-        ``overrides``; a ``ConfigError`` names each bad setting with its variable (a
-        command replaces that with the option it read the value from)."""
+        """Defaults < the environment (or ``environ``) < ``overrides``; a ``ConfigError``
+        names each bad setting with its variable."""
         if environ is None:
             env: Mapping[str, str] = environment_settings()
         else:
@@ -614,8 +609,8 @@ _READ: tuple[tuple[tuple[str, str], ...], Mapping[str, str]] = ((), MappingProxy
 
 
 def _binding() -> type[BaseSettings]:
-    """``BudgetConfig`` bound to the environment: pydantic-settings reads each field from
-    ``BUDGETWARE_<FIELD>`` (imported at the first read: ``import budgetware`` stays cheap)."""
+    """``BudgetConfig`` read from ``BUDGETWARE_<FIELD>`` by pydantic-settings (imported at
+    the first read)."""
     global _BINDING
     if _BINDING is None:
         from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -632,11 +627,8 @@ def _binding() -> type[BaseSettings]:
 
 
 def environment_settings() -> Mapping[str, str]:
-    """The settings the environment sets now, as text by field (a blank value is unset).
-
-    Every request resolves its settings: a look at the variables tells whether any changed
-    since the last read, and only then does pydantic-settings read them again.
-    """
+    """The settings the environment sets now, as text by field (a blank value is unset);
+    read again only when a variable changed."""
     global _READ
     seen = _variables()
     read = _READ
@@ -656,9 +648,7 @@ def environment_settings() -> Mapping[str, str]:
 
 
 def _variables() -> tuple[tuple[str, str], ...]:
-    """The settings' variables set now, with their values. One pass over the names in the
-    environment: a look-up of a name that is not set raises and catches a ``KeyError``
-    inside ``os.environ``, and most are not set."""
+    """The settings' variables set now, with their values (one pass over the names set)."""
     environ = os.environ
     present = _VARIABLES.intersection(environ)
     if not present:
@@ -671,8 +661,8 @@ def _variables() -> tuple[tuple[str, str], ...]:
 
 
 def config_error(exc: ValidationError, labels: Mapping[str, str]) -> ConfigError:
-    """A ``ConfigError`` naming each bad setting, with ``labels[setting]`` (its environment
-    variable, or the option it came from) after it where there is one."""
+    """A ``ConfigError`` naming each bad setting, with ``labels[setting]`` (its variable or
+    option) where there is one."""
     parts = []
     for error in exc.errors():
         name = ".".join(str(p) for p in error["loc"]) or "config"
@@ -712,10 +702,8 @@ _WARNED_SETTINGS: set[tuple[str, str]] = set()
 
 
 def warn_setting_once(variable: str, reason: str) -> None:
-    """Log, once per process, that an invalid setting is left out of a call that goes on.
-
-    ``reason`` says what is wrong, never the value (it may be a path or a secret).
-    """
+    """Log once per process that an invalid setting is left out; ``reason`` never quotes
+    the value (it may be a secret)."""
     key = (variable, reason)
     if key in _WARNED_SETTINGS:
         return
@@ -732,7 +720,11 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a partial set of settings now, so a mistake fails where it is made."""
     unknown = sorted(set(overrides) - set(BudgetConfig.model_fields))
     if unknown:
-        raise ConfigError(f"unknown budgetware setting(s): {', '.join(unknown)}")
+        import difflib
+
+        close = {n: difflib.get_close_matches(n, BudgetConfig.model_fields, n=1) for n in unknown}
+        named = (f"{n} (did you mean {close[n][0]}?)" if close[n] else n for n in unknown)
+        raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
     if not overrides:
         return {}
     checked = _DEFAULT.merged(overrides)
@@ -756,22 +748,46 @@ def current_overrides() -> Mapping[str, Any]:
 def budget(**settings: Any) -> Iterator[None]:
     """Apply settings (``batch_budget=...``, ``persist=False``, ...) to requests made inside.
 
-    Blocks nest (the inner one wins per setting). The settings live in a ContextVar, so they
-    follow the code into asyncio tasks created inside the block, and into threads started
-    with ``contextvars.copy_context().run``; they never leak into unrelated threads or tasks.
+    Blocks nest (the inner one wins per setting). The settings live in a ContextVar: they
+    follow into asyncio tasks created inside and threads started with
+    ``contextvars.copy_context().run``, never into unrelated ones.
     """
     checked = check_overrides(settings)
     token = _OVERRIDES.set(MappingProxyType({**_OVERRIDES.get(), **checked}))
     try:
-        # The settings in effect inside the block, environment included, fail here.
-        check_settings()
+        check_settings()  # a bad setting fails here, not on a call
     except BaseException:
         _OVERRIDES.reset(token)
         raise
+    reads = _block_reads
     try:
         yield
     finally:
         _OVERRIDES.reset(token)
+    if _block_reads == reads:
+        _unread_block()
+
+
+_block_reads = 0  # resolutions that read a budget() block: an unread block did nothing
+_warned_unread = False
+
+
+def _unread_block() -> None:
+    """Warn once that a ``budget()`` block did nothing: no entry point was ever set up."""
+    global _warned_unread
+    # Looked up, not imported (observe imports this module): every entry point loads it.
+    observe = sys.modules.get("budgetware.core.observe")
+    if _warned_unread or getattr(observe, "entry_points_set_up", False):
+        return
+    _warned_unread = True
+    warnings.warn(
+        "budgetware: a budget() block ended with nothing in this process reading its "
+        "settings: budget() and x-budgetware-* headers apply only to requests budgetware "
+        "sees (after budgetware.instrument(), through a BudgetTransport or an SDK "
+        "integration; docs/quickstart.md)",
+        BudgetwareWarning,
+        stacklevel=4,
+    )
 
 
 class _Same:
@@ -807,19 +823,18 @@ def resolve_config(
     request_overrides: Mapping[str, Any] | None = None,
     lenient: bool = False,
 ) -> BudgetConfig:
-    """The configuration in effect for one request, from wide to narrow.
-
-    environment < ``base`` (the fields set on it) < the active ``budget(...)`` block <
-    ``request_overrides`` (headers, metadata). An invalid environment value raises
-    ``ConfigError`` naming its variable; with ``lenient`` (the request path, where a value
-    that turned bad must not break a call) it is left out instead and warned about once.
+    """The configuration for one request: environment < ``base`` (its fields set) <
+    ``budget(...)`` block < ``request_overrides``. An invalid environment value raises
+    ``ConfigError``; with ``lenient`` (the request path) it is left out, warned once.
     """
+    global _block_reads
     env = environment_settings()
     block = _OVERRIDES.get()
+    if block:
+        _block_reads += 1
     if not env and base is None and not block and not request_overrides:
         return _DEFAULT
-    # Every request resolves its settings; the same ones recur, so each combination is
-    # validated once (the configurations are immutable).
+    # The same combinations recur on every request: each is validated once.
     key = (_Same(env), _Same(base), _key(block), _key(request_overrides or {}))
     cached = _RESOLVED.get(key)
     if cached is None and lenient:
@@ -848,8 +863,7 @@ def resolve_config(
 
 
 def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
-    """Validate every setting an entry point will use, now: the ``ConfigError`` of a bad
-    value (naming its variable) surfaces where the entry point is set up, not on a call."""
+    """Validate every setting an entry point will use, where it is set up, not on a call."""
     if config is not None and not isinstance(config, BudgetConfig):
         raise TypeError(f"config must be a BudgetConfig, not {type(config).__name__}")
     return resolve_config(config)

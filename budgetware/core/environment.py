@@ -1,13 +1,5 @@
-"""The registry of ``BUDGETWARE_*`` environment variables that are not settings.
-
-Most variables need no entry here: every ``BudgetConfig`` field ``name`` is read from
-``BUDGETWARE_<NAME>``, and docs/configuration.md lists them from the model. A variable
-that a module reads on its own (a switch for diagnostics, say) is listed here instead,
-once; ``scripts/gen-config-docs`` writes the table of docs/configuration.md from this list,
-and a test fails on any ``BUDGETWARE_*`` name in the code that neither the model nor this
-list accounts for. ``instrument()`` and ``budgetware run`` warn about any other
-``BUDGETWARE_*`` variable they find set (``unknown_variables``).
-"""
+"""The ``BUDGETWARE_*`` variables that are not settings (docs/configuration.md lists them;
+a test fails on any other name in the code), and warnings for unknown ones."""
 
 from __future__ import annotations
 
@@ -20,6 +12,7 @@ __all__ = [
     "EnvironmentVariable",
     "ignored_variables",
     "unknown_variables",
+    "version",
 ]
 
 PREFIX = "BUDGETWARE_"
@@ -80,18 +73,17 @@ def _named() -> frozenset[str]:
 
 
 def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
-    """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read (none of
-    ``BudgetConfig``'s or this registry's), sorted, each with the known variable closest to
-    it (what a typo likely meant) or None. Imports pydantic."""
+    """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read, sorted, each
+    with the closest known variable (a likely typo) or None."""
     known = _named()
     unknown = sorted(
         name for name in set(names) if name.startswith(PREFIX) and name.upper() not in known
     )
     if not unknown:
         return []
-    import difflib  # only for a mistake: not on every start-up
+    import difflib
 
-    # Compared without the prefix they all share, or any name would be close to every one.
+    # Without the shared prefix, or every name would be close to every other.
     choices = sorted(name[len(PREFIX) :] for name in known)
     found: list[tuple[str, str | None]] = []
     for name in unknown:
@@ -101,11 +93,19 @@ def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
 
 
 def ignored_variables(names: Iterable[str]) -> list[str]:
-    """What to say of each unknown ``BUDGETWARE_*`` name among ``names`` (``budgetware
-    run`` and ``instrument()`` say the same): ``ignoring <name>: not a budgetware setting``,
-    and ``(did you mean <closest variable>?)`` where one is close."""
+    """The warning for each unknown ``BUDGETWARE_*`` name, with a suggestion where one is close."""
     return [
         f"ignoring {name}: not a budgetware setting"
         + (f" (did you mean {close}?)" if close else "")
         for name, close in unknown_variables(names)
     ]
+
+
+def version() -> str:
+    """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("budgetware")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"

@@ -6,15 +6,12 @@ from __future__ import annotations
 import logging
 import sys
 
-from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
+# BudgetwareWarning is defined beside the settings, whose budget() blocks warn too.
+from budgetware.core.config import BudgetConfig, BudgetwareWarning, ConfigError, resolve_config
 
 __all__ = ["BudgetwareWarning", "fail_open"]
 
 logger = logging.getLogger("budgetware")
-
-
-class BudgetwareWarning(UserWarning):
-    """Something budgetware could not do for a request, and how to get it done."""
 
 
 def _raise_errors(config: BudgetConfig | None) -> bool:
@@ -27,11 +24,8 @@ def _raise_errors(config: BudgetConfig | None) -> bool:
 
 
 def fail_open(what: str, *, config: BudgetConfig | None = None) -> None:
-    """Call from an ``except`` block: re-raise when errors must raise, else log an error.
-
-    Only the exception's type is logged: messages and tracebacks can quote tool output or
-    prompts, and logs must carry none (the diagnostics log says where a result changed).
-    """
+    """Call from an ``except`` block: re-raise when errors must raise, else log the error's
+    type only (its message could quote tool output or prompts)."""
     if _raise_errors(config):
         raise
     exc = sys.exc_info()[1]

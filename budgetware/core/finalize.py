@@ -40,12 +40,9 @@ def finalize_batch(
 ) -> list[ToolResult]:
     """Bound one batch (one model turn) of tool results to ``config.batch_budget``.
 
-    Results that fit keep their identity; each cut one names where its full output is. An
-    undecided entry (``persisted_output_files is None``) that is cut is persisted once
-    through ``store`` when one of its previews can name the artifact (an artifact no
-    preview names is never written), unless a producer already recorded a decision for its
-    text; a store failure leaves it decided with no reference (``()``), never with an
-    invented one.
+    Results that fit are returned as they are. A cut undecided entry is persisted once
+    through ``store`` when a preview can name the artifact, unless a producer already
+    decided; a store failure leaves it with no reference (``()``).
     """
     return finalize_batch_written(entries, config=config, store=store)[0]
 
@@ -74,7 +71,7 @@ def finalize_batch_written(
     if persist is not None:
         _note_named(persist, entries, result)
     done = tuple(written)
-    observer = observe.batch_observer  # off (None): this one read is the whole cost
+    observer = observe.batch_observer
     if observer is not None:
         observer("finalizer", entries, result, config, done)
     return result, done
@@ -83,10 +80,8 @@ def finalize_batch_written(
 def _note_named(
     store: ArtifactStore, entries: Sequence[ToolResult], result: list[ToolResult]
 ) -> None:
-    """Undecided results that pass whole and start as a notice does may be a producer's
-    previews (the MCP boundary's), naming artifacts the conversation still needs: a store
-    that keeps artifacts young on reuse hears of them (``note_named``, which does no I/O
-    here: it hands the work to its background thread). Nothing here changes the batch."""
+    """Tell a store that keeps artifacts young on reuse (``note_named``, no I/O here) of
+    undecided results that pass whole and may be a producer's previews."""
     note = getattr(store, "note_named", None)
     if note is None:
         return
@@ -106,12 +101,8 @@ def _note_named(
 def guard_batch(
     entries: Sequence[ToolResult], *, config: BudgetConfig | None = None
 ) -> list[ToolResult]:
-    """Re-check a batch right before it is sent, and bound it again if it is over budget.
-
-    Does no I/O at all: nothing is persisted or read. An entry that already carries
-    references keeps naming them; an undecided one is cut with no reference. It normally
-    changes nothing; when it does, it logs a warning (a caller skipped finalization, or a
-    producer added text after it).
+    """Re-check a batch right before it is sent and bound it again if over budget, with no
+    I/O: undecided entries are cut with no reference, and a change is logged as a warning.
     """
     config = config or _DEFAULT_CONFIG
 
@@ -135,12 +126,8 @@ def guard_batch(
 
 
 class _Cut:
-    """One slot of an entry that must be cut: its preview, its allocation, its fitted text.
-
-    ``key`` (the slot's content address, when the finalizer computed it anyway) lets a
-    preview be reused: a conversation re-sends the same outputs every turn, and their
-    previews are the same every turn.
-    """
+    """One slot of an entry that must be cut: its preview, allocation and fitted text;
+    ``key`` (its content address, when known) lets a preview re-sent every turn be reused."""
 
     __slots__ = ("allocation", "key", "preview", "text")
 
@@ -166,10 +153,8 @@ class _Cut:
         return fitted.named
 
 
-# Previews by content address, allocation, references, unit and options: exact, because a
-# preview depends on nothing else. Least recently used first out, bounded by entries and
-# by bytes: a preview's characters (up to 4 bytes each) and what its entry costs besides
-# (the key, the references, the dict slot).
+# Previews by content address, allocation, references, unit and options (all a preview
+# depends on); least recently used out first, bounded by entries and by bytes.
 _FITTED: OrderedDict[tuple[object, ...], Fitted] = OrderedDict()
 _FITTED_MAX_ENTRIES = 8_192
 _FITTED_MAX_BYTES = 32 * 1024 * 1024
@@ -210,8 +195,7 @@ def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
         _fitted_bytes += size
 
 
-# Given an entry and its slots to cut: fit them (setting each ``_Cut.text``), return the
-# entry's new tri-state.
+# Fits an entry's slots to cut (setting each ``_Cut.text``); returns its new tri-state.
 _Resolve = Callable[[ToolResult, list[_Cut]], tuple[str, ...] | None]
 
 
@@ -264,14 +248,11 @@ def _bound(
     return out
 
 
-# The room every result keeps first when priorities differ or a tool has a ``min_room``
-# within a batch: enough for a compact preview that is mostly the output's own text (a
-# low-priority result is cut to this, not to nothing, unless these floors themselves do
-# not fit: then they are dropped from the lowest priority up).
+# The room every result keeps first when priorities or ``min_room`` apply: a compact
+# preview, so a low-priority result is not cut to nothing.
 _PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
 _PRIORITY_FLOOR_TOKENS = 25
-# A ``min_room`` counts up to this share of the batch budget: one tool's floor never
-# empties the rest of a batch (a min_room at or above the budget would).
+# A ``min_room`` counts up to this share of the batch budget: never the whole batch.
 MIN_ROOM_PERCENT = 50
 _RANK = {"high": 0, "normal": 1, "low": 2}
 
@@ -338,21 +319,15 @@ def _preview_options(percent: int, patterns: tuple[str, ...], tool_hint: bool) -
 def _persist(
     entry: ToolResult, cut: list[_Cut], store: ArtifactStore, written: list[str]
 ) -> tuple[str, ...]:
-    """Decide an undecided entry: reuse a producer's decision, or persist once if named.
-
-    The artifact is written only when a preview can name it: the reference is predicted
-    (``reference_for``) before anything is written. Any failure means "decided, nothing
-    reusable": previews without a reference, and the state ``()``.
-    """
+    """Decide an undecided entry: reuse a producer's decision, or persist once if a preview
+    can name the artifact. Any failure means previews with no reference and ``()``."""
     full = entry.full_text
     try:
         key = text_key(full)
-        if len(entry.slots) == 1:
-            # The one slot is the full text: its previews and its scan can be reused.
+        if len(entry.slots) == 1:  # the one slot is the full text: its key is known
             cut[0].key = cut[0].preview.key = key
-        # Only a text that may be a producer's preview can have a decision recorded for
-        # it (the MCP boundary records none for any other): the others skip the lookup,
-        # which is a round trip on S3.
+        # Only a text that may be a producer's preview can have a decision: the others skip
+        # the lookup (a round trip on S3).
         decidable = _may_be_preview(full, key)
         decided = store.lookup_decision(key) if decidable else None
         if decided is None and len(entry.slots) > 1:
@@ -368,22 +343,18 @@ def _persist(
             _fit_all(cut, decided)
             return decided
         predicted = _predict(store, key)
-        # A store that cannot predict its reference is probed with a placeholder as long as
-        # the longest reference it declares (``max_reference_length``), else a pessimistic
-        # one: where the placeholder fits, its real reference fits too.
+        # Else a placeholder as long as the longest reference: where it fits, the real one does.
         probe = predicted if predicted is not None else _placeholder(store)
         if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
-        if not decidable and _finds(store):
-            # No decision was looked up: ask whether the artifact is there (one look, no
-            # upload when another process wrote it); the put below writes a new one.
+        if not decidable and _supports(store, FindsArtifacts):
+            # Another process may have written it: one look, no upload.
             found = cast(FindsArtifacts, store).stored_reference(key)
             if found is not None:
                 if found != predicted:
                     _fit_all(cut, (found,))
                 return (found,)
-        # A store that can tell (the local one does) says whether this put wrote the
-        # artifact or found it there already; one that cannot counts as written.
+        # A store that can tell says whether this put wrote the artifact; else it did.
         put_reporting = _reporting_put(store)
         if put_reporting is not None:
             ref, wrote = put_reporting(full, key=key)
@@ -404,8 +375,7 @@ def _persist(
 
 
 def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | None:
-    """``store.put_reporting``, unless a subclass overrides ``put`` below where it is defined
-    (then ``put`` is what the store means, and it must be the one called)."""
+    """``store.put_reporting``, unless a subclass overrides ``put`` below where it is defined."""
     for klass in type(store).__mro__:
         attributes = vars(klass)
         if "put_reporting" in attributes:
@@ -416,8 +386,7 @@ def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | No
     return None
 
 
-# The reference a store that cannot predict its own is assumed to return at most: longer
-# than any the shipped stores print (a local path of about 100 characters, an S3 URL).
+# The longest reference assumed of a store that cannot predict its own.
 PROBE_REFERENCE_CHARS = 256
 
 
@@ -426,16 +395,12 @@ def _placeholder(store: ArtifactStore) -> str:
     size = PROBE_REFERENCE_CHARS
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         size = declared
-    # Hex digits and slashes, as a reference is made of: it measures like one in every unit.
+    # Hex digits and slashes: it measures like a reference in every unit.
     return ("/" + "0123456789abcdef" * (size // 16 + 1))[:size]
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:
-    kind = type(store)
-    predicts = _PREDICTS.get(kind)
-    if predicts is None:  # a runtime protocol check is slow: once per store class
-        predicts = _PREDICTS[kind] = isinstance(store, PredictsReferences)
-    if predicts:
+    if _supports(store, PredictsReferences):
         try:
             return cast(PredictsReferences, store).ref_for(key)
         except NotImplementedError:
@@ -443,20 +408,19 @@ def _predict(store: ArtifactStore, key: str) -> str | None:
     return None
 
 
-_PREDICTS: dict[type, bool] = {}
-_FINDS: dict[type, bool] = {}
+_SUPPORTS: dict[tuple[type, type], bool] = {}
 
 
-def _finds(store: ArtifactStore) -> bool:
-    kind = type(store)
-    finds = _FINDS.get(kind)
-    if finds is None:  # a runtime protocol check is slow: once per store class
-        finds = _FINDS[kind] = isinstance(store, FindsArtifacts)
-    return finds
+def _supports(store: ArtifactStore, protocol: type) -> bool:
+    """Whether ``store`` implements ``protocol``, checked once per store class (slowly)."""
+    kind = (type(store), protocol)
+    found = _SUPPORTS.get(kind)
+    if found is None:
+        found = _SUPPORTS[kind] = isinstance(store, protocol)
+    return found
 
 
-# Whether a text may be a producer's preview, by content address: the scan costs about
-# as much as hashing the text, and a conversation re-sends the same outputs every turn.
+# Whether a text may be a producer's preview, by content address (re-sent every turn).
 _MAY_BE_PREVIEW: OrderedDict[str, bool] = OrderedDict()
 _MAY_BE_PREVIEW_ENTRIES = 8_192
 _MAY_BE_PREVIEW_LOCK = threading.Lock()

@@ -15,10 +15,7 @@ try:  # pragma: no cover - depends on the platform
 except ImportError:  # pragma: no cover
     _orjson = None
 
-HAS_ORJSON = _orjson is not None
-
 __all__ = [
-    "HAS_ORJSON",
     "STR_CHUNK",
     "NumberLiteral",
     "compact_literal",
@@ -35,15 +32,8 @@ __all__ = [
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON fast: orjson when it accepts the text, the standard library otherwise.
-
-    For finding values (the strings a request carries), not for writing them back: orjson
-    reads an integer beyond 64 bits as a float (rounded, without an error), so such an
-    integer may come back changed. Text orjson refuses (lone surrogate escapes, ``NaN``,
-    ``Infinity``, ``1e400``) is read by the standard library. Callers that may write a
-    decoded value back use ``loads_exact``; previews that must keep every number's
-    spelling use ``loads_literal``.
-    """
+    """Parse JSON with orjson, else the standard library: for finding values, not writing
+    them back (orjson rounds integers beyond 64 bits: ``loads_exact``)."""
     if _orjson is not None:
         try:
             return _orjson.loads(data)
@@ -52,20 +42,14 @@ def loads(data: bytes | str) -> Any:
     return json.loads(data)
 
 
-# Every integer orjson reads as a float has at least 19 digits: it reads -2**63 to
-# 2**64 - 1 exactly. Digits become b"0", every other byte a space, then one search.
+# orjson reads -2**63 to 2**64 - 1 exactly: an integer it rounds has 19 digits or more.
 _DIGIT_RUN = b"0" * 19
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 
 
 def loads_exact(data: bytes | str) -> Any:
-    """Parse JSON to exactly the values the standard library reads, fast when orjson can.
-
-    For decoded values that may be written back (the MCP and ACP rewrites): integers of
-    any size stay integers. When the text holds a run of 19 or more digits anywhere (an
-    integer orjson would round, or just digits inside a string), the standard library
-    parses it; the check costs about a millisecond a megabyte.
-    """
+    """Parse JSON to exactly the values the standard library reads (integers of any size),
+    with orjson unless the text holds a run of 19 or more digits."""
     if _orjson is None:
         return json.loads(data)
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
@@ -82,22 +66,13 @@ def dumps_bytes(value: Any) -> bytes:
             return out
         except TypeError:
             pass
-    # ensure_ascii=False keeps non-ASCII text as UTF-8, but would write a lone surrogate
-    # raw; those are escaped first so that the output is always valid UTF-8.
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
     return text.encode("utf-8", "backslashreplace_json")
 
 
 def dumps_faithful(value: Any) -> bytes:
-    """Serialize compactly as UTF-8, writing every value as the standard library's ``json``
-    would: integers beyond 64 bits exactly, and ``nan`` / ``inf`` as ``NaN`` / ``Infinity``.
-
-    For output that replaces what an agent's own writer (``json.dumps``) would have written:
-    orjson writes non-finite floats as ``null``, a changed value, and refuses integers
-    beyond 64 bits. orjson writes the value unless it holds one of those; then the standard
-    library writes it, with every other type orjson knows (datetimes, UUIDs, dataclasses,
-    enums) written as orjson writes it. Lone surrogates are escaped, never emitted raw.
-    """
+    """Serialize compactly as UTF-8 with the values ``json.dumps`` would write (big integers,
+    ``NaN``, which orjson writes as ``null``); other types as orjson writes them."""
     if _orjson is not None:
         try:
             out: bytes = _orjson.dumps(value)
@@ -140,11 +115,8 @@ def _as_orjson_writes(obj: Any) -> Any:
 
 
 class NumberLiteral:
-    """A number (or ``NaN``, ``Infinity``, ``-Infinity``) as its text in the document.
-
-    What ``loads_literal`` reads numbers as when orjson is missing; with orjson they are
-    ``orjson.Fragment`` objects, which orjson writes verbatim.
-    """
+    """A number (or ``NaN``, ``Infinity``) as spelled in the document: what ``loads_literal``
+    reads numbers as without orjson (with it, ``orjson.Fragment``)."""
 
     __slots__ = ("text",)
 
@@ -160,34 +132,19 @@ def _literal_type() -> Callable[[str], Any]:
 
 
 def loads_literal(text: str) -> Any:
-    """Parse JSON text, every number (and ``NaN`` / ``Infinity``) kept as its own spelling.
-
-    Numbers become opaque literals that ``dumps_literal`` writes back byte for byte
-    (``1e400``, ``1.10``, ``1E5``, ``-0``, integers of any size). Strings, booleans and
-    ``null`` are plain values. Raises ``ValueError`` (or ``RecursionError``) on bad text.
-    """
+    """Parse JSON text, every number kept as an opaque literal of its own spelling that
+    ``dumps_literal`` writes back byte for byte. ``ValueError`` on bad text."""
     literal = _literal_type()
     return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
 
 
-# JSON's whitespace: what a parser skips between tokens (inside strings only spaces can be
-# raw; tabs and line breaks there are escaped).
+# Inside strings only spaces can be raw: tabs and line breaks there are escaped.
 _JSON_SPACE = b" \t\n\r"
 
 
 def loads_spelled(text: str) -> tuple[Any, int] | None:
-    """orjson's parse of ``text`` and the size of its compact serialization, when every
-    number of ``text`` is spelled as orjson writes it; else None (``loads_literal`` then
-    reads it, each number kept as its own spelling).
-
-    The proof is one comparison: ``text`` and orjson's writing of it, each without its JSON
-    whitespace, are the same bytes (after writing non-ASCII as ``\\uXXXX`` escapes the way
-    ``json.dumps`` does, when ``text`` is ASCII). JSON needs no whitespace between tokens,
-    so equal bytes mean the same tokens in the same order: the same tree (no key dropped as
-    a duplicate), every number as spelled. None for any difference (``1.10``, ``1e-05``, an
-    integer beyond 64 bits, ``\\/``), for text orjson refuses (``NaN``, lone surrogates)
-    or cannot write back (nesting deeper than it writes), and without orjson.
-    """
+    """orjson's parse of ``text`` and its compact size when orjson writes it back the same
+    but for whitespace (every number as spelled), else None."""
     if _orjson is None:
         return None
     try:
@@ -211,10 +168,8 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
 
 
 def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:
-    """Compact UTF-8 JSON of a value from ``loads_literal`` (or any plain JSON value), each
-    number literal written as it was read; with ``ascii_only`` non-ASCII text is written
-    as ``\\uXXXX`` escapes. Raises ``TypeError`` for a value it cannot write (with orjson:
-    a lone surrogate, nesting deeper than orjson allows)."""
+    """Compact UTF-8 JSON of a value from ``loads_literal``, each number as it was read;
+    ``ascii_only`` escapes non-ASCII. ``TypeError`` for a value it cannot write."""
     if _orjson is not None:
         out: bytes = _orjson.dumps(value)
     else:
@@ -232,13 +187,9 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def compact_literal(text: bytes | str) -> bytes:
-    """The JSON text ``text`` written compactly: no whitespace between tokens, strings as
-    raw UTF-8 with only the escapes JSON requires, every number exactly as it was spelled.
-
-    The same message as ``text``, in the fewest bytes its numbers allow (for a message over
-    a size limit only because of how its writer spelled it). Raises ``ValueError`` (or
-    ``RecursionError``) on bad text.
-    """
+    """``text`` rewritten compactly (raw UTF-8 strings, no whitespace), every number as
+    spelled: for a message over a size limit only because of its writer. ``ValueError``
+    on bad text."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "surrogatepass")
     try:
@@ -299,11 +250,8 @@ def _write_literal(value: Any, parts: list[str]) -> None:
         raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-# orjson reserves about 13 bytes of working memory per character of a string it
-# serializes; long strings go through it in slices of this many characters, which keeps
-# the transient memory small and costs nothing measurable. Slicing a str never splits a
-# character a JSON escape covers (a surrogate pair held as two code points is refused by
-# orjson either way).
+# orjson reserves working memory per character it writes: long strings go through it in
+# slices of this many characters.
 STR_CHUNK = 1 << 16
 
 

@@ -1,8 +1,5 @@
-"""Measuring and cutting text: lengths in a budget unit, and exact JSON UTF-8 byte sizes.
-
-Everything here is vectorized through C-level string and bytes operations (encode,
-translate, slicing); nothing loops over the characters of a large input in Python.
-"""
+"""Measuring and cutting text in a budget unit, and exact JSON UTF-8 byte sizes, with
+C-level string operations only (no Python loop over a large input's characters)."""
 
 from __future__ import annotations
 
@@ -11,12 +8,9 @@ from typing import Literal
 from budgetware.core.jsonio import str_token_sizes
 
 Unit = Literal["chars", "utf8_bytes", "tokens", "tokens:o200k_base", "tokens:cl100k_base"]
-"""``tokens`` is an estimate (UTF-8 bytes / 4); ``tokens:<encoding>`` counts exactly with
-tiktoken (``budgetware[tokens]``, see ``core/tokens.py``)."""
+"""``tokens`` is an estimate (UTF-8 bytes / 4, rounded up); ``tokens:<encoding>`` counts
+exactly with tiktoken (``budgetware[tokens]``)."""
 
-# The "tokens" unit is an estimate, not a model's tokenizer: UTF-8 bytes / 4, rounded up,
-# the usual rule of thumb for BPE tokenizers on English text and code (exact tokenizers
-# need per-model vocabularies, which a request-path budget cannot fetch or afford).
 BYTES_PER_TOKEN = 4
 
 __all__ = [
@@ -36,17 +30,14 @@ _SHORT_ESCAPES = b'"\\\b\t\n\f\r'
 
 
 def json_string_bytes(s: str, limit: int | None = None) -> int:
-    """Exact UTF-8 byte length of ``s`` serialized as a compact JSON string, quotes included.
+    """Exact UTF-8 byte length of ``s`` as a compact JSON string, quotes included.
 
-    Non-ASCII text counts as its UTF-8 bytes (U+2028/U+2029 unescaped), controls as their
-    escapes, and a lone surrogate as its six-byte ``\\udXXX`` escape. With ``limit``, the
-    result may stop early at any value greater than ``limit`` once the string is known to
-    exceed it.
+    Non-ASCII counts as UTF-8, controls as their escapes, a lone surrogate as ``\\udXXX``.
+    With ``limit``, may return early any value above ``limit`` once ``s`` exceeds it.
     """
     n = len(s)
     if limit is not None and n + 2 > limit:
-        # Every character costs at least one byte: already over, and the caller only asks
-        # whether it fits. Return the cheapest honest lower bound above the limit.
+        # Every character costs at least one byte: a lower bound already over the limit.
         return n + 2
     sizes = str_token_sizes(s)
     if sizes is not None:
@@ -68,8 +59,7 @@ def _json_string_bytes_slow(s: str) -> int:
         surrogate_bytes = 0
     except UnicodeEncodeError:  # fails at the first lone surrogate, so this costs little
         encoded = s.encode("utf-8", "surrogatepass")
-        # A lone surrogate encodes to 3 bytes under surrogatepass and to none under
-        # "ignore"; in JSON it is a 6-byte escape: 3 more than its surrogatepass size.
+        # A lone surrogate: 3 bytes under surrogatepass, 6 as a JSON escape.
         surrogate_bytes = len(encoded) - len(s.encode("utf-8", "ignore"))
     specials = encoded.translate(None, _PLAIN)
     long_escapes = len(specials.translate(None, _SHORT_ESCAPES))
@@ -84,8 +74,7 @@ def measure(s: str, unit: Unit = "chars") -> int:
         from budgetware.core import tokens
 
         return tokens.count(s, unit[7:])
-    # A lone surrogate has no UTF-8 form; count it as the 3 bytes of U+FFFD, as a decoder
-    # that replaces it would send.
+    # A lone surrogate counts as the 3 bytes of the U+FFFD a replacing encoder sends.
     size = len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
     if unit == "tokens":
         return -(-size // BYTES_PER_TOKEN)
@@ -101,11 +90,8 @@ def _is_low_surrogate(c: str) -> bool:
 
 
 def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
-    """The longest prefix of ``s`` whose length in ``unit`` is at most ``size``.
-
-    Never ends between the halves of a surrogate pair held as two code points. Work is
-    proportional to ``size``, not to ``len(s)``.
-    """
+    """The longest prefix of ``s`` of at most ``size`` in ``unit``, never splitting a
+    surrogate pair; work proportional to ``size``."""
     if size <= 0:
         return ""
     if unit[6:7] == ":":
@@ -122,14 +108,7 @@ def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
             while cut > 0 and (raw[cut] & 0xC0) == 0x80:
                 cut -= 1  # back to the first byte of the character that straddles
             head = raw[:cut].decode("utf-8", "surrogatepass")
-    if (
-        head
-        and len(head) < len(s)
-        and _is_high_surrogate(head[-1])
-        and (_is_low_surrogate(s[len(head)]))
-    ):
-        head = head[:-1]
-    return head
+    return _keep_pairs_head(s, head)
 
 
 def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
@@ -150,14 +129,11 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
             while cut < len(raw) and (raw[cut] & 0xC0) == 0x80:
                 cut += 1  # forward to the start of the next whole character
             tail = raw[cut:].decode("utf-8", "surrogatepass")
-    start = len(s) - len(tail)
-    if tail and start > 0 and _is_low_surrogate(tail[0]) and _is_high_surrogate(s[start - 1]):
-        tail = tail[1:]
-    return tail
+    return _keep_pairs_tail(s, tail)
 
 
 def _keep_pairs_head(s: str, head: str) -> str:
-    # Never end between the halves of a surrogate pair held as two code points.
+    """``head`` without a last high surrogate whose low half follows it in ``s``."""
     if (
         head
         and len(head) < len(s)

@@ -12,13 +12,10 @@ __all__ = ["ToolResult"]
 class ToolResult:
     """One tool result of a batch, as the core sees it.
 
-    ``slots`` are the pieces of model-facing text that may be shortened (text parts, an
-    output and an error). ``parts`` holds everything else the result carries (media,
-    structured values) only so that nothing forgets them: they are never counted and never
-    changed. ``persisted_output_files`` is the tri-state decision about the full output:
-    ``None`` nobody decided yet (the finalizer may persist), ``()`` decided with no reusable
-    artifact (never persist, never name a file), ``(ref, ...)`` already persisted (name
-    these, never persist again).
+    ``slots``: the model-facing texts that may be shortened; ``parts``: everything else
+    (media, structured values), never counted or changed. ``persisted_output_files``:
+    ``None`` undecided (the finalizer may persist), ``()`` decided with no artifact,
+    ``(ref, ...)`` already persisted (name these, never persist again).
     """
 
     call_id: str | None
@@ -28,7 +25,6 @@ class ToolResult:
     persisted_output_files: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        # Callers may pass lists: store tuples so results are immutable and hashable.
         slots: object = self.slots
         if not isinstance(slots, tuple):
             object.__setattr__(self, "slots", tuple(_as_seq(slots)))

@@ -1,26 +1,13 @@
 """The one observation seam: what the finalizer, the guard and each bounded request did.
 
-The core imports nothing above it, so everything that watches budgetware (boundary
-diagnostics, the pytest plugin, OpenTelemetry, the log line) subscribes here::
+Diagnostics, the pytest plugin, OpenTelemetry and the log line subscribe here::
 
-    from budgetware.core import observe
+    with observe.subscribe(batch=on_batch, request=on_request, usage=on_usage):
+        ...  # on_batch(BatchReport) per finalized/guarded batch, on_request(RequestReport),
+        # on_usage(UsageReport) when a reported request's response has ended
 
-    with observe.subscribe(batch=on_batch, request=on_request):
-        ...  # on_batch(BatchReport) per finalized/guarded batch, on_request(RequestReport)
-
-Two kinds of report:
-
-- a :class:`BatchReport` for every batch the finalizer or the guard handles
-  (``core/finalize.py`` calls ``batch_observer``; off, that is one attribute read);
-- a :class:`RequestReport` for every request body an entry point bounds (the transports,
-  ``instrument()``, ``bound_payload``): ``wire/body.py`` builds it, the HTTP layer delivers
-  it when the request reaches the network (inside the HTTP client span, if one is open).
-  Producers ask :func:`watching` first (one attribute read, and a cached logger level
-  check for the INFO line) and build nothing when it is False.
-
-Every report carries sizes, counts, the budget and artifact references; observers that
-export anything (logs, telemetry) must keep to sizes and counts. An observer must never
-change a value; one that raises is handled like any internal error (``fail_open``).
+Producers ask :func:`watching` first and build no report when nothing listens. Observers
+that export anything keep to sizes and counts; one that raises is handled by ``fail_open``.
 """
 
 from __future__ import annotations
@@ -30,9 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-# Cheap to import: ``import budgetware`` (the CLI, ``budgetware run``'s start-up hook) loads
-# this module, so it imports neither ``typing``, ``logging`` nor ``dataclasses`` (a program
-# that never configured logging cannot have the ``budgetware`` logger on; see ``_logger``).
+# ``import budgetware`` (every process under ``budgetware run``) loads this module: it
+# imports neither ``typing``, ``logging`` nor ``dataclasses``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
@@ -49,12 +35,15 @@ __all__ = [
     "BatchReport",
     "RequestReport",
     "Subscription",
+    "UsageReport",
     "batch_observer",
     "count_cut",
     "deliver_request",
+    "deliver_usage",
     "entry_setup",
     "on_entry_setup",
     "subscribe",
+    "usage_watched",
     "watching",
 ]
 
@@ -67,13 +56,10 @@ if TYPE_CHECKING:
     ]
 else:
     BatchObserver = Callable
-"""``(boundary, entries before, entries after, config, artifacts written)``.
-
-``boundary`` is ``finalizer`` or ``guard``. Set while anything listens to batches."""
+"""``(boundary: finalizer or guard, entries before, entries after, config, written)``."""
 
 
-_init = object.__setattr__
-"""Sets a field of a report once made (a cached value, as the ``api`` looked up)."""
+_init = object.__setattr__  # sets a cached field of a made report
 
 
 class _Frozen:
@@ -94,7 +80,7 @@ class _Frozen:
 
 
 class _BatchFields:
-    """The fields of a BatchReport, assignable (see ``_RequestFields``)."""
+    """The fields of a BatchReport, assignable until it becomes one."""
 
     __slots__ = ("__dict__", "after", "before", "boundary", "budget", "unit", "written")
 
@@ -125,8 +111,7 @@ class BatchReport(_BatchFields, _Frozen):
         *,
         cut: int | None = None,
     ) -> BatchReport:
-        """``cut``: how many results were shortened, when the producer counted them while
-        it had them at hand (else counted when first asked)."""
+        """``cut``: how many results were shortened, if the producer counted them."""
         fields = object.__new__(_BatchFields)
         fields.boundary = boundary
         fields.before = before
@@ -147,8 +132,6 @@ class BatchReport(_BatchFields, _Frozen):
     @property
     def cut(self) -> int:
         """How many tool results were shortened."""
-        # Cached by hand: functools.cached_property takes a lock per read on Python 3.11,
-        # and every subscriber of every request reads this.
         known = self.__dict__
         cut: int | None = known.get("cut")
         if cut is None:
@@ -157,8 +140,7 @@ class BatchReport(_BatchFields, _Frozen):
 
     @cached_property
     def referenced(self) -> tuple[str, ...]:
-        """References of every artifact the previews of this batch name, written now or
-        reused from an earlier request (``written`` holds only the new ones)."""
+        """References of every artifact the previews name, written now or reused."""
         refs: dict[str, None] = {}
         for old, new in zip(self.before, self.after):
             if old is not new and old.slots != new.slots:
@@ -180,15 +162,22 @@ class BatchReport(_BatchFields, _Frozen):
         """Whether what was sent fits the budget (always, unless bounding is off)."""
         return self.budget <= 0 or self.size_after <= self.budget
 
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps tool output or paths.
+        return (
+            f"BatchReport(boundary={self.boundary!r}, results={self.results}, cut={self.cut}, "
+            f"size_before={self.size_before}, size_after={self.size_after}, "
+            f"budget={self.budget}, unit={self.unit!r}, written={len(self.written)})"
+        )
+
 
 class _RequestFields:
     """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
-    makes it a RequestReport (the same layout), whose fields are read-only. One report is
-    made per request while anything watches: assigning a slot directly costs a third of
-    ``object.__setattr__`` (the way frozen dataclasses fill theirs in)."""
+    makes it a RequestReport (the same layout), whose fields are read-only."""
 
     __slots__ = (
         "_api",
+        "_usage",
         "batch_budget",
         "batches",
         "bytes_after",
@@ -201,6 +190,7 @@ class _RequestFields:
     )
 
     _api: str | Callable[[], str | None] | None
+    _usage: UsageReport | None
     bytes_before: int
     bytes_after: int
     batch_budget: int
@@ -249,6 +239,7 @@ class RequestReport(_RequestFields, _Frozen):
     ) -> RequestReport:
         fields = object.__new__(_RequestFields)
         fields._api = api
+        fields._usage = None
         fields.bytes_before = bytes_before
         fields.bytes_after = bytes_after
         fields.batch_budget = batch_budget
@@ -263,17 +254,19 @@ class RequestReport(_RequestFields, _Frozen):
 
     @property
     def api(self) -> str | None:
-        """The wire format (``openai_chat``, ``anthropic_messages``, ...), None if not known.
-
-        A producer that has not looked it up (a body it did not read) may give a function
-        instead: it is called once, when the format is first asked for (a telemetry
-        subscriber asks only for a body it had to read), never on the request path.
-        """
+        """The wire format (``openai_chat``, ...), None if not known; a producer that did not
+        look it up gives a function, called when first asked."""
         api = self._api
         if callable(api):
             api = api()
             _init(self, "_api", api)
         return api
+
+    @property
+    def usage(self) -> UsageReport | None:
+        """The provider's token counters, read from the response once it ended (None before,
+        or when it carried none)."""
+        return self._usage
 
     @property
     def bounded(self) -> bool:
@@ -297,6 +290,46 @@ class RequestReport(_RequestFields, _Frozen):
         return max(self.bytes_before - self.bytes_after, 0)
 
 
+class UsageReport(_Frozen):
+    """The provider's token counters for one model request, read from its response."""
+
+    __slots__ = (
+        "api",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "input_tokens",
+        "output_tokens",
+        "request",
+    )
+    _fields = ("api", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+
+    api: str
+    input_tokens: int
+    """Every input token, the ones read from or written to the cache included."""
+    cache_read_tokens: int
+    cache_write_tokens: int | None
+    """Written to the cache (Anthropic's cache creation); None where the API has no such count."""
+    output_tokens: int | None
+    request: RequestReport | None
+    """The report of the request this answers (whose ``usage`` is this report), if known."""
+
+    def __init__(
+        self,
+        api: str,
+        input_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int | None = None,
+        output_tokens: int | None = None,
+        request: RequestReport | None = None,
+    ) -> None:
+        _init(self, "api", api)
+        _init(self, "input_tokens", input_tokens)
+        _init(self, "cache_read_tokens", cache_read_tokens)
+        _init(self, "cache_write_tokens", cache_write_tokens)
+        _init(self, "output_tokens", output_tokens)
+        _init(self, "request", request)
+
+
 def count_cut(before: Sequence[ToolResult], after: Sequence[ToolResult]) -> int:
     """How many of ``after`` are shortened ``before`` entries (``BatchReport.cut``)."""
     return sum(1 for old, new in zip(before, after) if old is not new and old.slots != new.slots)
@@ -312,32 +345,42 @@ def _size(entries: Sequence[ToolResult], unit: Unit) -> int:
 
 BatchListener = Callable[[BatchReport], None]
 RequestListener = Callable[[RequestReport], None]
+UsageListener = Callable[[UsageReport], None]
 
 _lock = _thread.allocate_lock()  # threading.Lock, without importing threading
 _batch_listeners: tuple[BatchListener, ...] = ()
 _request_listeners: tuple[RequestListener, ...] = ()
+_usage_listeners: tuple[UsageListener, ...] = ()
 
 batch_observer: BatchObserver | None = None
 """The finalizer's and the guard's hook: None while nothing listens to batches."""
 requests_watched = False
-"""Whether anything listens to request reports (the INFO log line is checked apart)."""
+"""Whether anything listens to request or usage reports (the INFO log line is checked apart)."""
 
 
 class Subscription:
     """What :func:`subscribe` returns: ``close()`` (or leaving the ``with``) unsubscribes."""
 
-    def __init__(self, batch: BatchListener | None, request: RequestListener | None) -> None:
+    def __init__(
+        self,
+        batch: BatchListener | None,
+        request: RequestListener | None,
+        usage: UsageListener | None = None,
+    ) -> None:
         self._batch = batch
         self._request = request
+        self._usage = usage
 
     def close(self) -> None:
-        global _batch_listeners, _request_listeners
+        global _batch_listeners, _request_listeners, _usage_listeners
         with _lock:
             if self._batch is not None:
                 _batch_listeners = _without(_batch_listeners, self._batch)
             if self._request is not None:
                 _request_listeners = _without(_request_listeners, self._request)
-            self._batch = self._request = None
+            if self._usage is not None:
+                _usage_listeners = _without(_usage_listeners, self._usage)
+            self._batch = self._request = self._usage = None
             _publish()
 
     def __enter__(self) -> Subscription:
@@ -359,23 +402,29 @@ def _without(listeners: tuple[_L, ...], fn: _L) -> tuple[_L, ...]:
 
 
 def subscribe(
-    *, batch: BatchListener | None = None, request: RequestListener | None = None
+    *,
+    batch: BatchListener | None = None,
+    request: RequestListener | None = None,
+    usage: UsageListener | None = None,
 ) -> Subscription:
-    """Call ``batch`` for every batch report and ``request`` for every request report."""
-    global _batch_listeners, _request_listeners
+    """Call ``batch`` for every batch report, ``request`` for every request report and
+    ``usage`` for every usage report."""
+    global _batch_listeners, _request_listeners, _usage_listeners
     with _lock:
         if batch is not None:
             _batch_listeners = (*_batch_listeners, batch)
         if request is not None:
             _request_listeners = (*_request_listeners, request)
+        if usage is not None:
+            _usage_listeners = (*_usage_listeners, usage)
         _publish()
-    return Subscription(batch, request)
+    return Subscription(batch, request, usage)
 
 
 def _publish() -> None:
     global batch_observer, requests_watched
     batch_observer = _dispatch_batch if _batch_listeners else None
-    requests_watched = bool(_request_listeners)
+    requests_watched = bool(_request_listeners or _usage_listeners)
 
 
 _logger: Any = None
@@ -383,8 +432,8 @@ _logger: Any = None
 
 
 def _log() -> Any:
-    """The ``budgetware`` logger, or None while ``logging`` is not even imported (then
-    nobody can have turned it on, and this module need not import it either)."""
+    """The ``budgetware`` logger, or None while ``logging`` is not imported (nobody can
+    have turned it on)."""
     global _logger
     if _logger is None:
         logging = sys.modules.get("logging")
@@ -402,21 +451,32 @@ def watching() -> bool:
     return logger is not None and bool(logger.isEnabledFor(_INFO))
 
 
+def usage_watched() -> bool:
+    """Whether a response's usage is worth reading: a listener, or the INFO log line."""
+    if _usage_listeners:
+        return True
+    logger = _logger or _log()
+    return logger is not None and bool(logger.isEnabledFor(_INFO))
+
+
 # --- what entry points run where they are set up --------------------------------------------
 
 _setup_hooks: list[Callable[[], object]] = []
+entry_points_set_up = False
+"""Whether any entry point was set up in this process (an unused ``budget()`` warns)."""
 
 
 def on_entry_setup(hook: Callable[[], object]) -> None:
-    """Run ``hook`` once, where the first entry point is set up (``instrument()``, a
-    transport, ``bound_payload``): the facade turns OpenTelemetry on this way, so that
-    ``import budgetware`` itself loads nothing of it."""
+    """Run ``hook`` once, where the first entry point is set up (OpenTelemetry is turned on
+    so, not at ``import budgetware``)."""
     with _lock:
         _setup_hooks.append(hook)
 
 
 def entry_setup() -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
+    global entry_points_set_up
+    entry_points_set_up = True
     if not _setup_hooks:
         return
     with _lock:
@@ -448,6 +508,18 @@ def deliver_request(report: RequestReport) -> None:
     except Exception:
         _failed("log a request report")
     for listener in _request_listeners:
+        _call(listener, report)
+
+
+def deliver_usage(report: UsageReport) -> None:
+    """Link the counters to their request's report, log them (INFO), tell every listener."""
+    if report.request is not None:
+        _init(report.request, "_usage", report)
+    try:
+        _log_usage(report)
+    except Exception:
+        _failed("log a usage report")
+    for listener in _usage_listeners:
         _call(listener, report)
 
 
@@ -511,6 +583,39 @@ def _log_request(report: RequestReport) -> None:
             batch.cut,
             len(batch.written),
         )
+
+
+def _log_usage(report: UsageReport) -> None:
+    logger = _logger or _log()
+    if logger is None or not logger.isEnabledFor(_INFO):
+        return
+    written = report.cache_write_tokens
+    share = report.cache_read_tokens / report.input_tokens if report.input_tokens else 0.0
+    # Beside the counters, what the history budget did to this request: a new masking
+    # step is the one cache miss budgetware causes (the field comes with history_budget).
+    history = getattr(report.request, "history", None)
+    logger.info(
+        "budgetware: the provider's usage (%s): %s input tokens, %s read from its cache "
+        "(%.0f%%)%s%s",
+        report.api,
+        f"{report.input_tokens:,}",
+        f"{report.cache_read_tokens:,}",
+        share * 100,
+        "" if written is None else f", {written:,} written to it",
+        ""
+        if history is None
+        else f"; history: {history.masked} masked, "
+        + ("a new step" if history.new_step else "no new step"),
+        extra={
+            "budgetware": {
+                "api": report.api,
+                "input_tokens": report.input_tokens,
+                "cache_read_tokens": report.cache_read_tokens,
+                "cache_write_tokens": written,
+                "output_tokens": report.output_tokens,
+            }
+        },
+    )
 
 
 def _summary(report: RequestReport) -> dict[str, object]:

@@ -1,5 +1,4 @@
-"""Where budgetware keeps things by default, from ``os`` alone (no pathlib, no pydantic):
-``instrument()`` checks the default artifact directory at start-up, cheaply."""
+"""The default artifact directory, from ``os`` alone: cheap to import at start-up."""
 
 from __future__ import annotations
 
@@ -18,10 +17,7 @@ def _home() -> str:
 
 
 def default_artifact_path() -> str:
-    """The user's cache directory for budgetware artifacts (XDG on Linux), as a string.
-
-    Raises RuntimeError (or KeyError, OSError) when it cannot be named: no home directory.
-    """
+    """The user's cache directory for artifacts (XDG on Linux); RuntimeError with no home."""
     if sys.platform == "win32":  # pragma: no cover - platform specific
         base = os.environ.get("LOCALAPPDATA") or os.path.join(_home(), "AppData", "Local")
         return os.path.join(base, "budgetware", "Cache", "artifacts")

@@ -1,18 +1,6 @@
-"""What a regular expression may cost before it runs: nested repeats and repeat counts.
-
-Patterns from settings (salient lines) run on the request path, and patterns from a model
-(``read_tool_output``) run on artifacts of any size; neither may hang or exhaust memory.
-Two shapes make a backtracking engine (``re``, the ``regex`` package) cost without bound:
-
-- a repeat of something that itself repeats a variable number of times, ``(a+)+``,
-  ``(\\w+\\s?)*``: exponential backtracking on a line that almost matches;
-- counted repeats inside counted repeats, ``((a{1000}){1000}){1000}``: the ``regex``
-  package expands them when it compiles, a gigabyte before the first match.
-
-``regex_problem`` reads the pattern with ``re``'s own parser (no compilation, no engine)
-and names either shape, deterministically; a pattern ``re`` cannot parse is the caller's
-to judge (the ``regex`` package reads more syntax).
-"""
+"""What a regular expression may cost before it runs: a variable repeat inside one
+(``(a+)+``, exponential backtracking) or counted repeats multiplied out (expanded when
+compiled). Patterns from settings and from a model must not hang or exhaust memory."""
 
 from __future__ import annotations
 
@@ -28,8 +16,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 __all__ = ["MAX_PATTERN_LENGTH", "MAX_REPEAT_PRODUCT", "regex_problem"]
 
 MAX_PATTERN_LENGTH = 1_000
-# The most characters one match of a pattern's counted repeats may span, multiplied out:
-# ``x{100}`` inside ``(...){100}`` is 10,000. Plenty for a search, nothing for a compiler.
+# The most a pattern's counted repeats may multiply to: ``(x{100}){100}`` is 10,000.
 MAX_REPEAT_PRODUCT = 100_000
 
 _UNBOUNDED = _constants.MAXREPEAT
@@ -41,13 +28,9 @@ _REPEATS = {
 
 
 def regex_problem(pattern: str, *, nested: bool = True) -> str | None:
-    """Why ``pattern`` may cost without bound (a short phrase), or None when it may not.
-
-    ``nested=False`` leaves repeats inside repeats alone, for a caller that bounds matching
-    time itself (the ``regex`` package's timeout); the length and the repeat counts, which
-    cost at compile time, are always checked. Raises ``re.error`` (from ``re``'s parser)
-    for a pattern that ``re`` cannot read.
-    """
+    """Why ``pattern`` may cost without bound (a short phrase), or None; ``re.error`` when
+    ``re`` cannot parse it. ``nested=False`` skips the nested-repeat check, for a caller
+    that bounds matching time itself."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         return f"longer than {MAX_PATTERN_LENGTH:,} characters"
     return _walk(_parser.parse(pattern), nested=nested, variable_above=False, product=1)
@@ -66,14 +49,12 @@ def _walk(items: Any, *, nested: bool, variable_above: bool, product: int) -> st
             varies = high != low and name != "POSSESSIVE_REPEAT"
             if nested and varies and variable_above:
                 return "a repeat inside a repeat (as in (a+)+) can take exponential time"
-            # Only a repeat of two or more rounds can split a text between its rounds in
-            # many ways; an optional part (x?) has one round.
+            # An optional part (x?) has one round: nothing to split between rounds.
             many = varies and high > 1
             problem = _walk(
                 body, nested=nested, variable_above=variable_above or many, product=inside
             )
         elif name == "ATOMIC_GROUP":
-            # Once matched, an atomic group is never re-entered: a fresh start inside.
             problem = _walk(value, nested=nested, variable_above=False, product=product)
         else:
             problem = None

@@ -1,15 +1,5 @@
-"""Exact token counts and cuts for the OpenAI encodings (``tokens:o200k_base``, ...).
-
-tiktoken (``budgetware[tokens]``) does the counting, with tiktoken's own encoding
-definitions. Their vocabulary files are read from disk by this module, never downloaded:
-from the folder the litellm package ships them in, when litellm is installed, else from
-tiktoken's cache directory (both name a file by the SHA-1 of its download URL), and checked
-against the SHA-256 tiktoken expects. tiktoken's own loader is not used: it would fetch a
-missing file. Nothing here is imported unless an exact unit is configured.
-
-A count is cached by the SHA-256 of the text, so an output re-sent every turn is tokenized
-once per process.
-"""
+"""Exact token counts and cuts with tiktoken (``tokens:o200k_base``, ...); the vocabulary is
+read from litellm's package or tiktoken's cache, checked, never downloaded."""
 
 from __future__ import annotations
 
@@ -39,7 +29,7 @@ __all__ = [
 ENCODINGS = ("o200k_base", "cl100k_base")
 _INSTALL = 'pip install "budgetware[tokens]"'
 _DOCS = "docs/previews.md#exact-token-budgets"
-# Strings shorter than this are tokenized directly: hashing them costs about as much.
+# Counts are cached by digest (an output is re-sent every turn); short strings are not.
 _CACHE_MIN_CHARS = 256
 _CACHE_MAX_ENTRIES = 65_536
 
@@ -58,7 +48,7 @@ def _find(module: str) -> Any:
 def _places() -> list[tuple[str, Path]]:
     """Where a vocabulary file may be, in the order they are read, each with its name."""
     places = []
-    # Found without importing litellm (importing it takes seconds and has side effects).
+    # Found without importing litellm (slow, with side effects).
     spec = _find("litellm")
     for location in (spec and spec.submodule_search_locations) or ():
         places.append(("litellm's", Path(location) / "litellm_core_utils" / "tokenizers"))
@@ -95,8 +85,7 @@ def _vocabulary(name: str, url: str, expected_hash: str | None) -> bytes:
 
 
 def _definition(name: str, read: Callable[[bytes], Any]) -> dict[str, Any]:
-    """tiktoken's definition of encoding ``name``, with ``read`` given its vocabulary file
-    (found by ``_vocabulary`` in place of tiktoken's downloading loader)."""
+    """tiktoken's definition of encoding ``name``, its vocabulary file read by ``read``."""
     try:
         import tiktoken_ext.openai_public as public
     except ImportError as exc:
@@ -105,8 +94,7 @@ def _definition(name: str, read: Callable[[bytes], Any]) -> dict[str, Any]:
         ) from None
 
     make = getattr(public, name, None)
-    # The definition must read its vocabulary through load_tiktoken_bpe, and nothing else
-    # that could reach the network: then replacing that one name is enough.
+    # Replacing load_tiktoken_bpe is enough only if the definition reads through it.
     if not isinstance(make, types.FunctionType) or "load_tiktoken_bpe" not in (
         make.__code__.co_names
     ):
@@ -134,11 +122,8 @@ _AVAILABLE: set[str] = set()
 
 
 def check_available(name: str) -> None:
-    """Raise ``ExactTokensUnavailable`` (saying what to do) unless ``name`` can be used.
-
-    It finds and checks the vocabulary file (once per process), so that a unit that
-    cannot work is refused where it is configured, not when a request comes.
-    """
+    """Raise ``ExactTokensUnavailable`` (saying what to do) unless ``name``'s vocabulary is
+    there: a unit that cannot work is refused where it is configured."""
     if name in _AVAILABLE:
         return
     if name not in ENCODINGS:
@@ -228,12 +213,8 @@ def _whole_suffix(raw: bytes) -> str:
 
 
 def cut_prefix(text: str, size: int, name: str) -> str:
-    """A long prefix of ``text`` that is at most ``size`` tokens when tokenized alone.
-
-    Work is proportional to ``size``: only a window of the text is tokenized. The prefix
-    ends on a whole character; it is checked by counting it, and shortened if the tokens
-    of a cut do not add up (BPE can merge across the cut differently).
-    """
+    """A long prefix of ``text`` of at most ``size`` tokens when tokenized alone, ending on
+    a whole character; only a window of about ``size`` tokens is tokenized."""
     return _cut(text, size, name, from_end=False)
 
 
@@ -262,7 +243,7 @@ def _cut(text: str, size: int, name: str, *, from_end: bool) -> str:
         else:
             piece = _whole_prefix(encoding.decode_bytes(tokens[:keep]))
             candidate = text[: len(piece)]
-        over = count(candidate, name) - size
+        over = count(candidate, name) - size  # BPE may merge differently across a cut
         if over <= 0:
             return candidate
         keep -= over

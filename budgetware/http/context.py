@@ -8,9 +8,7 @@ from contextlib import contextmanager
 
 __all__ = ["bounded_above", "upper_layer_bounded"]
 
-
-# True while an SDK-level hook (anthropic middleware, ...) sends a request it has bounded:
-# the HTTP layer below then leaves that request alone.
+# True while an SDK-level hook sends a request it has bounded.
 _BOUNDED_ABOVE: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "budgetware_bounded_above", default=False
 )

@@ -24,12 +24,11 @@ __all__ = [
 REQUEST_HEADER_PREFIX = "x-budgetware-"
 METADATA_PREFIX = "budgetware_"
 # Where a request rebuilt without its x-budgetware-* headers keeps their settings, for the
-# response side (the MCP boundary bounds the answer with the request's settings).
+# response side (the MCP boundary).
 OVERRIDES_EXTENSION = "budgetware.overrides"
 
-# What one request may narrow: the budgets and their unit; never where artifacts go or which
-# endpoints are bounded (behind a gateway, the clients send these). ``disable`` turns both
-# budgets off.
+# What one request may set: the budgets and their unit, never where artifacts go (behind a
+# gateway, clients send these). ``disable`` turns both budgets off.
 _SETTINGS = ("batch_budget", "mcp_result_budget", "unit")
 _DISABLE = "disable"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -58,9 +57,8 @@ def _flag(value: object) -> bool | None:
 
 @functools.lru_cache(maxsize=256)
 def _checked(setting: str, value: object) -> tuple[tuple[str, Any], ...] | None:
-    """The validated setting a value stands for (None if invalid), by the setting's own
-    rules (``inf`` or 0 disables a budget, True is no number); the same few values recur on
-    every request, so each is validated once."""
+    """The validated setting a value stands for, or None; cached, since the same few values
+    recur on every request."""
     try:
         return tuple(check_overrides({setting: value}).items())
     except ConfigError:
@@ -71,7 +69,7 @@ def _setting(setting: str, value: object) -> dict[str, Any] | None:
     check: Callable[[str, object], tuple[tuple[str, Any], ...] | None] = _checked
     if isinstance(value, str):
         value = value.strip()
-        if len(value) > 64:  # no setting: validated without filling the cache
+        if len(value) > 64:  # not a setting: kept out of the cache
             check = _checked.__wrapped__
     try:
         checked = check(setting, value)
@@ -125,8 +123,8 @@ def _overrides(
 def header_overrides(
     headers: Mapping[str, str], *, warn: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Settings from ``x-budgetware-*`` headers; an invalid one is ignored with a warning
-    (a ``BudgetwareWarning``, or ``warn(message)`` where warnings go unseen)."""
+    """Settings from ``x-budgetware-*`` headers; an invalid one is ignored with a
+    ``BudgetwareWarning`` (or ``warn(message)``)."""
     return _overrides(
         headers, prefix=REQUEST_HEADER_PREFIX, separator="-", where="request header", warn=warn
     )
@@ -143,8 +141,8 @@ def metadata_overrides(
 
 
 def request_settings(request: Any) -> Mapping[str, Any]:
-    """The settings a request's ``x-budgetware-*`` headers carry: kept in its extensions
-    where budgetware removed the headers, else read from them (a bad one warns)."""
+    """The settings a request's ``x-budgetware-*`` headers carry (kept in its extensions
+    once budgetware removed them)."""
     try:
         carried = request.extensions.get(OVERRIDES_EXTENSION)
         if carried is not None:

@@ -1,14 +1,7 @@
-"""The response-hook registry: features that rewrite what comes back register here.
-
-The HTTP layer (transports and ``instrument()``) calls ``rewrite_response`` on every
-response it delivers. It knows no feature by name: the MCP producer boundary
-(``budgetware.mcp.http``) registers its rewriter when it is imported, which
-``import budgetware`` arranges for the first response (``load_before_first_response``).
-Rewriters receive the library's own request and response objects (httpx or httpx2); this
-module imports neither (nor pydantic: ``import budgetware`` imports it and stays cheap).
-While they run, ``entry_config()`` is the configuration of the entry point that delivers
-the response (``instrument(config=)``, a transport's ``config``), so every boundary an
-entry point installs uses its settings.
+"""The response-hook registry: features that rewrite what comes back (the MCP boundary)
+register here, so the HTTP layer knows none by name. Imports neither httpx nor pydantic
+(``import budgetware`` imports it). While rewriters run, ``entry_config()`` is the
+delivering entry point's configuration.
 """
 
 from __future__ import annotations
@@ -17,7 +10,7 @@ import _thread
 import contextvars
 from collections.abc import Callable
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (import budgetware)
+TYPE_CHECKING = False  # without importing typing (import budgetware)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -42,7 +35,7 @@ else:
 
 RESPONSE_REWRITERS: list[ResponseRewriter] = []
 # (request, response, entry point's config) -> whether rewriting this read response may
-# wait for a store over the network (an S3 PUT: seconds, if the endpoint hangs).
+# wait for a store over the network.
 if TYPE_CHECKING:
     ResponseWait = Callable[[Any, Any, "BudgetConfig | None"], bool]
 else:
@@ -54,11 +47,8 @@ def register_response_rewriter(
     rewriter: ResponseRewriter, *, may_wait: ResponseWait | None = None
 ) -> None:
     """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order).
-
-    ``may_wait`` tells the async paths, before the rewrite, whether it may wait for a store
-    over the network: only the feature knows (the MCP boundary: a result over its budget,
-    persisted to S3), and such a rewrite runs in a worker thread, never on the event loop.
-    """
+    ``may_wait`` tells the async paths whether a rewrite may wait for a store over the
+    network: such a rewrite runs in a worker thread."""
     if rewriter not in RESPONSE_REWRITERS:
         RESPONSE_REWRITERS.append(rewriter)
     if may_wait is not None and may_wait not in _RESPONSE_WAITS:
@@ -68,8 +58,7 @@ def register_response_rewriter(
 def response_may_wait(
     request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
 ) -> bool:
-    """Whether a registered rewriter may wait for a store over the network rewriting this
-    (read) response; ``config`` and ``load`` as for ``rewrite_response``."""
+    """Whether a rewriter may wait for a store over the network on this read response."""
     if load and _loaders:
         load_features()
     token = _ENTRY_CONFIG.set(config)
@@ -85,7 +74,7 @@ _loaders_lock = _thread.allocate_lock()  # threading.Lock, without importing thr
 
 def load_before_first_response(load: Callable[[], object]) -> None:
     """Run ``load`` (an import that registers rewriters) before the next response is
-    rewritten: a feature registers without being imported until a response needs it."""
+    rewritten, so a feature is imported only once a response needs it."""
     with _loaders_lock:
         _loaders.append(load)
 
@@ -112,13 +101,9 @@ def entry_config() -> BudgetConfig | None:
 def rewrite_response(
     request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
 ) -> Any:
-    """Apply every rewriter in order; the same response when none applies.
-
-    ``config`` is the delivering entry point's configuration (None: the environment and
-    ``budget(...)`` blocks only); rewriters read it with ``entry_config()``. ``load=False``
-    (the answer to a request without a body, which no feature rewrites: MCP answers POSTed
-    JSON-RPC) applies the rewriters registered so far without loading any feature.
-    """
+    """Apply every rewriter in order; the same response when none applies. ``config`` is
+    the delivering entry point's (``entry_config()``); ``load=False`` (a request without a
+    body) loads no feature."""
     if load and _loaders:
         load_features()
     if not RESPONSE_REWRITERS:

@@ -1,10 +1,7 @@
 """Process-wide drop-in: patch ``Client.send`` / ``AsyncClient.send`` of httpx and httpx2.
 
-Cheap to set up (``budgetware run`` calls ``instrument()`` the moment a program first
-imports httpx): the settings are validated at once, so a mistake is a ``ConfigError``
-here, but only the thin patch on ``send`` is installed. The layer that bounds a body
-(``http/transport.py``: the wire formats, the finalizer, the store, diagnostics) is
-imported by the first request that has a body or ``x-budgetware-*`` headers to handle.
+Cheap to set up: settings are validated at once, but the bounding layer
+(``http/transport.py``) is imported by the first request with a body or headers to handle.
 """
 
 from __future__ import annotations
@@ -32,12 +29,7 @@ __all__ = ["PATCH_TARGETS", "Instrumentation", "instrument", "is_instrumented", 
 
 
 class PatchTarget:
-    """One method ``instrument()`` wraps: ``module.cls.method``, sync or async.
-
-    The method is wrapped on the class of ``module`` that defines it: the one named
-    ``cls``, or the first of its bases from the same library when ``module.cls`` was
-    replaced by a subclass (aws-xray-sdk's patch does ``httpx.Client = _InstrumentedClient``).
-    """
+    """One method ``instrument()`` wraps: ``module.cls.method``, sync or async."""
 
     __slots__ = ("cls", "method", "module", "wrapper")
 
@@ -81,7 +73,7 @@ _OWN_HEADERS = "x-budgetware-"
 
 
 def _client_transport(client: Any, request: Any) -> Any:
-    # Private in both libraries, hence the guard: a miss only costs a second, idempotent pass.
+    # Private in both libraries: a miss only costs a second, idempotent pass.
     pick = getattr(client, "_transport_for_url", None)
     try:
         return pick(request.url) if pick is not None else None
@@ -90,8 +82,7 @@ def _client_transport(client: Any, request: Any) -> Any:
 
 
 def _nothing_to_do(request: Any) -> bool:
-    """A request without a body and without ``x-budgetware-*`` headers (a GET): nothing to
-    bound, nothing to remove, so the bounding layer is not even imported for it."""
+    """A request without a body or ``x-budgetware-*`` headers: nothing to bound or remove."""
     try:
         if request.content:
             return False
@@ -134,7 +125,7 @@ def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]
 def _bind(
     instance: Any, args: Any, kwargs: Any, asynchronous: bool = False
 ) -> tuple[Any, Any, Any, bool]:
-    # send(request, *, stream=..., auth=..., follow_redirects=...): the request may be a keyword.
+    # send(request, *, stream=..., ...): the request may be a keyword.
     if args:
         request, handled = _outgoing(instance, args[0], asynchronous)
         return (request, *args[1:]), kwargs, request, handled
@@ -193,15 +184,13 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
     return await rewrite_response_off_loop(request, response, config, load=load)
 
 
-# The answer to a request without a body (which no feature rewrites) below this size is
-# rewritten on the event loop, without importing the bounding layer to decide.
+# The answer to a request without a body is rewritten on the loop below this size.
 _OFFLOAD_FLOOR = 64 * 1024
 
 
 def _genai_use_aiohttp(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-    # google-genai's async client calls aiohttp directly when it is installed, out of reach
-    # of any httpx patch; while instrumented, it uses its own httpx2 AsyncClient instead
-    # (always built, except for Vertex mTLS through google-auth, which keeps aiohttp).
+    # google-genai's async client calls aiohttp directly when it is installed: while
+    # instrumented, it uses its own httpx2 AsyncClient instead (Vertex mTLS keeps aiohttp).
     if _STATE.active and getattr(instance, "_async_httpx_client", None) is not None:
         return False
     return wrapped(*args, **kwargs)
@@ -217,9 +206,8 @@ PATCH_TARGETS: tuple[PatchTarget, ...] = (
 
 
 def _defining_class(cls: type, target: PatchTarget) -> type | None:
-    """The class to wrap ``target.method`` on: ``cls`` if it defines it, else the first
-    class of its MRO from ``target``'s library that does (``cls`` may be another library's
-    subclass put in the original's place, as aws-xray-sdk's ``httpx.Client`` is)."""
+    """The class to wrap ``target.method`` on: ``cls``, or the first base from ``target``'s
+    library that defines it (aws-xray-sdk replaces ``httpx.Client`` with a subclass)."""
     if target.method in cls.__dict__:
         return cls
     library = target.module.partition(".")[0]
@@ -252,16 +240,14 @@ def _patch_module(module: ModuleType) -> None:
             _STATE.owners[target] = cls
             ours = _own_layer(current, target)
             if ours is not None:
-                # Our layer is still in the chain, under a wrapper that could not be
-                # unlinked (a plain function around it): it simply comes back to life.
+                # Our layer is still in the chain, under a wrapper that could not unlink it.
                 _STATE.originals[target] = ours.__wrapped__
                 continue
             setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
             _STATE.originals[target] = current
 
 
-# wrapt proxies, whose __wrapped__ can be relinked (wrapt 2 names the base BaseObjectProxy;
-# in wrapt 1 it is ObjectProxy).
+# wrapt proxies, whose __wrapped__ can be relinked (wrapt 2: BaseObjectProxy).
 _PROXIES: tuple[type, ...] = (getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy),)
 
 
@@ -284,12 +270,8 @@ def _own_layer(obj: Any, target: PatchTarget) -> Any:
 
 
 def _unwrap_own(cls: type, target: PatchTarget) -> None:
-    """Take budgetware's layer out of the chain on ``cls``, wherever it sits.
-
-    Tracing or mocking may have wrapped ``send`` after ``instrument()``: their wrappers stay
-    and now wrap what ours wrapped. A wrapt proxy above ours is relinked; a plain function
-    above ours cannot be, so our layer stays there, inert (it checks that it is active).
-    """
+    """Take budgetware's layer out of the chain on ``cls``, wherever it sits: a wrapt proxy
+    above it is relinked; under a plain function it stays, inert."""
     current: Any = cls.__dict__.get(target.method)
     if _is_own(current, target):
         setattr(cls, target.method, current.__wrapped__)
@@ -351,15 +333,13 @@ def _settings_in_environment() -> bool:
     return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
 
 
-# The BUDGETWARE_* variables looked at already: an unknown one is warned about once per
-# process, however often instrument() is called.
+# The BUDGETWARE_* variables looked at already: an unknown one is warned about once.
 _SEEN_VARIABLES: set[str] = set()
 
 
 def _warn_unknown_variables() -> None:
     """A ``BudgetwareWarning`` for each ``BUDGETWARE_*`` variable budgetware does not read
-    (a typo, most likely: it is ignored). Under ``budgetware run`` its start-up check said
-    so already, once for the whole run."""
+    (``budgetware run`` said so already)."""
     if any(key.startswith(_RUN_PREFIX) for key in os.environ):
         return
     from budgetware.core.environment import ignored_variables
@@ -372,10 +352,8 @@ def _warn_unknown_variables() -> None:
 
 
 def _check_setup(config: BudgetConfig | None) -> None:
-    """Where ``instrument()`` is set up: a bad setting (or an unusable store) is a
-    ``ConfigError`` naming it now, not on a request. Without any setting (no ``config``, no
-    ``BUDGETWARE_*`` variable) nothing can be wrong but the default artifact directory, and
-    checking that needs neither pydantic nor the store: this stays cheap at start-up."""
+    """A bad setting or unusable store is a ``ConfigError`` now, not on a request; without
+    any setting only the default directory is checked, cheaply."""
     if config is None and not _settings_in_environment():
         from budgetware.core.paths import default_artifact_path
 
@@ -404,15 +382,11 @@ def _check_setup(config: BudgetConfig | None) -> None:
 def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     """Bound the tool results of every request sent by httpx and httpx2 clients in this process.
 
-    Patches ``Client.send`` and ``AsyncClient.send`` of whichever library is imported now,
-    and of the other one when it is imported later. google-genai's async client, which
-    would call aiohttp directly, is switched to its httpx2 client while instrumented.
-    Calling it again patches nothing twice (a new ``config`` replaces the previous one).
-    ``config`` sits between the environment and ``budget(...)`` blocks. The result is a
-    context manager that restores the state before the call on exit: nested inside an outer
-    ``instrument(config=...)``, the outer one is in effect again, with its config.
+    Patches ``Client.send`` and ``AsyncClient.send`` of either library, now or when it is
+    imported; calling it again patches nothing twice. ``config`` sits between the
+    environment and ``budget(...)`` blocks. The result is a context manager that restores
+    the state before the call (an outer ``instrument()`` with its config) on exit.
     """
-    # A configuration mistake (or an unusable store) fails here, not on a request.
     _check_setup(config)
     observe.entry_setup()
     with _STATE.lock:
@@ -431,11 +405,7 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
 
 
 def uninstrument() -> None:
-    """Take budgetware's layer off every ``send`` it wrapped; requests are no longer bounded.
-
-    Only budgetware's own wrapper goes, wherever it sits in the chain: wrappers that other
-    libraries (tracing, mocking) added after ``instrument()`` stay in place.
-    """
+    """Take budgetware's layer off every ``send`` it wrapped; other libraries' wrappers stay."""
     with _STATE.lock:
         _STATE.active = False
         _STATE.config = None

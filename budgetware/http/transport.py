@@ -83,11 +83,8 @@ def library_of_class(cls: type) -> ModuleType | None:
 
 
 def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
-    """The HTTP library (httpx or httpx2) an SDK's client class is built on.
-
-    openai 2.x (which llama-index and instructor pin) uses classic httpx, openai 3.x httpx2:
-    the transport must come from the same library as the client, or every request fails.
-    """
+    """The HTTP library (httpx or httpx2) an SDK's client class is built on: its transport
+    must come from the same library."""
     library = library_of_class(client_class)
     if library is None:
         raise RuntimeError(
@@ -99,7 +96,7 @@ def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
 
 _WARNED_LOCK = threading.Lock()
 _WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
-# Owners that cannot be weakly referenced, by id: bounded (past it, a warning may repeat).
+# Owners that cannot be weakly referenced, by id (bounded: a warning may repeat).
 _WARNED_IDS: set[int] = set()
 _WARNED_IDS_MAX = 1024
 
@@ -134,13 +131,9 @@ def prepare_request(
     *,
     asynchronous: bool = False,
 ) -> Any:
-    """The request to send instead of ``request``: bounded, without ``x-budgetware-*`` headers.
-
-    Returns ``request`` itself when nothing changes. ``owner`` (a transport or a client)
-    is who warns once about signed requests. While something watches requests
-    (``core.observe.watching()``), the returned request carries its report, delivered
-    when it reaches the network (``http/delivery.py``; ``asynchronous`` picks the kind of
-    callback httpcore expects); the caller calls ``settle`` after sending it.
+    """The request to send instead of ``request`` (itself when nothing changes): bounded,
+    without ``x-budgetware-*`` headers, carrying its report while something watches (the
+    caller calls ``settle`` after sending it). ``owner`` warns once about signed requests.
     """
     library = cast(HttpLibrary, lib)
     headers = request.headers
@@ -149,7 +142,7 @@ def prepare_request(
     signed = signed_header_names(headers, url)
     if signed is not None:
         _warn_signed_once(owner, request.url.host)
-        # Removing a header the signature covers would break it as surely as a new body.
+        # A header the signature covers stays.
         strip = [name for name in own if name.lower() not in signed]
         if not strip:
             return request
@@ -178,7 +171,6 @@ def prepare_request(
         except Exception:
             fail_open("bound a request", config=config)
             new_body = body
-    # http_wire diagnostic and record; off: two checks
     _recorder.submitted(url, new_body, config=config)
     outgoing = (
         request if new_body is body and not own else _rebuild(library, request, new_body, own)
@@ -191,8 +183,7 @@ def prepare_request(
 
 
 def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> BudgetConfig | None:
-    # Configuration mistakes surface when a transport or instrument() is set up; a value
-    # that turns bad later (the environment changed) is left out and logged once.
+    # Mistakes surface at set-up; a value that turns bad later is left out and logged.
     try:
         return resolve_config(base, request_overrides=overrides, lenient=True)
     except ConfigError:  # pragma: no cover - only environment values can turn bad
@@ -218,7 +209,7 @@ def _rebuild(library: HttpLibrary, request: Any, body: bytes, drop: list[str]) -
 
 
 def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
-    # A streaming body cannot be read twice: the only way left is to edit the headers.
+    # A streaming body cannot be read twice: edit the headers in place.
     for name in drop:
         del request.headers[name]
     return request
@@ -242,13 +233,8 @@ _CONCRETE: dict[tuple[type, str], type] = {}
 
 
 class _TransportBase:
-    """State and forwarding shared by the sync and async transports.
-
-    ``BudgetTransport(inner)`` returns an instance of a subclass that also derives from the
-    inner transport's library base class (``httpx.BaseTransport`` or
-    ``httpx2.AsyncBaseTransport``, ...), built the first time that library is seen: code
-    that checks ``isinstance(transport, httpx2.BaseTransport)`` accepts it, and neither
-    library is imported by budgetware itself.
+    """State shared by the sync and async transports. An instance is of a subclass that also
+    derives from the inner transport's library base class, so ``isinstance`` checks pass.
     """
 
     lib: ModuleType | None = None
@@ -270,7 +256,6 @@ class _TransportBase:
         return super().__new__(concrete)
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
-        # A configuration mistake (or an unusable store) fails here, not on a request.
         check_store(check_settings(config))
         observe.entry_setup()
         self.inner = inner
@@ -284,10 +269,7 @@ class _TransportBase:
         lib = self.lib or library_of(request)
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
             return request
-        prepared = prepare_request(
-            request, lib, self.config, self, asynchronous=self._asynchronous
-        )
-        return prepared
+        return prepare_request(request, lib, self.config, self, asynchronous=self._asynchronous)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
@@ -296,7 +278,6 @@ class _TransportBase:
 class BudgetTransport(_TransportBase):
     """A sync transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
-    # Around a transport of httpx or httpx2 it is one of that library too (_TransportBase).
     @overload
     def __new__(
         cls, inner: httpx2.BaseTransport, *, config: BudgetConfig | None = None
@@ -338,10 +319,7 @@ class BudgetTransport(_TransportBase):
         self.inner.__exit__(exc_type, exc_value, traceback)
 
 
-# Bounding a large body parses it, hashes each cut output and may write (and fsync)
-# artifacts: milliseconds to tens of milliseconds that must not stall an event loop serving
-# other requests. Above this size the async paths do it in a worker thread (a thread hop
-# costs tens of microseconds, far below a parse of this size).
+# From this size the async paths bound a body in a worker thread, not on the event loop.
 OFFLOAD_BYTES = 1 << 20
 
 
@@ -358,17 +336,9 @@ def _offload(
     config: BudgetConfig | _Unset | None = _UNSET,
     overrides: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Whether bounding a request body of ``size`` bytes goes to a worker thread.
-
-    Always from ``OFFLOAD_BYTES`` (the CPU). Below, only when bounding it may wait for a
-    store over the network: a store on S3 in this process, persistence on, and a body
-    longer than its batch budget (``config`` with ``overrides``, as the request is
-    bounded: every string of a JSON text takes at least as many bytes there as it
-    measures, so a body no longer than its budget is sent as it is and writes nothing).
-    A caller that gives no ``config`` cannot be told which budget applies: with an S3
-    store in the process, every body goes to a worker thread. Small requests under their
-    budget, and every small request of a process without an S3 store, stay on the loop,
-    where bounding costs microseconds and a thread hop more.
+    """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
+    ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
+    longer than its batch budget; any body when ``config`` is not given).
     """
     if size >= OFFLOAD_BYTES:
         return True
@@ -391,8 +361,7 @@ def _names_remote_store(config: BudgetConfig) -> bool:
 
 def _remote_store_possible() -> bool:
     """Whether bounding here may reach a store over the network: one was set up in this
-    process (an entry point or a request named it), or the active ``budget(...)`` block
-    names a store (a block sets none up: its first request would, on the loop)."""
+    process, or the active ``budget(...)`` block names a store."""
     return remote_store_in_use() or "artifact_store" in current_overrides()
 
 
@@ -400,9 +369,7 @@ def _offload_response(
     request: Any, response: Any, size: int, config: BudgetConfig | None, load: bool
 ) -> bool:
     """Whether rewriting a read response body of ``size`` bytes goes to a worker thread:
-    from ``OFFLOAD_BYTES`` (the CPU), or when a rewriter says it may wait for a store over
-    the network (the MCP boundary: a result over its budget, whatever its size, with the
-    entry point's store on S3). Below, on the loop: a thread hop would cost more."""
+    from ``OFFLOAD_BYTES``, or when a rewriter says it may wait for a store over the network."""
     if size >= OFFLOAD_BYTES:
         return True
     if not _remote_store_possible():
@@ -423,14 +390,9 @@ T = TypeVar("T")
 async def off_loop(
     request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | _Unset | None = _UNSET
 ) -> T:
-    """``fn(*args)``, in a worker thread when bounding ``request`` may take long: a large
-    body, or one over its budget with a store over the network (``_offload``).
-
-    ``config`` is the entry point's configuration (the request's ``x-budgetware-*``
-    headers apply on top); without it, any body goes to a worker thread while an S3 store
-    is in use. The thread sees the caller's context variables (``budget(...)`` blocks), as
-    anyio copies the context into it.
-    """
+    """``fn(*args)``, in a worker thread when bounding ``request`` may take long
+    (``_offload``; ``config``: the entry point's, the request's headers on top). The thread
+    sees the caller's context variables (``budget(...)`` blocks)."""
     try:
         headers = request.headers
         size = int(headers.get("content-length") or 0)
@@ -453,13 +415,8 @@ async def off_loop_for_size(
     config: BudgetConfig | _Unset | None = _UNSET,
     overrides: Mapping[str, Any] | None = None,
 ) -> T:
-    """``fn(*args)`` for a body of ``size`` bytes: in a worker thread when it is large, or
-    may wait for a store over the network (``_offload``: ``config`` and ``overrides`` are
-    the settings the body is bounded with), else at once on the loop.
-
-    For entry points that bound a decoded body, with no request to read a size from (SDK
-    hooks, the LiteLLM Proxy's); the thread sees the caller's context variables.
-    """
+    """``off_loop`` for entry points that bound a decoded body of ``size`` bytes (SDK hooks,
+    the LiteLLM Proxy); ``config`` and ``overrides`` are the settings it is bounded with."""
     if not _offload(size, config, overrides):
         return fn(*args)
     import anyio.to_thread  # httpx and httpx2 both depend on anyio
@@ -470,11 +427,9 @@ async def off_loop_for_size(
 async def rewrite_response_off_loop(
     request: Any, response: Any, config: Any, *, load: bool = True
 ) -> Any:
-    """``rewrite_response`` for the async paths: in a worker thread when the response body
-    is already read (a non-streaming ``send``) and large, since a rewriter may parse it,
-    bound it and write an artifact, or when the rewrite may wait for a store over the
-    network (``_offload_response``); a streamed body is rewritten chunk by chunk, off the
-    loop already. Other bodies stay on the loop, where a thread hop would cost more."""
+    """``rewrite_response`` for the async paths: in a worker thread when the body is read
+    already and ``_offload_response`` says so (a streamed body is rewritten off the loop
+    chunk by chunk)."""
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
     if not isinstance(content, bytes) or not _offload_response(
         request, response, len(content), config, load
@@ -490,7 +445,6 @@ async def rewrite_response_off_loop(
 class AsyncBudgetTransport(_TransportBase):
     """An async transport of httpx or httpx2 that bounds tool results, then calls ``inner``."""
 
-    # Around a transport of httpx or httpx2 it is one of that library too (_TransportBase).
     @overload
     def __new__(
         cls, inner: httpx2.AsyncBaseTransport, *, config: BudgetConfig | None = None
@@ -535,8 +489,7 @@ class AsyncBudgetTransport(_TransportBase):
 
 
 if TYPE_CHECKING:
-    # The classes _TransportBase.__new__ builds, as type checkers see them: httpx.Client and
-    # httpx2.Client take a BudgetTransport around their own library's transport.
+    # The classes _TransportBase.__new__ builds, as type checkers see them.
     class _Httpx2BudgetTransport(BudgetTransport, httpx2.BaseTransport): ...
 
     class _HttpxBudgetTransport(BudgetTransport, httpx.BaseTransport): ...

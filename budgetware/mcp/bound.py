@@ -41,7 +41,7 @@ logger = logging.getLogger("budgetware")
 
 DEFAULT_RESULT_BUDGET = DEFAULT_MCP_RESULT_BUDGET
 DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_MCP_MESSAGE_BYTES
-# Room kept under the event limit for the SSE field lines around the JSON (event, id, data).
+# Room kept under the event limit for the SSE field lines around the JSON.
 SSE_FRAMING_RESERVE = 1024
 # The _meta entry naming the artifacts that hold the full output of a bounded result.
 META_ARTIFACTS = "budgetware/artifacts"
@@ -59,12 +59,9 @@ def names_server(config: BudgetConfig, name: str) -> bool:
 def result_budget_for(
     config: BudgetConfig, server: str | None = None, tool: str | None = None
 ) -> int:
-    """The result budget for one tool of one server (the most specific override wins:
-    server and tool, server, tool, ``mcp_result_budget``).
-
-    A tool entry is a budget, or an ``McpToolPolicy``: its ``result_budget`` if set, else
-    none for ``high`` priority (0: only the message limit applies) and the server's or
-    global budget otherwise, raised to ``min_room``.
+    """The result budget for one tool of one server: the most specific override wins
+    (server and tool, server, tool, ``mcp_result_budget``). An ``McpToolPolicy`` gives its
+    ``result_budget``, else 0 for ``high`` priority, else the base raised to ``min_room``.
     """
     overrides = _match(config.mcp_servers, server) if server else None
     base = config.mcp_result_budget
@@ -104,10 +101,7 @@ def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
 
 @dataclass(frozen=True)
 class BoundResult:
-    """What bounding one result did: the result to deliver and the references it names.
-
-    ``refs`` is None when nothing changed (``result`` is then the very same object).
-    """
+    """The result to deliver and the references it names (None: unchanged, the same object)."""
 
     result: Any
     refs: tuple[str, ...] | None
@@ -131,14 +125,11 @@ def bound_tool_result(
 ) -> BoundResult:
     """Bound one ``tools/call`` result dict; the input is never modified.
 
-    Text blocks and long strings of ``structuredContent`` are the slots: equal strings are
-    one slot and get one bounded value (servers repeat a string result in both places),
-    keys and types are kept, media, resources, ``isError`` and ``_meta`` are left alone
-    (``_meta`` gains ``budgetware/artifacts``). The full output is persisted once; every
-    bounded text is recorded as decided in ``store`` so the finalizer downstream reuses the
-    reference. The serialized result plus ``reserve_bytes`` stays within ``max_bytes``.
-    ``options`` is how previews are made (``core/finalize.preview_options`` of the entry
-    point's configuration: its wording, the ``read_tool_output`` hint, salient lines).
+    Text blocks and long strings of ``structuredContent`` are cut (equal strings alike);
+    everything else is kept, and ``_meta`` gains ``budgetware/artifacts``. The full output
+    is persisted once and recorded as decided in ``store`` for the finalizer downstream.
+    The serialized result plus ``reserve_bytes`` stays within ``max_bytes``; ``options``
+    is how previews are made (``core/finalize.preview_options``).
     """
     if not isinstance(result, dict):
         return BoundResult(result, None)
@@ -190,8 +181,7 @@ def bound_tool_result(
             break
         if effective <= 0 or room <= 0:
             return _fallback(result, artifacts, limit, store)
-        # Shrink in proportion to the overshoot (escapes and multi-byte text make bytes
-        # exceed characters); the loop settles in a few steps.
+        # Shrink in proportion to the overshoot (escapes, multi-byte text).
         effective = min(effective - 1, int(effective * room / used * 0.97))
     else:  # pragma: no cover - the proportional shrink settles long before
         return _fallback(result, artifacts, limit, store)
@@ -216,10 +206,8 @@ def bound_response_message(
     unit: Unit = "chars",
     options: PreviewOptions | None = None,
 ) -> Any:
-    """A JSON-RPC response message with its result bounded; the same object if unchanged.
-
-    ``max_bytes`` applies to the whole serialized message plus ``reserve_bytes``.
-    """
+    """A JSON-RPC response message with its result bounded (``max_bytes``: the whole
+    message plus ``reserve_bytes``); the same object if unchanged."""
     if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
         return message
     envelope = len(dumps_bytes({**message, "result": {}})) - 2
@@ -284,7 +272,7 @@ def _rebuild(
 
 
 def _copy_replacing(node: Any, changed: dict[tuple[int, Any], str]) -> Any:
-    # Copies every container (cheap next to the strings it holds); strings are shared.
+    # Copies every container; strings are shared.
     if isinstance(node, dict):
         return {
             k: changed.get((id(node), k), v) if isinstance(v, str) else _copy_replacing(v, changed)
@@ -312,19 +300,15 @@ class _Artifacts:
     def refs_for(self, cut: list[str], structured_values: set[str]) -> tuple[str, ...]:
         """The references of the full output, given which slot values are cut."""
         refs: list[str] = []
-        # The joined text blocks hold every cut text block, and often a cut structured
-        # string too (servers repeat a string result in both places).
         if self._has_text and any(self._in_text(v) for v in cut):
             refs += self._put("text", lambda: self._full_text)
-        # A cut structured string the text does not hold needs the structured content
-        # persisted as well (structured-only results, or values the text lacks).
+        # A cut structured string the text does not hold needs the structured content.
         if any(v in structured_values and not self._in_text(v) for v in cut):
             refs += self._put("structured", lambda: dumps_bytes(self._structured).decode())
         return tuple(refs)
 
     def _in_text(self, value: str) -> bool:
-        # A whole text block is in the joined text by construction: skip the substring
-        # search, which costs a scan of megabytes for a large result.
+        # A whole text block is in the joined text: skip the substring search.
         return value in self._text_blocks or value in self._full_text
 
     def put_whole(self, result: Any) -> tuple[str, ...]:
@@ -354,11 +338,8 @@ def _fallback(
     limit: int | None,
     store: ArtifactStore | None,
 ) -> BoundResult:
-    """A result whose fixed parts (media, numbers) alone exceed the message limit.
-
-    The client would refuse it outright; an error result that names the artifact holding
-    the whole result is the most useful thing that still arrives.
-    """
+    """For a result whose fixed parts (media, numbers) alone exceed the message limit, which
+    the client would refuse: an error result naming the artifact of the whole result."""
     refs = artifacts.put_whole(result)
     full = dumps_bytes(result).decode()
     meta = dict(result["_meta"]) if isinstance(result.get("_meta"), dict) else {}
@@ -382,13 +363,9 @@ def _record(
     bounded_values: list[str],
     new: dict[str, Any],
 ) -> None:
-    """Tell the finalizer downstream, keyed by the bounded text, what was decided.
-
-    Agents hand a result to the model as its text blocks (one slot each, or joined), or as
-    the JSON of its structured content: each of those shapes is recorded, so whichever one
-    reaches the model is found without parsing any text. The original texts stay
-    undecided: the finalizer may still meet them whole from another path.
-    """
+    """Record what was decided for each shape an agent may hand the model (each text block,
+    the blocks joined, the structured content as JSON), so the finalizer finds whichever
+    arrives."""
     if store is None:
         return
     texts = [
@@ -404,10 +381,8 @@ def _record(
         shapes.append(dumps_bytes(structured).decode())
         shapes.append(json.dumps(structured, ensure_ascii=False))
         shapes.append(json.dumps(structured))
-    # Only a text that may be a preview is looked up downstream (``may_be_preview``): a
-    # shape with no bounded text in it (the untouched text blocks of a result whose
-    # structured content was cut, or the other way round) is not the boundary's to decide,
-    # and the finalizer persists it itself if it cuts it.
+    # Only a shape that may be a preview is looked up downstream; one without bounded text
+    # is not the boundary's to decide.
     shapes = [s for s in shapes if may_be_preview(s)]
     for key in dict.fromkeys(text_key(s) for s in shapes):
         try:

@@ -1,8 +1,5 @@
-"""The HTTP-level MCP producer boundary: bound ``tools/call`` results in JSON and SSE responses.
-
-Library-neutral: works on httpx and httpx2 objects alike by duck typing and never imports
-either (the response's own library supplies the stream base classes). Importing this
-module registers ``rewrite_mcp_response`` with the HTTP layer's response hooks.
+"""The HTTP-level MCP producer boundary: bound ``tools/call`` results in JSON and SSE
+responses of httpx or httpx2 (duck typed). Importing it registers ``rewrite_mcp_response``.
 """
 
 from __future__ import annotations
@@ -50,14 +47,10 @@ def rewrite_mcp_response(
 ) -> Any:
     """The response with its ``tools/call`` result bounded; the same object otherwise.
 
-    Only a 200 answer to a POSTed JSON-RPC ``tools/call`` request with an
-    ``application/json`` or ``text/event-stream`` body is touched. A streaming response
-    is wrapped, not read: its events go through one by one as they complete, and only the
-    event holding this call's result is rewritten. Compressed bodies are decoded first;
-    the new response has no ``Content-Encoding`` or ``Content-Length``. The settings are
-    the request's, resolved as for a model request: ``config`` (default: the configuration
-    of the entry point delivering the response) < ``budget(...)`` blocks < the request's
-    ``x-budgetware-*`` headers.
+    Only a 200 JSON or SSE answer to a POSTed ``tools/call`` is touched; a stream's events
+    go through as they complete, only the result's event rewritten. The new response is
+    decoded (no ``Content-Encoding`` or ``Content-Length``). Settings: ``config`` (default:
+    the delivering entry point's) < ``budget(...)`` blocks < ``x-budgetware-*`` headers.
     """
     call = _tools_call(request, response)
     if call is None:
@@ -75,11 +68,8 @@ def rewrite_mcp_response(
 
 def response_may_wait(request: Any, response: Any, config: BudgetConfig | None = None) -> bool:
     """Whether rewriting this read response may wait for a store over the network: a
-    ``tools/call`` result that may be over its budget (or the message limit), persisted to
-    an S3 store (``config``: the entry point's). The async paths then rewrite it in a
-    worker thread. Every string of a JSON text takes at least as many bytes there as it
-    measures, so a body no longer than its budget is delivered as it is and writes nothing.
-    """
+    ``tools/call`` result that may be over its budget or the message limit, and an S3 store
+    (a body no longer than its budget writes nothing)."""
     content = getattr(response, "_content", None)
     if not isinstance(content, bytes):
         return False  # streamed: each event is rewritten in a worker thread already
@@ -97,8 +87,7 @@ def response_may_wait(request: Any, response: Any, config: BudgetConfig | None =
 
 
 def _effective(config: BudgetConfig | None, request: Any) -> BudgetConfig:
-    """The settings of this request: environment < ``config`` < ``budget()`` blocks <
-    its ``x-budgetware-*`` headers."""
+    """The settings of this request: environment < ``config`` < ``budget()`` < headers."""
     return resolve_config(config, request_overrides=request_settings(request), lenient=True)
 
 
@@ -126,7 +115,6 @@ def _rewrite(
             message,
             budget=limit,
             max_bytes=max_bytes,
-            reserve_bytes=0,
             store=store,
             persist=persist,
             unit=unit,
@@ -160,8 +148,8 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
         content_type = response.headers.get("content-type", "").lower()
         if not content_type.startswith(("application/json", "text/event-stream")):
             return None
-        # Streamable HTTP clients must accept both answers on every POST; model API
-        # requests do not, so their (large) bodies are never scanned.
+        # Streamable HTTP clients accept both answers on every POST; model API requests
+        # do not, so their bodies are never scanned.
         if "text/event-stream" not in request.headers.get("accept", "").lower():
             return None
         body = request.content  # raises when the request body is a stream: not MCP
@@ -170,8 +158,6 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     if not isinstance(body, bytes) or _TOOLS_CALL not in body:
         return None
     try:
-        # Only the id, the method and the tool's name are read: long strings (a large
-        # argument) are left out, not decoded.
         message = loads_outline(body)
     except ValueError:
         return None
@@ -201,8 +187,8 @@ def _same_id(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-# Bytes to deliver as they are, or a rewrite to run first (it may write an artifact: an
-# async stream runs it in a worker thread so the event loop never blocks on the disk).
+# Bytes to deliver as they are, or a rewrite to run first (in a worker thread for an
+# async stream).
 _Out = bytes | Callable[[], bytes]
 
 
@@ -235,15 +221,12 @@ class _JsonTransform(_Transform):
         return [self._joined_and_rewritten]
 
     def _joined_and_rewritten(self) -> bytes:
-        # Joined where it is rewritten: for a streamed answer, in the worker thread (a
-        # 4 MB join on the loop costs the loop a millisecond or two).
+        # Joined where it is rewritten: for a streamed answer, in the worker thread.
         body = b"".join(self._parts)
         self._parts = [body]
         return _guarded(body, partial(self._rewrite, body), self._config)
 
     def _rewrite(self, body: bytes) -> bytes:
-        # A long result text is decoded a piece at a time: a worker thread doing this
-        # lets the event loop in between pieces.
         message = loads_in_pieces(body)
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return body
@@ -251,14 +234,12 @@ class _JsonTransform(_Transform):
         return body if bounded is message else _patched(body, message, bounded)
 
 
-# A line ends with CRLF, LF or CR (the SSE grammar); a lone CR at the end of a chunk may
-# still be the first half of a CRLF, so it waits for the next chunk.
+# A line ends with CRLF, LF or CR (the SSE grammar); a CR ending a chunk waits for the next.
 _CR, _LF = 0x0D, 0x0A
 
 
 def _next_eol(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
-    """(start, end) of the first line ending from ``pos``, or None (two memchr calls: a
-    regular expression of the three endings is a slow character-set loop)."""
+    """(start, end) of the first line ending from ``pos``, or None."""
     lf = buf.find(b"\n", pos)
     cr = buf.find(b"\r", pos, lf if lf >= 0 else len(buf))
     if cr < 0:
@@ -349,8 +330,7 @@ class _SseTransform(_Transform):
                 data.append(value)  # its UTF-8 is checked by the JSON parser
                 continue
             try:
-                # surrogatepass: a surrogate written as raw bytes (CESU-8) is accepted by
-                # the JSON parser, so it must not leave the event unbounded.
+                # surrogatepass: the JSON parser accepts raw surrogates (CESU-8) too.
                 line.decode("utf-8", "surrogatepass")
             except UnicodeDecodeError:
                 return event
@@ -396,14 +376,13 @@ class _SseTransform(_Transform):
             if bounded is message:
                 if self._max_bytes <= 0 or size <= self._max_bytes:
                     return event
-                # Over the limit only as the server spelled it (escapes, spaces): the same
-                # message written compactly fits, and is the same message: strings in raw
-                # UTF-8, every number token exactly as the server wrote it.
+                # Over the limit only as the server spelled it: written compactly (every
+                # number token as the server wrote it), it fits.
                 payload_lines = [compact_literal(text)]
                 break
             payload_lines = _patched(text, message, bounded).split(b"\n")
-            # Untouched parts keep the server's spelling, which may be longer than the
-            # compact JSON bounding measured: bound again with the overshoot reserved.
+            # Untouched parts keep the server's longer spelling: bound again with the
+            # overshoot reserved.
             new_size = other_bytes + sum(6 + len(p) for p in payload_lines)
             over = new_size + SSE_FRAMING_RESERVE - self._max_bytes
             if self._max_bytes <= 0 or over <= 0:
@@ -432,8 +411,7 @@ def _patched(body: bytes, message: Any, bounded: Any) -> bytes:
 def _guarded(
     original: bytes, rewrite: Callable[[], bytes], config: BudgetConfig | None = None
 ) -> bytes:
-    """The rewritten bytes; on an internal error the original ones, unless errors raise
-    (``config``: the settings of the entry point that delivered the response)."""
+    """The rewritten bytes; on an internal error the original ones, unless errors raise."""
     try:
         return rewrite()
     except Exception:
@@ -475,7 +453,7 @@ class _BoundedStream:
             yield out if isinstance(out, bytes) else out()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        import anyio.to_thread  # every httpx/httpx2 install has it; works under trio too
+        import anyio.to_thread  # every httpx/httpx2 install has it
 
         transform = self._transform()
         async for chunk in self._source.aiter_bytes():
@@ -500,7 +478,6 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     extensions = {**response.extensions, EXTENSION: True}
     request = getattr(response, "_request", None)
     if hasattr(response, "_content"):
-        # Already read (a non-streaming send): transform the whole body now.
         run = transform()
         outs = run.feed(response.content) + run.finish()
         body = b"".join(out if isinstance(out, bytes) else out() for out in outs)

@@ -1,13 +1,6 @@
-"""Large JSON messages read a piece at a time, so a worker thread never holds the GIL long.
-
-A worker thread that bounds a 4 MB MCP response off the event loop still stalls the loop
-while it holds the GIL in one long C call: ``orjson.loads`` of 4 MB takes 4 to 8 ms here,
-and ``loads_exact`` scans the bytes once more before. Here the long string tokens of a
-message (the text of a tool result) are decoded in pieces of ``PIECE_BYTES``, the GIL
-given away between them (``gil.give_way``); the rest of the message, small, is parsed in
-one call. The value is exactly the one ``loads_exact`` returns; anything unexpected
-(invalid JSON, a string that cannot be cut safely) is parsed the plain way, so errors are
-the same too.
+"""Large JSON messages parsed a piece at a time, so a worker thread bounding an MCP response
+never holds the GIL long enough to stall the event loop: long string tokens are decoded in
+pieces, the GIL given away between them. The value (or error) is ``loads_exact``'s.
 """
 
 from __future__ import annotations
@@ -24,9 +17,8 @@ __all__ = ["LONG_STRING_BYTES", "PIECE_BYTES", "loads_in_pieces", "loads_outline
 LONG_STRING_BYTES = 64 * 1024
 """String tokens at least this long are decoded apart from the rest of the message."""
 PIECE_BYTES = 256 * 1024
-"""Bytes of a long string decoded per call (well under a millisecond)."""
-# String tokens walked to find the long ones before giving up: a message of many small
-# strings has no long string to split off, and walking it costs more than it saves.
+"""Bytes of a long string decoded per call."""
+# String tokens walked to find the long ones before giving up (many small strings).
 _MAX_TOKENS = 10_000
 # How far back from a piece's end a safe place to cut is looked for.
 _CUT_WINDOW = 4096
@@ -43,10 +35,8 @@ def loads_in_pieces(body: bytes) -> Any:
 
 
 def loads_outline(body: bytes) -> Any:
-    """The JSON value of ``body`` with every long string value left empty (``""``), except
-    the fields a message is recognised by (``_outline_fields``: a ``tools/call`` request's
-    id, method and tool name), which are decoded whatever their size: for reading those
-    without decoding a large argument at all."""
+    """The JSON value of ``body`` with every long string left empty except a message's id,
+    method and tool name: those read without decoding a large argument."""
     return _loads(body, decode=False)
 
 
@@ -98,9 +88,7 @@ class _CannotSplit(Exception):
 
 
 def _long_strings(body: bytes) -> list[tuple[int, int]]:
-    """(start, end) of every string token of at least ``LONG_STRING_BYTES`` that is a value
-    (not an object key), in order. Outside strings, JSON has no quote: each quote found
-    from the end of the last token opens the next one."""
+    """(start, end) of every string value (not key) of at least ``LONG_STRING_BYTES``."""
     spans: list[tuple[int, int]] = []
     find = body.find
     pos = 0
@@ -111,8 +99,7 @@ def _long_strings(body: bytes) -> list[tuple[int, int]]:
         quote = find(b'"', start + 1)
         if quote < 0:
             raise _CannotSplit  # unterminated: the plain parse says so
-        # A quote no backslash precedes closes the token (memchr speed); otherwise the
-        # token is read exactly, a window at a time.
+        # A quote no backslash precedes closes the token; else it is read exactly.
         end = quote + 1 if body[quote - 1] != _BACKSLASH else _token_end(body, start)
         if end - start >= LONG_STRING_BYTES:
             after = _WS.match(body, end)
@@ -157,9 +144,8 @@ def _decode(body: bytes, start: int, end: int) -> str:
 
 
 def _safe_cut(body: bytes, at: int) -> int:
-    """A place at or before ``at`` where the token can be cut: no escape spans it (no
-    backslash among the six bytes before: ``\\uXXXX`` is the longest escape, and a
-    surrogate pair's halves are two of them) and the byte before ends a character."""
+    """A place at or before ``at`` where the token can be cut: no backslash among the six
+    bytes before (``\\uXXXX``) and the byte before ends a character."""
     rfind = body.rfind
     for cut in range(at, at - _CUT_WINDOW, -1):
         if body[cut - 1] < 0x80 and rfind(b"\\", cut - 6, cut) < 0:

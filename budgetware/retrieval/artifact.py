@@ -1,17 +1,8 @@
 """Reading an artifact: only bytes whose SHA-256 is its name, a window for the cost of the
 window.
 
-The first read of an artifact in a process reads it whole, once, hashing it and building
-its character index (``retrieval/charindex.py``) in the same pass; an artifact whose bytes
-do not hash to its name is not found. What the store verified when it wrote or found the
-artifact is not taken for it: the file may have been truncated or replaced since.
-
-After that pass a reader reads only the same bytes: every read names the artifact's
-version, and the store refuses a read of another (``ArtifactChanged``: locally another
-inode or size, on S3 another ETag, by ``If-Match``); the reader then hashes the artifact
-again, once. A window is checked too: its bytes decode and hold the characters the index
-says. What this cannot see is bytes rewritten in place with the same size, after the
-reader hashed them (locally the same inode; on S3 an object with the same MD5 ETag).
+The first read in a process hashes the artifact and builds its character index in one
+pass; later reads name the version hashed, and a changed artifact is hashed again.
 """
 
 from __future__ import annotations
@@ -30,8 +21,7 @@ from budgetware.store.base import MIB, ArtifactChanged, ContentStore
 
 __all__ = ["Artifact", "Reader", "reader_for"]
 
-# Artifacts a reader remembers having hashed (LRU), with their indexes: 8 bytes per 4,096
-# characters of a non-ASCII artifact and 16 bytes per MiB of line table.
+# Artifacts a reader remembers having hashed (LRU), with their indexes.
 ARTIFACTS = 256
 # The pass that hashes and indexes an artifact reads it in pieces of this size.
 READ_CHUNK = 8 * MIB
@@ -74,8 +64,8 @@ class Reader:
         self._hashed: OrderedDict[str, Artifact] = OrderedDict()
 
     def open(self, key: str) -> Artifact:
-        """The artifact ``key`` as this reader hashed it (the first time: read whole);
-        ArtifactNotFound if there is none or its bytes are not its name's."""
+        """The artifact ``key`` as this reader hashed it; ArtifactNotFound if there is none
+        or its bytes are not its name's."""
         with self._lock:
             known = self._hashed.get(key)
             if known is not None:
@@ -100,8 +90,8 @@ class Reader:
             self._hashed.pop(key, None)
 
     def text(self, key: str, start: int, stop: int) -> tuple[str, int]:
-        """Characters ``start`` to ``stop`` (exclusive; clamped to the text) and the
-        text's length in characters, reading only the bytes around them."""
+        """Characters ``start`` to ``stop`` (clamped) and the text's length in characters,
+        reading only the bytes around them."""
         for _ in range(2):
             artifact = self.open(key)
             index = artifact.index
@@ -149,8 +139,8 @@ class Reader:
         try:
             index = build_index(stream)
         except NotText:
-            for _ in stream:  # the rest is hashed: only an artifact that is its name's
-                pass  # is "not text"
+            for _ in stream:  # hash the rest: only an artifact that is its name's is
+                pass  # "not text"
             if digest.hexdigest() != key:
                 raise ArtifactNotFound("no such artifact in this store (altered)") from None
             raise ArtifactStoreError(errno.EILSEQ, "the artifact is not UTF-8 text") from None

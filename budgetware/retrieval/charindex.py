@@ -1,34 +1,19 @@
-"""The character-offset index of an artifact, so that a window of characters costs the
-window and not its offset, whatever the text.
-
-An artifact is UTF-8 (lone surrogates kept, as ``put`` writes them): character ``n`` sits at
-a byte offset that only counting from the start can tell. The index records the byte
-offset of every ``BLOCK``-th character; a window ``[start, stop)`` then reads the bytes
-from the checkpoint at or before ``start`` to the one at or after ``stop``: at most
-``2 * BLOCK`` characters more than the window. A pure-ASCII artifact (the common case:
-logs, JSON, source) has bytes equal to characters and needs no checkpoints at all.
-
-It also records, at every ``LINE_STEP``-th byte, how many line breaks and characters come
-before it, so a search can tell the line number and character offset of a match by
-counting at most ``LINE_STEP`` bytes, without counting the whole artifact up to it.
-
-A reader builds it in memory, in the pass that hashes the artifact
-(``retrieval/artifact.py``).
+"""The character index of an artifact, so that a window of characters costs the window,
+not its offset: the byte offset of every ``BLOCK``-th character (none for ASCII), and
+every ``LINE_STEP`` bytes the line breaks and characters before, for a search.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["BLOCK", "LINE_STEP", "CharIndex", "NotText", "build_index"]
 
-# Characters between two checkpoints: a window reads at most twice this more than asked,
-# and the index takes 8 bytes per BLOCK characters (0.2% of an artifact of 4-byte
-# characters; nothing for ASCII).
+# Characters between two checkpoints: a window reads at most twice this more than asked.
 BLOCK = 4096
-# Bytes between two entries of the line table: 16 bytes per MiB of artifact.
+# Bytes between two entries of the line table.
 LINE_STEP = 1024 * 1024
 _ENCODING = ("utf-8", "surrogatepass")
 
@@ -39,18 +24,17 @@ class NotText(ValueError):
 
 @dataclass(frozen=True)
 class CharIndex:
-    """Where every ``block``-th character of an artifact starts (``offsets``, empty for an
-    ASCII artifact), the artifact's size in bytes and characters, and the line table:
-    ``lines[j]`` and ``chars_at[j]``, the line breaks and characters before byte
-    ``j * line_step``."""
+    """An artifact's size in bytes and characters, where every ``block``-th character starts
+    (empty for ASCII), and ``lines[j]``, ``chars_at[j]``: the line breaks and characters
+    before byte ``j * line_step``."""
 
     size: int
     chars: int
     block: int
     offsets: array[int]
-    line_step: int = LINE_STEP
-    lines: array[int] = field(default_factory=lambda: array("Q", [0]))
-    chars_at: array[int] = field(default_factory=lambda: array("Q", [0]))
+    line_step: int
+    lines: array[int]
+    chars_at: array[int]
 
     @property
     def ascii(self) -> bool:
@@ -78,8 +62,7 @@ class CharIndex:
 
 
 def _complete(chunk: bytes) -> int:
-    """How many leading bytes of ``chunk`` are whole UTF-8 sequences (a chunk cut from a
-    stream may end inside a character)."""
+    """How many leading bytes of ``chunk`` are whole UTF-8 sequences."""
     end = len(chunk)
     lead = end - 1
     while lead >= 0 and end - lead <= 4 and chunk[lead] & 0xC0 == 0x80:
@@ -125,12 +108,11 @@ def _chars(data: bytes) -> int:
 _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
-def build_index(
-    chunks: Iterable[bytes], *, block: int = BLOCK, line_step: int | None = None
-) -> CharIndex:
+def build_index(chunks: Iterable[bytes]) -> CharIndex:
     """The index of the artifact whose bytes ``chunks`` yields in order (one pass, memory
     for one chunk); NotText if they are not UTF-8."""
-    table = _LineTable(LINE_STEP if line_step is None else line_step)
+    block = BLOCK
+    table = _LineTable(LINE_STEP)
     offsets = array("Q")
     chars = 0  # characters before `pending`
     base = 0  # bytes before `pending`

@@ -6,8 +6,8 @@ __all__ = ["InvalidPattern", "InvalidReadArgument", "SearchTimeout"]
 
 
 class InvalidReadArgument(ValueError):
-    """An offset, limit, context or match count that is not a whole number in range (a
-    negative one, or an offset past the end of the output)."""
+    """An offset, limit, context or match count that is not a whole number in range, or a
+    time limit that is not a positive, finite number of seconds."""
 
 
 class InvalidPattern(ValueError):
@@ -15,5 +15,4 @@ class InvalidPattern(ValueError):
 
 
 class SearchTimeout(TimeoutError):
-    """A search that took longer than its time limit (a pattern that backtracks without
-    end, or an artifact too large to search in the time)."""
+    """A search that took longer than its time limit."""

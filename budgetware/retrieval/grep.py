@@ -1,17 +1,12 @@
-"""Searching an artifact: the lines matching a pattern, streamed in pieces so an artifact
-larger than memory can be searched.
-
-A pattern is a regular expression (Python syntax, ``^`` and ``$`` at line ends, ``$``
-before ``\\r\\n`` too; ``retrieval/pattern.py``). One with no special character is
-searched as bytes (``bytes.find``: UTF-8 is self-synchronizing, so a match of the encoded
-pattern is a match of the text) and never decoded unless it matches. Any other goes to the
-``regex`` package (the ``retrieval`` extra), whose matching takes a time limit: a pattern
-that backtracks catastrophically ends in SearchTimeout instead of running for hours, and
-the whole search is bounded by the same deadline.
+"""Searching an artifact: the lines matching a pattern, read in pieces so an artifact larger
+than memory can be searched. A plain string is searched as bytes (UTF-8 is
+self-synchronizing); a regular expression goes to the ``regex`` package, whose matching
+takes a time limit.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -21,7 +16,7 @@ from typing import Any
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig
 from budgetware.retrieval.artifact import Artifact, reader_for
-from budgetware.retrieval.errors import SearchTimeout
+from budgetware.retrieval.errors import InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, read_ref
 from budgetware.store.base import MIB, ArtifactChanged, ContentStore
@@ -38,8 +33,7 @@ __all__ = [
 
 # Bytes read per piece: the memory a search needs, whatever the artifact's size.
 CHUNK = 4 * MIB
-# A line longer than this is searched in pieces of it (a match across two pieces of such a
-# line is not found).
+# A line longer than this is searched in pieces (a match across two is not found).
 LONG_LINE = 4 * CHUNK
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_LINE_CHARS = 2_000
@@ -48,9 +42,8 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 @dataclass(frozen=True)
 class GrepLine:
-    """A line of the output: its 1-based number, its text (without the line break; a long
-    line shortened to the part around the match), and the character offset of the text's
-    first character in the full output (what ``read_artifact`` takes to read on)."""
+    """A line of the output: its 1-based number, its text (a long line shortened around the
+    match), and the character offset of that text in the full output."""
 
     line_number: int
     line: str
@@ -68,8 +61,7 @@ class GrepMatch(GrepLine):
 @dataclass(frozen=True)
 class GrepResult:
     """The matches found (at most ``max_matches``), whether there are more, and the size
-    of what was searched. When there are more, the lines after the last matches stop
-    before the first match not taken: no match left out is shown as a context line."""
+    of what was searched."""
 
     matches: list[GrepMatch]
     more: bool
@@ -93,8 +85,7 @@ def _boundary(data: bytes, at: int, step: int) -> int:
 
 
 class _Block:
-    """One piece of the artifact ending at a line break (or the end), searched as bytes
-    (literal patterns) or as text (regular expressions)."""
+    """One piece of the artifact ending at a line break, searched as bytes or as text."""
 
     def __init__(self, data: bytes, as_text: bool, line: int, char: int, width: int) -> None:
         self.data = data
@@ -112,9 +103,8 @@ class _Block:
     def length(self) -> int:
         return len(self.hay)
 
-    # Both count from the position asked last, forwards or backwards: a search asks for
-    # positions around each match in turn (the lines before it, the match, the lines after
-    # it), so what is counted is the distance between matches, never the block again.
+    # Both count from the position asked last, so only the distance between matches is
+    # counted, never the block again.
 
     def line_number(self, pos: int) -> int:
         at, number = self._line_at
@@ -222,8 +212,8 @@ class _Pending:
 
 
 def _pieces(artifact: Artifact) -> Iterator[bytes]:
-    """The artifact in pieces that end at a line break (a line longer than LONG_LINE is cut
-    at a character boundary), the last one at the end."""
+    """The artifact in pieces that end at a line break (or a character boundary within a
+    line longer than LONG_LINE)."""
     carry = b""
     for chunk in artifact.pieces(CHUNK):
         data = carry + chunk if carry else chunk
@@ -240,8 +230,7 @@ def _pieces(artifact: Artifact) -> Iterator[bytes]:
 
 
 def _line_start(artifact: Artifact, position: int, floor: int) -> int:
-    """Where the line holding byte ``position`` starts (not before ``floor``: a longer
-    line is shown from there, at a character boundary)."""
+    """Where the line holding byte ``position`` starts (not before ``floor``)."""
     end = position
     while end > floor:
         begin = max(floor, end - 64 * 1024)
@@ -257,8 +246,8 @@ def _line_start(artifact: Artifact, position: int, floor: int) -> int:
 
 
 def _line_end(artifact: Artifact, position: int, size: int, ceiling: int) -> int:
-    """Just after the line break ending the line that holds byte ``position`` (the end of
-    the output, or ``ceiling`` for a longer line)."""
+    """Just after the line break ending the line that holds byte ``position`` (at most
+    ``ceiling``)."""
     begin = position
     while begin < min(size, ceiling):
         end = min(size, ceiling, begin + 64 * 1024)
@@ -282,11 +271,8 @@ def _search_plain(
     clock: Callable[[], float],
     timeout: float,
 ) -> GrepResult:
-    """A plain string (or a regular expression with a plain string every match contains,
-    ``needle``), searched as bytes in pieces aligned to the index's line table: a piece
-    without the string costs one read and one ``find``; only the lines around it are
-    counted (from the nearest line-table entry), decoded and, for a regular expression,
-    matched."""
+    """A search for ``needle`` (the pattern, or a plain string every match contains) as
+    bytes: only the lines around a hit are counted, decoded and matched."""
     index = artifact.index
     size, step = index.size, index.line_step
     piece = max(CHUNK // step, 1) * step
@@ -440,7 +426,7 @@ def search(
 
 def _context_before(matches: list[GrepMatch], next_line: int | None) -> list[GrepMatch]:
     """``matches`` with their lines after stopping before ``next_line``, the first match
-    not taken: a line that matches is never shown as a context line."""
+    not taken, so no match left out shows as a context line."""
     if next_line is None:
         return matches
     return [
@@ -494,20 +480,16 @@ def grep_artifact(
     """The lines of a full output that match ``pattern``, first to last, at most
     ``max_matches``: each a GrepMatch with ``line_number`` (1-based), ``line``, ``offset``
     (the character offset of ``line`` in the output) and ``context`` lines ``before`` and
-    ``after`` it (when ``max_matches`` cuts the search, the lines after the last ones stop
-    before the first match left out: no match left out is shown as a context line).
+    ``after`` it (never a match left out by ``max_matches``).
 
-    ``pattern`` is a regular expression (``^``/``$`` match at line ends, ``$`` before a
-    ``\\r\\n`` line end as before a ``\\n``); one without special characters is a plain
-    string, searched as fast as ``grep -F``. The artifact is read in 4 MiB pieces, so one
-    larger than memory can be searched; a line longer than ``max_line_chars`` is shortened
-    to the part around the match. The search gives up with SearchTimeout after ``timeout``
-    seconds (a regular expression that backtracks without end is stopped inside its
-    match).
+    ``pattern`` is a regular expression (``^``/``$`` match at line ends, ``\\r\\n``
+    included); one without special characters is a plain string. A line longer than
+    ``max_line_chars`` is shortened around the match; the search gives up with
+    SearchTimeout after ``timeout`` seconds.
 
     Raises ArtifactNotFound (see ``read_artifact``), InvalidPattern for a pattern that is
-    not a valid regular expression or whose counted repeats would take too much memory to
-    compile (``retrieval/pattern.py``), InvalidReadArgument for a negative count.
+    invalid or too costly to compile, InvalidReadArgument for a count out of range or a
+    ``timeout`` that is not a positive, finite number.
     """
     result = grep_result(
         ref,
@@ -537,6 +519,13 @@ def grep_result(
     context = count("context", context)
     max_matches = count("max_matches", max_matches, minimum=1)
     max_line_chars = count("max_line_chars", max_line_chars, minimum=16)
+    # nan would never be past; inf neither: a search always has a time limit.
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < math.inf
+    ):
+        raise InvalidReadArgument("timeout must be a positive, finite number of seconds")
     compiled = compile_pattern(pattern)
 
     def grep(artifact: Artifact) -> GrepResult:
@@ -547,7 +536,7 @@ def grep_result(
                 context=context,
                 max_matches=max_matches,
                 max_line_chars=max_line_chars,
-                timeout=float(timeout),
+                timeout=timeout,
             )
         except ArtifactNotFound:
             reader_for(artifact.store).forget(artifact.key)  # hashed again at its next read

@@ -1,24 +1,8 @@
 """Search patterns: what a model's pattern may cost before it runs, and how it is compiled.
 
-A plain string (no character special to regular expressions) is searched as bytes. Any
-other pattern is compiled by the ``regex`` package, whose matching takes a time limit; but
-``regex`` expands counted repeats when it *compiles* (``(a{1000}){1000}`` is a million
-copies of ``a``: 263 MB; ``((a{1000}){1000}){1000}`` exhausts memory), before any time
-limit applies. So a pattern is measured first, by reading it (no compiler, no engine):
-
-- ``core.regexcost.regex_problem(pattern, nested=False)``: the length, and counted repeats
-  whose counts multiply out (the time limit takes care of nested ``+`` and ``*``);
-- ``expansion``: what the counts expand to, every item of the pattern times the counts of
-  the repeats around it, so a long body (``(<990 characters>){100000}``: 441 MB), a large
-  set, and the minimum of an open repeat (``((a{1000,}){1000,}){1000,}``) count too. It
-  reads the structure from the text itself: ``re``'s parser reads less syntax than
-  ``regex`` (a variable-length lookbehind, ``\\p{L}``) and merges ``a|b`` into a set;
-- in verbose mode ``regex`` reads ``a{1 0}``, even ``a{1#comment<newline>0}``, as
-  ``a{10}``: a verbose pattern is bounded by every digit in it.
-
-A pattern within ``MAX_EXPANSION`` compiles in tens of megabytes at most (26 MB for
-``a{100000}``; under 60 MB for every shape measured). ``$`` matches at the end of a line
-whether it ends in ``\\n`` or ``\\r\\n``.
+The ``regex`` package expands counted repeats when it compiles, before any time limit
+applies (docs/retrieval.md), so a pattern is measured first by reading its text: no
+compiler, no engine. ``$`` matches before ``\\n`` and ``\\r\\n`` alike.
 """
 
 from __future__ import annotations
@@ -44,8 +28,7 @@ __all__ = [
     "required_literal",
 ]
 
-# The most items a pattern's counted repeats may expand to when ``regex`` compiles it:
-# ``a{100000}`` (26 MB), ``(?:[a-z]|\d){25000}`` (28 MB). A search needs far less.
+# The most items a pattern's counted repeats may expand to when ``regex`` compiles it.
 MAX_EXPANSION = MAX_REPEAT_PRODUCT
 _SPECIAL = frozenset(".^$*+?{}[]\\|()")
 _INSTALL = (
@@ -58,14 +41,11 @@ _DOLLAR_WEIGHT = 4  # the items of _LINE_END, for the expansion bound
 _HEAVY_ESCAPES = {"X": 4}
 # A counted repeat, as the regex package reads one outside verbose mode.
 _COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
-# A flag group turning on verbose mode (or one that might: a false alarm costs nothing but
-# the exact analysis).
+# A flag group that may turn on verbose mode.
 _VERBOSE = re.compile(r"\(\?[a-zA-Z0-9^-]*x")
-# Syntax re's parser reads differently from regex (nested sets, set operations) and warns
-# about when it parses it.
+# Set syntax re's parser reads differently from regex (and warns about).
 _SET_OPERATORS = ("--", "&&", "~~", "||")
-# Syntax the regex package reads differently from re's parser (fuzzy matching, POSIX
-# classes, its own flags and groups): no required literal is taken from such a pattern.
+# Syntax regex reads differently from re's parser: no required literal is taken from it.
 _OWN_SYNTAX = ("{", "[:", "(?")
 
 
@@ -81,8 +61,7 @@ class Pattern:
     text: str
     needle: bytes | None
     compiled: Any = field(default=None, compare=False)
-    # A plain string every match of the regular expression contains: pieces without it
-    # are skipped without being decoded.
+    # A plain string every match contains: pieces without it are skipped undecoded.
     required: bytes | None = None
 
 
@@ -95,9 +74,8 @@ def _regex() -> Any:
 
 
 def compile_pattern(pattern: object) -> Pattern:
-    """``pattern`` ready to search: InvalidPattern if it is not a valid regular expression
-    or would cost too much to compile (``pattern_problem``); ImportError naming the extra
-    when a regular expression needs the regex package."""
+    """``pattern`` ready to search: InvalidPattern if it is invalid or too costly to compile;
+    ImportError naming the extra when it needs the regex package."""
     if not isinstance(pattern, str):
         raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
     if is_literal(pattern):
@@ -148,10 +126,8 @@ def pattern_problem(pattern: str) -> str | None:
 
 
 def _verbose_bound(pattern: str) -> int:
-    """An upper bound, from the text alone, of the items a verbose pattern expands to. In
-    verbose mode the regex package reads a count written in pieces (``a{1 0}``, even with
-    a comment between its digits, is ``a{10}``): every digit of the pattern may multiply
-    by ten."""
+    """An upper bound of the items a verbose pattern expands to: there regex reads
+    ``a{1 0}`` (even with a comment between) as ``a{10}``, so every digit may multiply."""
     digits = sum(c.isdigit() for c in pattern)
     return _weight(pattern) * int(10 ** min(digits, 12))
 
@@ -161,13 +137,9 @@ def _weight(text: str) -> int:
 
 
 def expansion(pattern: str) -> int:
-    """How many items ``pattern`` expands to when the regex package compiles it, at most
-    (it stops counting past ``MAX_EXPANSION``): every item once per round each repeat
-    around it must (or, bounded, may) take. Read from the text, structure only: an escape,
-    a character, a ``$`` and an alternative are items, a set weighs by its members (the
-    regex package copies them per round), a group is its items. Neither ``re``'s parser
-    (which merges ``a|b`` into a set, and reads less syntax) nor any engine is used, so
-    the count never comes out smaller than what the regex package builds."""
+    """At most how many items ``pattern`` expands to when regex compiles it (counting stops
+    past ``MAX_EXPANSION``): every item once per round of each repeat around it. Read from
+    the text, since ``re``'s parser merges ``a|b`` and reads less syntax."""
     # One frame per open group: (items before it, alternatives finished in it).
     stack: list[tuple[int, int]] = []
     total = alternatives = last = 0
@@ -272,8 +244,7 @@ def _set_end(pattern: str, start: int) -> int:
 
 
 def _parse(pattern: str) -> Any:
-    """``pattern`` as re's parser reads it, when re reads it as the regex package does;
-    else None. Never warns (what re would warn about is what it reads differently)."""
+    """``pattern`` as re's parser reads it, when re reads it as regex does; else None."""
     if "[[" in pattern or ("[" in pattern and any(op in pattern for op in _SET_OPERATORS)):
         return None
     if _VERBOSE.search(pattern):
@@ -291,10 +262,8 @@ def _parse(pattern: str) -> Any:
 
 
 def crlf_line_ends(pattern: str) -> str:
-    """``pattern`` with every ``$`` anchor made to match before ``\\r\\n`` too (as
-    ``(?=\\r?$)``): an escaped ``\\$``, a ``$`` in a set or in a comment stays as it is. A
-    pattern this cannot read (an unclosed set, the regex package's nested sets) comes back
-    unchanged."""
+    """``pattern`` with every ``$`` anchor made to match before ``\\r\\n`` too; a pattern
+    this cannot read comes back unchanged."""
     if "$" not in pattern or "V1" in pattern:
         return pattern
     verbose = _VERBOSE.search(pattern) is not None
@@ -335,9 +304,8 @@ def crlf_line_ends(pattern: str) -> str:
 
 
 def required_literal(pattern: str) -> str | None:
-    """The longest run of plain characters (3 or more) at the top level of ``pattern``, which
-    every match must contain; None when there is none or the pattern is not plain enough
-    to tell (alternatives at the top, case-insensitive, the regex package's own syntax)."""
+    """The longest run of 3 or more plain characters at the top level of ``pattern``, which
+    every match contains; None when there is none or it cannot be told."""
     if any(token in pattern for token in _OWN_SYNTAX):
         return None
     parsed = _parse(pattern)

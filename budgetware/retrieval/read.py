@@ -1,6 +1,4 @@
-"""Reading a window of an artifact: exactly ``full[offset:offset + limit]``, at the cost of
-the window whatever its offset (``retrieval/artifact.py``); and which store a reference
-names."""
+"""Reading a window of an artifact, and which store a reference names."""
 
 from __future__ import annotations
 
@@ -16,7 +14,15 @@ from budgetware.retrieval.errors import InvalidReadArgument
 from budgetware.store.base import ContentStore, named_stores
 from budgetware.store.select import store_for_config
 
-__all__ = ["DEFAULT_LIMIT", "Window", "count", "read_artifact", "read_ref", "read_window"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "LARGEST",
+    "Window",
+    "count",
+    "read_artifact",
+    "read_ref",
+    "read_window",
+]
 
 DEFAULT_LIMIT = 20_000
 T = TypeVar("T")
@@ -32,12 +38,10 @@ def configured_store(config: BudgetConfig | None = None) -> ContentStore:
     return store
 
 
-# What a model leaves around a reference it copied from a notice: the notice's closing
-# bracket, the tool hint's semicolon, a sentence's comma or full stop; quotes or backticks.
+# What a model leaves around a reference it copied from a notice.
 _TRAILING = "];,."
 _QUOTES = "\"'`"
-# An artifact's name as a model may write it: the hex in either case, with or without
-# ".txt".
+# An artifact's name as a model may write it.
 _NAME = re.compile(r"([0-9a-fA-F]{64})(\.[tT][xX][tT])?")
 _PASS_THE_NAME = (
     "pass the reference after 'Full output:' as it is, or just its 64-hex SHA-256 name"
@@ -45,10 +49,8 @@ _PASS_THE_NAME = (
 
 
 def normalize_ref(ref: str) -> str:
-    """``ref`` with what a model adds by mistake taken off, where that is unambiguous: the
-    punctuation of the notice after it (``]``, ``;``), quotes around it, upper-case hex in
-    the artifact's name; and a bare ``<sha256>.txt`` is its SHA-256. The directory, bucket
-    and prefix are left exactly as written: the store decides whether they are its own."""
+    """``ref`` without what a model adds by mistake (the notice's punctuation, quotes,
+    upper-case hex); the directory, bucket and prefix stay as written."""
     ref = ref.strip().strip(_QUOTES).rstrip(_TRAILING).strip(_QUOTES).strip()
     cut = max(ref.rfind("/"), ref.rfind(os.sep))
     head, name = ref[: cut + 1], ref[cut + 1 :]
@@ -68,20 +70,13 @@ def read_ref(
     store: ContentStore | None = None,
     config: BudgetConfig | None = None,
 ) -> T:
-    """``read`` of the artifact ``ref`` names, hashed (``retrieval/artifact.py``): a
-    reference as a preview prints it (a path or an ``s3://`` URL) or a bare SHA-256 hex
-    (see ``normalize_ref`` for the slips forgiven). ArtifactNotFound for anything else;
-    nothing outside a store is ever opened.
-
-    The store is ``store`` if given; else the configured one (``config``, the
-    environment, ``budget()``), then every store that named an artifact in this process,
-    so that a reference budgetware printed here reads back whichever entry point set up
-    its store (a bare SHA-256: the first of them that holds it)."""
+    """``read`` of the artifact ``ref`` names (a path, ``s3://`` URL or bare SHA-256);
+    ArtifactNotFound for anything else. The store is ``store``, else the configured one,
+    then every store that named an artifact in this process."""
     if not isinstance(ref, str) or not ref.strip():
         raise ArtifactNotFound(f"no reference given: {_PASS_THE_NAME}")
     named: list[tuple[ContentStore, str]] = []
     for candidate in _stores(store, config):
-        # A reference as the preview printed it, the common case, is read as it is.
         key = candidate.key_of(ref) or candidate.key_of(normalize_ref(ref))
         if key is not None:
             named.append((candidate, key))
@@ -114,12 +109,20 @@ def _stores(store: ContentStore | None, config: BudgetConfig | None) -> list[Con
     return [configured, *(other for other in others if other is not configured)]
 
 
+# The largest count taken: a 64-bit index, and a number every message can print.
+LARGEST = 2**63 - 1
+
+
 def count(name: str, value: Any, *, minimum: int = 0) -> int:
-    """``value`` as a whole number of at least ``minimum`` (InvalidReadArgument if not)."""
+    """``value`` as a whole number from ``minimum`` to ``LARGEST`` (InvalidReadArgument if
+    not)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidReadArgument(f"{name} must be a whole number, not {type(value).__name__}")
     if value < minimum:
-        raise InvalidReadArgument(f"{name} must be {minimum} or more (got {value})")
+        got = f" (got {value})" if value > -LARGEST else ""
+        raise InvalidReadArgument(f"{name} must be {minimum} or more{got}")
+    if value > LARGEST:
+        raise InvalidReadArgument(f"{name} must be a whole number up to {LARGEST:,}")
     return value
 
 
@@ -171,17 +174,14 @@ def read_artifact(
     store: ContentStore | None = None,
     config: BudgetConfig | None = None,
 ) -> str:
-    """Characters ``offset`` to ``offset + limit`` of a full output: exactly
-    ``full[offset:offset + limit]`` in code points (shorter at the end).
+    """Exactly ``full[offset:offset + limit]`` of a full output, in code points.
 
-    ``ref`` is the reference a preview prints (the artifact's path, or its ``s3://`` URL)
-    or the bare SHA-256 hex. The store is ``store`` if given, else the configured one
-    (``artifact_store`` / ``artifact_dir``, from ``config`` or the environment) or any
-    store that named an artifact in this process.
+    ``ref`` is the reference a preview prints (a path or ``s3://`` URL) or the bare SHA-256
+    hex. The store is ``store`` if given, else the configured one (``config``, the
+    environment) or any store that named an artifact in this process.
 
     Raises ArtifactNotFound for a reference that is not an artifact of the store whose
-    bytes hash to its name (outside it, ``..``, a symlink, a directory, unknown, evicted,
-    truncated, replaced), and InvalidReadArgument for a negative offset or limit or an
+    bytes hash to its name, and InvalidReadArgument for a negative offset or limit or an
     offset past the end.
     """
     return read_window(ref, offset=offset, limit=limit, store=store, config=config).text

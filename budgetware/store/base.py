@@ -1,16 +1,8 @@
-"""Storing artifacts: content-addressed outputs written once and named only once checked,
-and the interface a backend implements (a local directory, S3).
+"""Storing artifacts: content-addressed outputs written once, named only once their bytes
+were checked against their name, and the interface a backend (local, S3) implements.
 
-A store's other jobs are classes of their own, which it holds: the quota and retention
-(``store/retention.py``) and producer decisions (``store/decisions.py``). Reading artifacts
-back is ``retrieval/``'s: a reader trusts only the bytes it hashed itself
-(``retrieval/artifact.py``), on top of the reading primitives here.
-
-**Trust.** An artifact is named only after its bytes were checked against its name
-(``_probe`` returns "verified"), once per artifact per process; a false one is rewritten
-with the real output. **Last use.** Every reuse refreshes an artifact's last use, at most
-once every ``min_age / 4`` per artifact and process, so the sweep (which never evicts one
-younger than ``min_age``) keeps what a conversation keeps naming.
+Every reuse refreshes an artifact's last use (at most once every ``min_age / 4`` per
+process), so the sweep keeps what a conversation keeps naming.
 """
 
 from __future__ import annotations
@@ -34,24 +26,20 @@ MIB = 1024 * 1024
 HOUR = 3600.0
 DAY = 24 * HOUR
 
-# Artifacts verified, remembered per store object (LRU): enough for the artifacts of many
-# live conversations, a few hundred KB at most.
+# Artifacts verified, remembered per store object (LRU).
 CACHE_ENTRIES = 4096
-# Per-key locks are striped: a fixed set, whatever the number of keys.
-_STRIPES = 64
+_STRIPES = 64  # per-key locks: a fixed set, whatever the number of keys
 
-# What a backend found under an artifact's name: nothing, bytes that match the name, or
-# bytes that do not.
+# What a backend found under an artifact's name.
 Probe = Literal["absent", "verified", "false"]
 
 
 class ArtifactChanged(ArtifactNotFound):
-    """The artifact under a name is no longer the one a reader verified (replaced,
-    truncated, extended)."""
+    """The artifact under a name is no longer the one a reader verified."""
 
 
-# The stores that named an artifact in this process: a reader finds a reference budgetware
-# printed here, whichever entry point set up the store that holds it.
+# The stores that named an artifact in this process: a reference printed here reads back
+# whichever entry point set up its store.
 _NAMED: weakref.WeakSet[ContentStore] = weakref.WeakSet()
 _NAMED_LOCK = threading.Lock()
 
@@ -88,7 +76,7 @@ class ContentStore:
         self._refresh_every = min_age / 4
         self._lock = threading.Lock()
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
-        # key -> monotonic time its last use was last refreshed by this process
+        # key -> monotonic time this process last refreshed its last use
         self._known: OrderedDict[str, float] = OrderedDict()
         self._named = False
 
@@ -104,8 +92,7 @@ class ContentStore:
         raise NotImplementedError
 
     def key_of(self, ref: str) -> str | None:
-        """The key of a reference exactly as ``ref_for`` writes it, or of a bare SHA-256
-        hex; None for anything else."""
+        """The key of a reference as ``ref_for`` writes it, or of a bare SHA-256 hex."""
         raise NotImplementedError
 
     def _probe(self, key: str) -> Probe:
@@ -113,15 +100,13 @@ class ContentStore:
         raise NotImplementedError
 
     def _probe_for_write(self, key: str) -> Probe:
-        """``_probe`` before a write. A backend whose ``_write(replace=False)`` verifies
-        what it finds under the name itself (a write that never replaces) may answer
-        "absent" without looking."""
+        """``_probe`` before a write; "absent" without looking is allowed for a backend whose
+        ``_write(replace=False)`` verifies what it finds itself."""
         return self._probe(key)
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
-        """Store ``data`` under ``key``; False when an identical artifact was there (a
-        race won by another writer, or, for a backend that writes without probing, one
-        that verified: the backend then refreshed its last use)."""
+        """Store ``data`` under ``key``; False when a verified artifact was there already
+        (the backend then refreshed its last use)."""
         raise NotImplementedError
 
     def _refresh(self, key: str) -> bool:
@@ -130,9 +115,7 @@ class ContentStore:
 
     def _still_there(self, key: str) -> bool:
         """Whether an artifact this process verified is still there, checked on every
-        reuse: False names it no more and has it looked at (and written) again. Only for a
-        backend where the check costs a few microseconds (a ``stat``); by default (S3: a
-        round trip) reuse trusts what was verified."""
+        reuse; by default (S3: a round trip) reuse trusts what was verified."""
         return True
 
     def _read_decision(self, key: str) -> bytes | None:
@@ -140,7 +123,7 @@ class ContentStore:
         raise NotImplementedError
 
     def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
-        """Write a decision record; ``replace`` replaces one there (which is unusable)."""
+        """Write a decision record; ``replace`` replaces an unusable one there."""
         raise NotImplementedError
 
     def _scan(self) -> Listing:
@@ -158,16 +141,13 @@ class ContentStore:
     def read_piece(
         self, key: str, start: int, end: int, version: Hashable | None = None
     ) -> tuple[bytes, int, Hashable]:
-        """Bytes ``start`` to ``end`` (exclusive; fewer at its end) of the artifact, its
-        size, and its version: what tells it from other bytes put under the same name
-        later (locally device, inode and size; on S3 the ETag). Given a ``version``,
-        ArtifactChanged if the artifact is no longer that one; ArtifactNotFound if there
-        is none."""
+        """Bytes ``start`` to ``end`` (exclusive) of the artifact, its size, and its version
+        (what tells it from bytes put under the name later). ArtifactChanged if it is no
+        longer ``version``; ArtifactNotFound if there is none."""
         raise NotImplementedError
 
     def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer`` (no new memory per call, where the backend can):
-        how many bytes were read."""
+        """``read_piece`` into ``buffer``: how many bytes were read."""
         data = self.read_piece(key, start, start + len(buffer), version)[0]
         buffer[: len(data)] = data
         return len(data)
@@ -179,8 +159,7 @@ class ContentStore:
         return self.put_reporting(text, key=key)[0]
 
     def put_reporting(self, text: str, *, key: str | None = None) -> tuple[str, bool]:
-        """``put``, and whether this call wrote the artifact (False: it was there already,
-        verified). The finalizer uses it to report the artifacts a batch wrote."""
+        """``put``, and whether this call wrote the artifact (False: it was there, verified)."""
         if key is not None:
             ref = self._reuse(key)
             if ref is not None:
@@ -213,14 +192,9 @@ class ContentStore:
         return self.ref_for(key), wrote
 
     def stored_reference(self, key: str) -> str | None:
-        """The reference of the artifact under ``key`` if it is in the store and its bytes
-        verify, else None (also when the store cannot be reached); writes nothing.
-
-        What this process verified is answered from memory; otherwise it is one look
-        (``_probe``: a stat and a hash locally, one ``HeadObject`` on S3), remembered.
-        The finalizer asks this before its put of a text that no producer can have
-        decided, so an artifact another process wrote costs no upload, and a new one is
-        written by the put that follows (``core/artifacts.FindsArtifacts``)."""
+        """The reference of the artifact under ``key`` if it is stored and verifies, else
+        None (also when the store cannot be reached); writes nothing. Lets the finalizer
+        skip the upload of an artifact another process wrote."""
         check_key(key)
         ref = self._reuse(key)
         if ref is not None:
@@ -241,7 +215,7 @@ class ContentStore:
         """See ``Decisions.note_named``."""
         self.decisions.note_named(text)
 
-    # -- retention (``store.prune(...)`` as the docs show it) ----------------------------
+    # -- retention ---------------------------------------------------------------------
 
     def usage(self) -> StoreUsage:
         """See ``Retention.usage``."""
@@ -267,20 +241,17 @@ class ContentStore:
     # -- what this process verified ------------------------------------------------------
 
     def reused(self, ref: str) -> bool:
-        """Whether ``ref`` names an artifact of this store this process verified (and it
-        is still there); refreshes its last use when due. No look at the store."""
+        """Whether ``ref`` names an artifact this process verified (refreshed when due)."""
         key = self.key_of(ref)
         return key is not None and self._reuse(key) is not None
 
     def checked_ref(self, ref: str) -> bool:
-        """Whether ``ref`` names an artifact of this store whose bytes verify (looked at
-        once per process)."""
+        """Whether ``ref`` names an artifact of this store whose bytes verify."""
         key = self.key_of(ref)
         return key is not None and self.checked(key)
 
     def checked(self, key: str) -> bool:
-        """Whether the artifact exists and its bytes hash to its name (looked at once per
-        process; a False is looked at again next time)."""
+        """Whether the artifact exists and hashes to its name (a True is remembered)."""
         if self._reuse(key) is not None:
             return True
         try:
@@ -294,8 +265,7 @@ class ContentStore:
         return True
 
     def used(self, key: str) -> None:
-        """A reader read the artifact (having hashed it): its last use is refreshed, at
-        most once every ``min_age / 4``, as every reuse does."""
+        """A reader read the artifact: refresh its last use, as every reuse does."""
         if not self.refreshed_lately(key) and self._refresh(key):
             self._remember(key)
 
@@ -314,8 +284,8 @@ class ContentStore:
         return self._stripes[int(key[:8], 16) % _STRIPES]
 
     def _reuse(self, key: str) -> str | None:
-        """The reference of an artifact this process already verified (refreshing its last
-        use when due), or None when it must be looked at again."""
+        """The reference of an artifact this process verified (refreshing its last use
+        when due), or None when it must be looked at again."""
         with self._lock:
             last = self._known.get(key)
             if last is None:
@@ -326,8 +296,7 @@ class ContentStore:
             if due:
                 self._known[key] = now
         if not self._still_there(key) or (due and not self._refresh(key)):
-            # Removed since (the store directory deleted, pruned by hand) or altered: look
-            # again, write again, so a preview never names a file that is gone.
+            # Gone or altered since: look and write again, so a preview never names it.
             self.forget(key)
             return None
         return self.ref_for(key)

@@ -1,11 +1,7 @@
-"""Producer decisions: what a producer (the MCP boundary) decided for a text it bounded,
-recorded in the store (``<key>.decision.json``) so the finalizer downstream names its
-artifact instead of persisting the preview again.
-
-A record names nothing that is not a verified artifact of this store: references outside
-the store, to a missing artifact, or to one whose bytes do not match its name are dropped,
-and a record left with none of the references it gave (planted, or its artifacts
-evicted), or not a record at all (malformed), counts as no record.
+"""Producer decisions: what the MCP boundary decided for a text it bounded, recorded in the
+store (``<key>.decision.json``) so the finalizer names its artifact instead of persisting
+the preview again. Only references to verified artifacts of this store count; a record
+left with none of them, or malformed, is no record.
 """
 
 from __future__ import annotations
@@ -23,10 +19,9 @@ from budgetware.store.lifecycle import Entry
 
 __all__ = ["Decisions"]
 
-# Decisions read, remembered per store object (LRU): a re-sent producer's preview costs no
-# read of its record (on S3, a round trip) on every request.
+# Decisions read, remembered per store object (LRU).
 ENTRIES = 4096
-# How much of a text's start is searched for the references of a notice.
+# How much of a text's start is searched for a notice's references.
 NOTICE_SCAN_CHARS = 8192
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -55,20 +50,15 @@ class Decisions:
     def __init__(self, store: _Store) -> None:
         self.store = store
         self._lock = threading.Lock()
-        # key -> the references decided, or None: no record (a producer records one before
-        # its text can be seen, so one found absent stays absent).
+        # key -> the references decided, or None: no record (a producer records before its
+        # text can be seen, so one found absent stays absent).
         self._read: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
         self._prefix: str | None = None
 
     def record(self, key: str, refs: tuple[str, ...]) -> None:
-        """Remember what a producer decided for the text with this key (written once).
-
-        ``()`` is a decision too: the producer bounded the output and nothing reusable
-        holds it (its write failed, or persistence is off there), so the finalizer must
-        neither persist the producer's preview as if it were the full output nor name a
-        file (FINALIZER.md, the tri-state). A record already there that says something
-        else (planted, malformed) is replaced: every producer that bounds the same text
-        into the same store decides the same references, byte for byte."""
+        """Record what a producer decided for the text with this key; a record there that
+        says otherwise is replaced. ``()`` is a decision too: bounded, but nothing reusable
+        holds the output, so the finalizer neither persists the preview nor names a file."""
         check_key(key)
         data = dumps_bytes({"refs": list(refs)})
         existing = self.store._read_decision(key)
@@ -78,9 +68,8 @@ class Decisions:
             self._read.pop(key, None)
 
     def lookup(self, key: str) -> tuple[str, ...] | None:
-        """What a producer decided for the text with this key, or None if nothing (no
-        record, or one that is not usable: the finalizer then persists what it sees). A
-        record of ``()`` (a producer decided, nothing reusable) is ``()``."""
+        """What a producer decided for the text with this key (``()`` included), or None
+        without a usable record."""
         check_key(key)
         with self._lock:
             known = key in self._read
@@ -105,16 +94,9 @@ class Decisions:
         return valid if usable else None
 
     def note_named(self, text: str) -> None:
-        """A tool-result text the finalizer passes on whole (it fits its batch) that may be
-        a producer's preview: the artifacts it names are kept young, as every reuse keeps
-        them (a conversation that carries an MCP boundary's preview turn after turn names
-        its artifact in every request, though nothing is cut again).
-
-        Nothing here reads a file or the network: the references of this store in the
-        preview's first line are compared with what this process refreshed lately; when
-        one is due, the lookup of the text's decision record and the refreshes it leads to
-        go to the background thread. Only artifacts the text's decision record names (and
-        that verify) are refreshed."""
+        """Keep young the artifacts a producer's preview names, passed on whole turn after
+        turn. No I/O here: when a refresh is due, the lookup of the text's record (which
+        refreshes what it names) goes to the background thread."""
         keys = self._named_keys(text)
         if keys and not all(self.store.refreshed_lately(key) for key in keys):
             sweeper.submit(
@@ -122,8 +104,7 @@ class Decisions:
             )
 
     def remove_naming(self, records: Iterable[Entry], gone: set[str]) -> None:
-        """Delete the decision records that name a deleted artifact (``gone``: its
-        references): they go with it."""
+        """Delete the decision records that name a deleted artifact (``gone``: references)."""
         if not gone:
             return
         stale = []

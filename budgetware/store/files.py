@@ -6,7 +6,7 @@ import errno
 import os
 import stat
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up hooks)
+TYPE_CHECKING = False  # without importing typing (start-up hooks)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -25,10 +25,9 @@ __all__ = [
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
-# Relative to an open directory descriptor where the platform allows it (POSIX): the
-# directory cannot be swapped for a symlink between checks and writes. Elsewhere
-# (Windows) the same operations go by path.
-# (os.replace shares os.rename's implementation but is not listed in supports_dir_fd.)
+# Relative to an open directory descriptor where the platform allows it (POSIX), so the
+# directory cannot be swapped for a symlink between checks and writes; elsewhere by path.
+# (os.replace is os.rename, but is not listed in supports_dir_fd.)
 USE_DIR_FD = {os.open, os.stat, os.link, os.unlink, os.rename, os.utime} <= os.supports_dir_fd
 
 
@@ -81,14 +80,8 @@ class Folder:
 
 
 def open_private_dir(path: str, *, create: bool = True) -> Folder:
-    """The directory at ``path`` (created 0700 if asked), checked to be a real directory
-    that this user owns and no other user can write.
-
-    A directory another user owns, or one whose group or others may write into it, raises
-    PermissionError: anything could be planted there. On POSIX it is opened without
-    following a symlink and kept private (0700) when it is merely readable by others; file
-    operations then go relative to that descriptor.
-    """
+    """The directory at ``path`` (created, or kept, 0700), opened without following a
+    symlink; PermissionError if another user owns it or may write into it."""
     if create:
         os.makedirs(path, mode=0o700, exist_ok=True)
     if not USE_DIR_FD:
@@ -104,7 +97,6 @@ def open_private_dir(path: str, *, create: bool = True) -> Folder:
         if not stat.S_ISDIR(info.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
         check_trusted(info)
-        # Our own directory: keep it private even if something made it readable.
         if create and stat.S_IMODE(info.st_mode) & 0o077:
             os.fchmod(fd, 0o700)
     except BaseException:
@@ -123,10 +115,8 @@ def untrusted_reason(info: os.stat_result) -> str | None:
 
 
 def plainly_private(path: str) -> bool:
-    """Whether ``path`` surely may hold artifacts, from one ``stat``: it does not exist yet
-    (it is made 0700), or it is a real directory (not a symbolic link) that
-    ``untrusted_reason`` finds nothing against. False sends a caller to the full check
-    (``store/select.check_store``), which names the problem."""
+    """Whether ``path`` surely may hold artifacts, from one ``stat`` (False: run the full
+    check, ``store/select.check_store``, which names the problem)."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
@@ -137,11 +127,8 @@ def plainly_private(path: str) -> bool:
 
 
 def plainly_accepted(config: BudgetConfig, *, s3_later: bool) -> bool:
-    """Whether ``store/select.check_store`` surely accepts ``config``'s store, seen without
-    loading the stores: nothing is persisted, no place can be named (no home directory: a
-    bounded output without a reference, as at request time), a plainly private local
-    directory, or, with ``s3_later``, an ``s3://`` store (checked later, by ``instrument()``).
-    False: run ``check_store``, which says what is wrong, if anything."""
+    """Whether ``check_store`` surely accepts ``config``'s store, without loading the stores
+    (``s3_later``: an ``s3://`` store is checked later). False: run ``check_store``."""
     if not config.persist:
         return True
     try:

@@ -1,10 +1,5 @@
-"""Artifact lifecycle: what a store holds (usage) and which artifacts pruning and the sweep
-remove.
-
-Pure decisions over a listing of ``(name, size, last use)``; every store backend lists its
-artifacts and deletes what ``plan_prune`` or ``plan_sweep`` chose. No clock: ``now`` is
-passed in.
-"""
+"""Artifact lifecycle: what a store holds, and which artifacts pruning and the sweep remove
+(pure decisions over a listing; ``now`` is passed in)."""
 
 from __future__ import annotations
 
@@ -24,19 +19,15 @@ __all__ = [
     "summarize",
 ]
 
-# A writer fills, syncs and links its temporary file within seconds (50 MiB at most); one
-# untouched for ten minutes belongs to a writer that crashed or was killed.
+# A temporary file untouched this long belongs to a writer that crashed.
 STALE_TEMP_SECONDS = 600.0
-# The sweep brings the store down to this share of max_store_bytes, so the writes until
-# the next sweep have room before a write is refused.
+# The sweep brings the store down to this share of max_store_bytes: room for the writes
+# until the next sweep.
 SWEEP_TARGET = 0.8
 
 
 class Entry(NamedTuple):
-    """One artifact as listed: its name, size in bytes, and last use (a timestamp).
-
-    (A tuple: a listing of 100,000 artifacts builds 100,000 of them.)
-    """
+    """One artifact as listed: its name, size in bytes, and last use (a timestamp)."""
 
     name: str
     size: int
@@ -50,15 +41,13 @@ class Listing:
     artifacts: list[Entry] = field(default_factory=list)
     decisions: list[Entry] = field(default_factory=list)
     temps: list[Entry] = field(default_factory=list)
-    # The character indexes earlier versions kept beside artifacts (``<key>.index``):
-    # nothing writes them any more, so the sweep deletes them.
+    # ``<key>.index`` files, no longer written: the sweep deletes them.
     legacy: list[Entry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class StoreUsage:
-    """A summary of artifacts: how many, how many bytes, and their last-use time range;
-    and the temporary files of unfinished (or crashed) writers beside them."""
+    """How many artifacts, their bytes and last-use range; and writers' temporary files."""
 
     count: int
     total_bytes: int
@@ -128,7 +117,7 @@ def _plan(
         return doomed
     total = sum(e.size for e in entries) - sum(e.size for e in doomed)
     if total <= max_total_bytes:
-        return doomed  # the usual sweep: no sort of the whole listing
+        return doomed
     gone = {e.name for e in doomed}
     remaining = sorted((e for e in entries if e.name not in gone), key=_by_use)
     for entry in remaining:  # least recently used first

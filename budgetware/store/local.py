@@ -24,10 +24,8 @@ __all__ = ["LocalArtifactStore", "store_for"]
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
-# decision record, an index an earlier version kept beside an artifact, or a temporary
-# file of _write_file
-# (".<name>.<pid>.<thread id>.tmp", so "..budgetware-sweep.json.<pid>.<tid>.tmp" for the
-# marker); nothing else counts.
+# decision record, an old index, or a temporary file of _write_file
+# (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
 _MARKER = ".budgetware-sweep.json"
 _LISTED = re.compile(
     r"[0-9a-f]{64}\.(?:(txt)|(decision\.json)|(index))"
@@ -40,15 +38,9 @@ _CHUNK = 1024 * 1024
 
 
 class LocalArtifactStore(ContentStore):
-    """Content-addressed files in one directory: ``<sha256>.txt``, written once, atomically.
-
-    The directory is created 0700 and files 0600; a directory another user owns or can
-    write is refused; no path component chosen by a tool (call id, tool name) ever reaches
-    the file system, and the last component is never followed as a symlink. An existing
-    file is hashed before it is named (once per process), and rewritten if it lies.
-    ``max_store_bytes`` is what the directory holds (``store/retention.py``). A store built
-    here does no automatic sweep unless ``sweep_interval`` is set; the entry points' stores
-    (``store_for_config``) take it from the configuration.
+    """Content-addressed files in one private directory (one another user owns or can write
+    is refused): ``<sha256>.txt``, written once, atomically, 0600, never through a symlink.
+    No automatic sweep unless ``sweep_interval`` is set.
     """
 
     def __init__(
@@ -105,9 +97,7 @@ class LocalArtifactStore(ContentStore):
     def read_piece(
         self, key: str, start: int, end: int, version: Hashable | None = None
     ) -> tuple[bytes, int, Hashable]:
-        """Bytes ``start`` to ``end`` (exclusive) of the artifact (fewer at its end), its
-        size, and its version (device, inode, size): one open (never through a symlink,
-        under the store directory kept open), ``fstat``, ``pread`` and close."""
+        """See ``ContentStore.read_piece``; the version is (device, inode, size)."""
         if start < 0 or end < start:
             raise ValueError("a byte range is 0 <= start <= end")
         fd, info = self._open_version(key, version)
@@ -122,7 +112,7 @@ class LocalArtifactStore(ContentStore):
             os.close(fd)
 
     def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer`` (``preadv``: no new memory per call)."""
+        """``read_piece`` into ``buffer`` (``preadv``)."""
         if start < 0:
             raise ValueError("a byte offset is 0 or more")
         if not hasattr(os, "preadv"):  # pragma: no cover - no preadv
@@ -141,9 +131,8 @@ class LocalArtifactStore(ContentStore):
         return fd, info
 
     def _open_checked(self, name: str) -> tuple[int, os.stat_result]:
-        """The artifact opened for reading (never through a symlink; a regular file) and
-        its status. Readers keep the store directory open (checked once, as every open
-        checks it); a directory replaced since (removed and made again) is opened afresh."""
+        """The artifact opened for reading (a regular file, not through a symlink) and its
+        status, under the store directory kept open (reopened once if it was replaced)."""
         for fresh in (False, True):
             folder = self._reading_folder(fresh)
             try:
@@ -214,7 +203,7 @@ class LocalArtifactStore(ContentStore):
             folder.close()
 
     def _refresh(self, key: str) -> bool:
-        # Reuse refreshes the modification time, which the sweep and prune read as use.
+        # The modification time is the last use the sweep and prune read.
         name = key + ".txt"
         try:
             folder = self._open_dir(create=False)
@@ -235,9 +224,7 @@ class LocalArtifactStore(ContentStore):
         return True
 
     def _still_there(self, key: str) -> bool:
-        # One stat by path on every reuse: a directory removed under a running process
-        # (rm -rf of the cache, a test runner's removed temporary path) or an artifact
-        # deleted by hand is written again before a preview names it.
+        # A directory or artifact removed under a running process is written again.
         try:
             info = os.stat(os.path.join(self._dir, key + ".txt"), follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
@@ -291,9 +278,7 @@ class LocalArtifactStore(ContentStore):
             with os.scandir(self._dir if folder.fd is None else folder.fd) as entries:
                 for count, item in enumerate(entries, 1):
                     if count % 64 == 0:
-                        # Hand the GIL to a request thread that waits for it (after a
-                        # write, say) every ~0.1 ms, not after the 5 ms switch interval.
-                        give_way()
+                        give_way()  # to request threads waiting for the GIL
                         sweeper.check_stopping()
                     match = _LISTED.fullmatch(item.name)
                     if match is None or match.lastindex is None:
@@ -369,11 +354,8 @@ def _read_small(folder: Folder, name: str) -> bytes | None:
 def _write_file(
     folder: Folder, name: str, data: bytes, *, replace: bool, key: str | None = None
 ) -> bool:
-    """Write ``data`` as ``name`` atomically (a temporary file, then link or rename).
-
-    Without ``replace`` an existing file is kept (``link`` never replaces): False when one
-    was there, unless ``key`` is given and the one there does not hash to it, in which case
-    the real bytes replace it. Returns True when these bytes were written.
+    """Write ``data`` as ``name`` atomically; True when these bytes were written. Without
+    ``replace`` an existing file is kept (False), unless it does not hash to ``key``.
     """
     tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
@@ -389,8 +371,7 @@ def _write_file(
             folder.replace(tmp, name)
             return True
         try:
-            # link() refuses to replace: a concurrent writer (another process) that got
-            # there first wins, and its bytes are reused once they verify.
+            # link() never replaces: a concurrent writer that got there first wins.
             folder.link(tmp, name)
         except FileExistsError:
             if key is None:
@@ -428,8 +409,7 @@ def store_for(
     min_age: float = HOUR,
     sweep_interval: float = 0.0,
 ) -> LocalArtifactStore:
-    """The process-wide store for a directory and limits, so the quota and caches are
-    shared by every entry point."""
+    """The process-wide store for a directory and limits, shared by every entry point."""
     path = os.path.abspath(os.fspath(directory))
     key = (path, max_artifact_bytes, max_store_bytes, max_age, min_age, sweep_interval)
     with _STORES_LOCK:

@@ -1,13 +1,9 @@
-"""The quota and retention of a store: what it may hold, and the sweep that keeps it so.
+"""The quota and retention of a store.
 
-- **Quota.** ``max_store_bytes`` is the store's real size: what the last count of this
-  process listed (before its first write, at each sweep, and when a write is refused),
-  plus what this process wrote since; a write past it is refused (the caller bounds
-  without a reference). Each process counts for itself: a measure another process took
-  is out of date as soon as anyone writes.
-- **Sweep.** At most once a ``sweep_interval`` per process, on the background thread
-  (``store/sweeper.py``); a process skips its sweep when another process sharing the
-  store swept within the interval (a marker in the store says when), and counts instead.
+The quota counts the store's real size: this process's last listing of it, plus what it
+wrote since; a write past ``max_store_bytes`` is refused. The sweep runs at most once a
+``sweep_interval`` on the background thread, skipped when another process swept within it
+(a marker in the store says when).
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ import errno
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from budgetware.core.artifacts import ArtifactStoreError
@@ -32,18 +29,19 @@ from budgetware.store.lifecycle import (
     summarize,
 )
 
-__all__ = ["FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Retention"]
+__all__ = ["DELETE_BATCH", "FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Progress", "Retention"]
 
-# A write refused for the quota has the store counted again (in the background), at most
-# once this often: a prune by another process frees the quota within about this long.
+# A write refused for the quota has the store counted again, at most once this often.
 RECOUNT_SECONDS = 60.0
-# This process's writes not yet counted by a census are folded into the measured size
-# once there are more of them than this (with sweeps off, no census would come).
+# Uncounted writes are folded into the measured size past this many (sweeps may be off).
 PENDING_ENTRIES = 4096
-# A process's first write waits this long at most for its count of the store; a store
-# slower to list (hundreds of thousands of artifacts) goes on being counted, and the
-# writes until then count from zero.
+# A process's first write waits this long at most for its count of the store.
 FIRST_COUNT_SECONDS = 1.0
+# Files deleted per call to the backend (S3's DeleteObjects takes 1,000), progress between.
+DELETE_BATCH = 1000
+
+Progress = Callable[[int, int], object]
+"""``progress(done, total)``: how many of the files to delete are deleted."""
 
 
 class _Store(Protocol):
@@ -82,7 +80,6 @@ class Retention:
         if min(max_age, min_age, sweep_interval) < 0:
             raise ValueError("ages and intervals are seconds, 0 or more")
         if 0 < max_age < min_age:
-            # The sweep would delete by age what it promises to keep for min_age.
             raise ValueError(
                 f"max_age must be 0 (keep) or at least min_age ({max_age:g} < {min_age:g})"
             )
@@ -93,13 +90,12 @@ class Retention:
         self.sweep_interval = sweep_interval
         self._lock = threading.Lock()
         self._first_count: threading.Thread | None = None
-        # The store's size at the last count, plus this process's writes not yet counted
-        # by one (key -> (size, wall time the write finished, or None)).
+        # The size at the last count, and this process's writes not counted yet
+        # (key -> (size, wall time the write finished, or None)).
         self._measured = 0
         self._pending: dict[str, tuple[int, float | None]] = {}
         self._pending_bytes = 0
         self._next_sweep = 0.0
-        # When the last count began (monotonic), and whether a recount is on its way.
         self._counted_at = -math.inf
         self._counting = False
 
@@ -117,16 +113,15 @@ class Retention:
         return self._pending_bytes
 
     def reserve(self, key: str, size: int) -> None:
-        """Count a write about to happen, or refuse it (ArtifactStoreError) when it does
-        not fit. The first write of a process counts the store first."""
+        """Count a write about to happen, or refuse it (ArtifactStoreError) if it does not
+        fit. A process's first write counts the store first."""
         if size > self.store.max_artifact_bytes:
             raise ArtifactStoreError(errno.EFBIG, "artifact exceeds max_artifact_bytes")
         if self._counted_at == -math.inf:
             self._count_first()
         with self._lock:
             fits = self._measured + self._pending_bytes + size <= self.max_store_bytes
-            # The count may be out of date (another process pruned, files were removed
-            # by hand): a refused write has it counted again, at most once a minute.
+            # The count may be out of date (another process pruned): count again.
             recount = (
                 not fits
                 and not self._counting
@@ -156,9 +151,6 @@ class Retention:
             if old is not None:
                 self._pending[key] = (old[0], time.time())
             if len(self._pending) > PENDING_ENTRIES:
-                # No count came to count them (sweeps off or far apart): the finished
-                # writes join the measured size, so the quota stays exact and the table
-                # stays small however many artifacts a process writes.
                 for done, (size, finished) in list(self._pending.items()):
                     if finished is not None:
                         del self._pending[done]
@@ -169,7 +161,7 @@ class Retention:
         """Count the store before this process's first write (waiting a bounded time)."""
         with self._lock:
             counting = self._first_count
-            if counting is None or not counting.is_alive():  # (a forked child: not alive)
+            if counting is None or not counting.is_alive():  # (or a forked child)
                 counting = self._first_count = threading.Thread(
                     target=self._count_quietly, name="budgetware-count", daemon=True
                 )
@@ -195,11 +187,8 @@ class Retention:
                 self._counting = False
 
     def _census(self, listing: Listing, doomed: list[Entry], started: float) -> None:
-        """Adopt what a listing that began at ``started`` measured.
-
-        A write that finished before the listing began is in its total (or was deleted
-        since), and so is one the listing saw; any other, still running or finished
-        later, stays pending. Nothing is counted twice."""
+        """Adopt what a listing that began at ``started`` measured: a write it saw, or that
+        finished before it began, is in its total; any other stays pending."""
         total = sum(e.size for e in listing.artifacts) - sum(e.size for e in doomed)
         gone = {e.name for e in doomed}
         seen = {e.name for e in listing.artifacts} - gone
@@ -214,10 +203,13 @@ class Retention:
     # -- retention -----------------------------------------------------------------------
 
     def usage(self) -> StoreUsage:
-        """How many artifacts the store holds, their total size and age range, and the
-        temporary files of writers beside them."""
-        listing = self.store._scan()
+        """What the store holds (see ``StoreUsage``)."""
+        listing = self.listing()
         return summarize(listing.artifacts, listing.temps)
+
+    def listing(self) -> Listing:
+        """One pass over the store: its artifacts, records and temporary files."""
+        return self.store._scan()
 
     def prune(
         self,
@@ -226,13 +218,12 @@ class Retention:
         max_total_bytes: int | None = None,
         now: float,
         dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> StoreUsage:
         """Delete artifacts unused for ``older_than`` seconds, then the least recently used
-        until the rest fits ``max_total_bytes``, and the temporary files of crashed
-        writers; returns what was (or would be) deleted. Frees the quota it deletes.
-
-        "Used" is the artifact's last use, refreshed by every reuse (at most once every
-        ``min_age / 4``). ``now`` is passed in (the store reads no clock here).
+        until the rest fits ``max_total_bytes``, and crashed writers' temporary files;
+        returns what was (or would be) deleted. ``progress(deleted, total)`` follows the
+        deletions.
         """
         started = time.time()
         listing = self.store._scan()
@@ -240,14 +231,15 @@ class Retention:
             listing.artifacts, older_than=older_than, max_total_bytes=max_total_bytes, now=now
         )
         if not dry_run:
-            self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+            self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
             self._census(listing, doomed, started)
         return summarize(doomed)
 
-    def sweep(self, *, now: float | None = None) -> StoreUsage:
+    def sweep(self, *, now: float | None = None, progress: Progress | None = None) -> StoreUsage:
         """One sweep now: delete what is older than ``max_age``, then the least recently
-        used down to 80% of ``max_store_bytes`` (never one used within ``min_age``), and
-        stale temporary files; count the store for the quota. Returns what went."""
+        used down to ``SWEEP_TARGET`` of ``max_store_bytes`` (never one used within
+        ``min_age``), and stale temporary files; count the store. Returns what went
+        (``progress``: see ``prune``)."""
         started = time.time()
         now = started if now is None else now
         listing = self.store._scan()
@@ -258,7 +250,7 @@ class Retention:
             min_age=self.min_age,
             now=now,
         )
-        self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+        self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
         self._census(listing, doomed, started)
         try:
             self.store._write_marker(dumps_bytes({"started": started}))
@@ -266,12 +258,21 @@ class Retention:
             pass  # a read-only store is still swept (and counted) in memory
         return summarize(doomed)
 
-    def _remove(self, listing: Listing, doomed: list[Entry], temps: list[Entry]) -> None:
+    def _remove(
+        self,
+        listing: Listing,
+        doomed: list[Entry],
+        temps: list[Entry],
+        progress: Progress | None = None,
+    ) -> None:
         names = [e.name for e in doomed] + [t.name for t in temps]
         names += [e.name for e in listing.legacy]
         if not names:
             return
-        self.store._delete(names)
+        for start in range(0, len(names), DELETE_BATCH):
+            self.store._delete(names[start : start + DELETE_BATCH])
+            if progress is not None:
+                progress(min(start + DELETE_BATCH, len(names)), len(names))
         gone: set[str] = set()
         for entry in doomed:
             key = entry.name[: -len(".txt")]
@@ -280,7 +281,7 @@ class Retention:
         self.store.decisions.remove_naming(listing.decisions, gone)
 
     def schedule_sweep(self) -> None:
-        """Wake the background sweep when one is due: a clock read and a comparison."""
+        """Wake the background sweep when one is due."""
         if self.sweep_interval <= 0:
             return
         now = time.monotonic()
@@ -293,17 +294,15 @@ class Retention:
         sweeper.submit("sweep the artifact store", self._background_sweep)
 
     def _background_sweep(self) -> None:
-        """On the sweeper thread: sweep, unless another process did within the interval;
-        then count the store (unless this process just did)."""
+        """Sweep, unless another process did within the interval (then count, if due)."""
         if not self._swept_elsewhere():
             self.sweep()
         elif time.monotonic() - self._counted_at >= self.sweep_interval:
             self.count()
 
     def _swept_elsewhere(self) -> bool:
-        """Whether the store's marker says a sweep started in the past and less than the
-        sweep interval ago. Any writer of the store can write it: one dated in the future
-        (planted, or by a replica whose clock runs ahead) or malformed is ignored."""
+        """Whether the store's marker says a sweep started less than the interval ago (a
+        marker dated in the future, or malformed, is ignored)."""
         try:
             raw = self.store._read_marker()
             started = float(loads(raw)["started"]) if raw else math.nan

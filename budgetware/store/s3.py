@@ -1,28 +1,11 @@
 """The S3 artifact store: ``s3://bucket/prefix/<sha256>.txt`` objects shared by many
-processes and machines, on any S3-compatible object store (boto3, the ``s3`` extra).
+processes and machines (boto3, the ``s3`` extra).
 
-Content addressing makes many writers safe: the same output is the same object name and
-the same bytes, whoever writes it. Trust comes from S3 itself: every object is written
-with its SHA-256 checksum, which S3 checks against the bytes it receives and returns on
-``HEAD`` (``ChecksumMode=ENABLED``); an object is named only when that checksum is its
-name, so one metadata call verifies an artifact without downloading it. An object without
-that checksum (planted, or written by another tool) is rewritten with the real output.
-
-Every call has a deadline: ``2 * timeout + 1`` seconds (two attempts and botocore's
-backoff between them), plus a second per MiB it sends or reads. botocore's own timeouts
-are per connection attempt and per socket read, so a server that answers a byte at a time
-would hold a call for as long as it likes; the call therefore runs in a worker thread and
-the caller waits for it no longer than its deadline. A call abandoned at its deadline
-sends nothing more (no retry, checked before every attempt) and what it may still
-complete is only what it was asked to do: content-addressed bytes with their checksum, a
-copy of an object onto itself. After a failure (or a missed deadline) the store is
-skipped for ``BREAKER_SECONDS``, so a dead or slow endpoint costs one request a bounded
-wait, and the requests after it none: each gets a bounded preview with no reference.
-
-A new artifact is one conditional ``PutObject`` (``If-None-Match: *``): a server that
-already holds the name answers 412 and the object there is verified (``HeadObject``), so
-an artifact costs at most those two calls; a server without conditional writes is written
-with ``HeadObject`` + ``PutObject`` from then on.
+Every object is written with its SHA-256 checksum, which S3 checks and returns on ``HEAD``:
+an object is named only when that checksum is its name. Every call runs in a worker thread
+with a deadline (botocore's timeouts are per socket read, so a trickling server could hold
+it for ever); after a failure the store is skipped for ``BREAKER_SECONDS``. A new artifact
+is one conditional ``PutObject``; a name already taken adds one ``HeadObject``.
 """
 
 from __future__ import annotations
@@ -67,12 +50,11 @@ _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
 _NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-# Worker threads that run S3 calls for callers waiting with a deadline, per process: as
-# many calls at once as there are workers; a call that finds them all busy (held by a
-# hung endpoint) waits in line, within its own deadline.
+# Worker threads that run S3 calls, per process; a call that finds them all busy waits in
+# line, within its own deadline.
 MAX_WORKERS = 32
-# A call's deadline: two attempts of ``timeout`` and the backoff between them, and this
-# many seconds per MiB sent or read (1 MiB/s: the slowest transfer the store waits for).
+# A call's deadline: two attempts of ``timeout``, the backoff between them, and this many
+# seconds per MiB sent or read.
 _BACKOFF_SECONDS = 1.0
 _SECONDS_PER_MIB = 1.0
 
@@ -91,8 +73,7 @@ class _Missing(Exception):
 
 
 class _Exists(Exception):
-    """A conditional write found the name taken (412), or taken by a write in progress
-    (409)."""
+    """A conditional write found the name taken (412, or 409: a write in progress)."""
 
 
 class _NoConditional(Exception):
@@ -123,8 +104,7 @@ class _Call:
         self.params = params
         self.read = read
         self.deadline = deadline
-        # The thread that waits for it (the sweeper's, or a request's): for whoever
-        # watches the calls (botocore's events run in the worker).
+        # The waiting thread's name, for whoever watches botocore's events (in the worker).
         self.origin = threading.current_thread().name
         self.done = threading.Event()
         self.abandoned = False
@@ -213,12 +193,9 @@ def _checksum(key: str) -> str:
 
 
 class S3ArtifactStore(ContentStore):
-    """Artifacts as objects under ``s3://bucket/prefix``, with the standard AWS
-    configuration (credentials, region, ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``).
-
-    ``client`` is a boto3 S3 client to use instead of one built from that configuration
-    (its own timeouts then apply). Last use is an object's ``LastModified``: a reuse
-    refreshes it with a server-side copy onto itself, on the background thread.
+    """Artifacts as objects under ``s3://bucket/prefix``, with the standard AWS configuration
+    (or ``client``, a boto3 S3 client). Last use is an object's ``LastModified``, refreshed
+    by a server-side copy onto itself in the background.
     """
 
     def __init__(
@@ -332,7 +309,6 @@ class S3ArtifactStore(ContentStore):
         with self._client_lock:
             if self._client is None or self._client_pid != os.getpid():
                 client = self._given_client or self._new_client()
-                # No attempt of a call whose caller stopped waiting for it (its deadline).
                 events = getattr(getattr(client, "meta", None), "events", None)
                 if events is not None:  # a botocore client (a given one may be a stand-in)
                     events.register(
@@ -350,7 +326,7 @@ class S3ArtifactStore(ContentStore):
             connect_timeout=self.timeout,
             read_timeout=self.timeout,
             retries={"total_max_attempts": 2, "mode": "standard"},
-            # Our own SHA-256 goes with every write; no second checksum pass on top.
+            # Our own SHA-256 goes with every write: no second checksum.
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
@@ -369,11 +345,9 @@ class S3ArtifactStore(ContentStore):
         conditional: bool = False,
         **params: Any,
     ) -> Any:
-        """One S3 call, within its deadline; _Missing for a missing object,
-        ArtifactStoreError for the rest (_Exists and _NoConditional for a
-        ``conditional`` write). ``read`` reads the body too (-1: all of it, else at most
-        that many bytes); ``transfer`` is how many bytes it moves (default: the body
-        sent, else ``read``)."""
+        """One S3 call within its deadline: _Missing for a missing object, _Exists and
+        _NoConditional for a ``conditional`` one, ArtifactStoreError for the rest.
+        ``read`` reads the body too (-1: all of it); ``transfer``: bytes it moves."""
         if time.monotonic() < self._down_until:
             raise ArtifactStoreError(errno.EHOSTUNREACH, "S3 store skipped after a failure")
         from botocore.exceptions import BotoCoreError, ClientError
@@ -440,8 +414,7 @@ class S3ArtifactStore(ContentStore):
                     self._modified.clear()
 
     def _probe_for_write(self, key: str) -> Probe:
-        # A conditional PUT finds out itself whether the name is taken (then one HEAD
-        # verifies what is there): a new artifact is one call, an existing one two.
+        # A conditional PUT finds out itself whether the name is taken.
         return "absent" if self._conditional else self._probe(key)
 
     def _put_object(
@@ -462,8 +435,7 @@ class S3ArtifactStore(ContentStore):
         except _Missing:  # no such bucket
             raise ArtifactStoreError(errno.ENOENT, "S3 put_object failed: no bucket") from None
         if not answer.get("ETag"):
-            # Every S3 server names what it stored; botocore takes a bare 200 (a broken
-            # proxy, an answer cut off after its status line) for success.
+            # botocore takes a bare 200 (a broken proxy) for success.
             raise ArtifactStoreError(errno.EIO, "S3 put_object failed: not confirmed")
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
@@ -479,8 +451,6 @@ class S3ArtifactStore(ContentStore):
             if self._probe(key) == "verified":
                 self._refresh(key)  # reuse counts as use
                 return False
-        # One PUT replaces whatever is there: the same bytes from a concurrent writer, or
-        # an object that did not verify.
         self._put_object(name, data, checksum)
         return True
 

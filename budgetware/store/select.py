@@ -16,10 +16,8 @@ __all__ = ["check_store", "remote_store_in_use", "store_for_config"]
 
 logger = logging.getLogger("budgetware")
 
-# Set once any entry point has named a store over the network (S3): the async paths then
-# bound every body that may need it in a worker thread, never on the event loop.
+# Set once an entry point named an S3 store: the async paths then bound off the loop.
 _remote_in_use = False
-# The warning that no store can be named is logged once per process, not per request.
 _warned_no_store = False
 
 
@@ -29,13 +27,9 @@ def remote_store_in_use() -> bool:
 
 
 def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
-    """The process-wide store for ``config``, or None when nothing may be persisted.
-
-    ``artifact_store`` (a path, ``file://`` or ``s3://`` URL) if set, else ``artifact_dir``
-    or the default directory. None when ``persist`` is off, and when the store cannot even
-    be named (no artifact directory set and no home directory to put the default one in):
-    the caller then bounds without a reference instead of failing or sending the batch
-    whole.
+    """The process-wide store for ``config``: ``artifact_store`` if set, else
+    ``artifact_dir`` or the default directory. None when ``persist`` is off or no store can
+    be named (no home directory): the caller then bounds without a reference.
     """
     if not config.persist:
         return None
@@ -73,9 +67,8 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
 
 
 def check_store(config: BudgetConfig) -> None:
-    """Where an entry point is set up: a ConfigError naming the setting if the configured
-    store cannot be used (a directory another user owns or can write, an ``s3://`` store
-    without its extra). No network: an endpoint that is down now may be up later."""
+    """A ConfigError naming the setting if the configured store cannot be used (an untrusted
+    directory, ``s3://`` without boto3); no network, for an endpoint may come up later."""
     if not config.persist:
         return
     setting = "artifact_store" if config.artifact_store is not None else "artifact_dir"
@@ -93,7 +86,7 @@ def check_store(config: BudgetConfig) -> None:
             require_boto3()
         except ImportError as exc:
             raise ConfigError(f"invalid budgetware setting: {named}: {exc}") from None
-        # Building a boto3 client takes ~0.1 s: do it now, off the first request's path.
+        # Build the boto3 client now, off the first request's path.
         store = store_for_config(config)
         if isinstance(store, S3ArtifactStore):
             sweeper.submit("prepare the S3 client", store.client)

@@ -1,10 +1,6 @@
-"""One background thread per process for the stores' upkeep: sweeps and deferred refreshes.
-
-A request only appends a job and sets an event (no I/O, no waiting); the thread does the
-work, at the lowest CPU priority (on Linux). It is a daemon, started on the first job,
-restarted in a forked child (a fork copies no threads), and told to stop at interpreter
-exit so that a sweep in progress ends between two deletions rather than being frozen in
-the middle of a listing.
+"""One background thread per process for the stores' upkeep (sweeps, deferred refreshes),
+at the lowest CPU priority; a request only queues a job. Restarted in a forked child, and
+stopped at exit so that a sweep ends between two deletions.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ _Job = Callable[[], object]
 
 
 class Stopping(Exception):
-    """The interpreter is exiting: a long job ends here, having changed nothing more."""
+    """The interpreter is exiting: a long job ends here."""
 
 
 class _Sweeper:
@@ -68,12 +64,11 @@ class _Sweeper:
                         what,
                         type(exc).__name__,
                     )
-                # The job holds its store: the thread must not keep it while it waits.
-                del job
+                del job  # it holds its store: not kept while the thread waits
 
 
 def _lower_priority() -> None:
-    """Let request threads have the CPU first: Linux gives each thread its own nice value."""
+    """Let request threads have the CPU first (Linux: a nice value per thread)."""
     if sys.platform != "linux":
         return
     try:
@@ -96,8 +91,7 @@ def stopping() -> bool:
 
 
 def check_stopping() -> None:
-    """Raise Stopping when the interpreter is exiting (a sweep never acts on half a
-    listing)."""
+    """Raise Stopping when the interpreter is exiting."""
     if _SWEEPER.stop.is_set():
         raise Stopping()
 

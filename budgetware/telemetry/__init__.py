@@ -1,2 +1,1 @@
-"""Reporting what budgetware did to observability systems (OpenTelemetry), from the
-observation seam (``core/observe.py``). Sizes and counts only, never content or paths."""
+"""Reporting what budgetware did to OpenTelemetry: sizes and counts, never content or paths."""

@@ -1,40 +1,8 @@
-"""OpenTelemetry metrics and span attributes for every request budgetware handles.
-
-Needs only ``opentelemetry-api`` (``pip install "budgetware[opentelemetry]"``): the
-application configures the SDK and its exporters as usual. Without the API nothing is
-subscribed and nothing is imported. Turned on, when the API is installed, by the first
-entry point a process sets up (``instrument()``, a transport, ``bound_payload``; ``import
-budgetware`` alone loads nothing of it); ``BUDGETWARE_TELEMETRY=0`` keeps it off, the
-``telemetry`` setting turns it off per request.
-
-Metrics (instrumentation scope ``budgetware``), with the attributes ``budgetware.api`` (the
-wire format, e.g. ``openai_chat``) and ``budgetware.entry`` (``http`` or ``payload``):
-
-- ``budgetware.requests.bounded`` (counter, ``{request}``): requests whose body changed;
-- ``budgetware.tool_results.cut`` (counter, ``{tool_result}``): tool results shortened;
-- ``budgetware.bytes.saved`` (counter, ``By``): request bytes not sent;
-- ``budgetware.bounding.duration`` (histogram, ``s``): time spent bounding a request body
-  that budgetware had to read (one longer than the budget; a shorter one costs nothing).
-
-The three counters are observable (asynchronous) counters: a request adds to totals kept
-here (per attribute set, per meter provider), and the SDK reads them when it collects. Each
-synchronous measurement costs the SDK tens of microseconds on the request path (more after
-a multi-megabyte body has left the CPU caches cold: about 1% of a bounded 3 MB request);
-this way a request pays for the span attributes only. Exported, they are counters
-(monotonic sums) like any other. The bounding times are kept the same way and handed to the
-histogram by the counters' callback, which the SDK runs before it reads its instruments: a
-collection exports every request bounded before it, as a synchronous record would. (The
-records carry no request context, so the histogram gets no exemplars; a buffer of
-``_DURATIONS_MAX`` times that nothing collects is recorded by the request that fills it.)
-
-Span attributes, on the span current when the request reaches the network (the client span
-of the httpx instrumentations, else the caller's own span; see ``http/delivery.py``):
-``budgetware.batch_budget``, ``budgetware.body.bytes_before``,
-``budgetware.body.bytes_after``, ``budgetware.tool_results.cut``,
-``budgetware.artifacts.written``.
-
-An SDK or exporter that raises never breaks the request: the failure is logged (its type
-only), once per type.
+"""OpenTelemetry metrics and span attributes for every request budgetware handles, and the
+provider's token counters of their responses (docs/observability.md), with
+``opentelemetry-api`` only. The counters are observable and
+the bounding times are recorded when the SDK collects, so a request pays for its span
+attributes only. An SDK that raises never breaks the request.
 """
 
 from __future__ import annotations
@@ -46,7 +14,7 @@ from typing import Any
 
 from budgetware.core import observe
 
-__all__ = ["METRICS", "SPAN_ATTRIBUTES", "disable", "enable", "enable_if_available", "enabled"]
+__all__ = ["METRICS", "disable", "enable", "enable_if_available", "enabled"]
 
 logger = logging.getLogger("budgetware")
 
@@ -56,13 +24,9 @@ METRICS = (
     "budgetware.tool_results.cut",
     "budgetware.bytes.saved",
     "budgetware.bounding.duration",
-)
-SPAN_ATTRIBUTES = (
-    "budgetware.batch_budget",
-    "budgetware.body.bytes_before",
-    "budgetware.body.bytes_after",
-    "budgetware.tool_results.cut",
-    "budgetware.artifacts.written",
+    "budgetware.provider.input_tokens",
+    "budgetware.provider.cache_read.input_tokens",
+    "budgetware.provider.cache_creation.input_tokens",
 )
 _OFF = frozenset({"0", "false", "off", "no"})
 
@@ -74,29 +38,28 @@ _failed_types: set[str] = set()
 
 
 _DURATIONS_MAX = 1024
-"""Bounding times kept for the histogram between two collections; past it, the request
-that fills the buffer hands them to the SDK itself (memory stays bounded when nothing ever
-collects, as with the API's no-op meter provider)."""
+"""Bounding times kept between two collections; the request that fills the buffer hands
+them to the SDK itself (nothing may ever collect)."""
 
 
 class _Totals:
-    """What the observable counters report: per ``(api, entry)``, the requests bounded, the
-    tool results cut and the bytes saved so far (for one meter provider); and the bounding
-    times not yet handed to the histogram."""
+    """Per ``(api, entry)``, the requests bounded, tool results cut, bytes saved and the
+    provider's input tokens (all, read from its cache, written to it) so far; and the
+    bounding times not yet handed to the histogram."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str], list[int]] = {}
         self._durations: list[tuple[float, tuple[str, str]]] = []
 
-    def add(self, key: tuple[str, str], cut: int, saved: int) -> None:
+    def add(self, key: tuple[str, str], *counts: int, start: int = 0) -> None:
+        """Add ``counts`` to the totals from index ``start`` (that of ``METRICS``)."""
         with self._lock:
             values = self._values.get(key)
             if values is None:
-                values = self._values[key] = [0, 0, 0]
-            values[0] += 1
-            values[1] += cut
-            values[2] += saved
+                values = self._values[key] = [0] * 6
+            for index, count in enumerate(counts, start):
+                values[index] += count
 
     def add_duration(
         self, key: tuple[str, str], seconds: float
@@ -137,10 +100,8 @@ def enabled() -> bool:
 
 
 def enable_if_available() -> bool:
-    """``enable()`` when opentelemetry-api is installed and ``BUDGETWARE_TELEMETRY`` is not
-    off; what the first entry point set up in a process does (``instrument()``, a transport,
-    ``bound_payload``). Imports nothing of OpenTelemetry yet, and keeps an ``enable()`` the
-    application already made (with its ``meter_provider``)."""
+    """``enable()`` unless ``BUDGETWARE_TELEMETRY`` is off or it is enabled already; the
+    first entry point set up in a process calls it."""
     if os.environ.get("BUDGETWARE_TELEMETRY", "").strip().lower() in _OFF:
         return False
     if _subscription is not None:
@@ -149,11 +110,9 @@ def enable_if_available() -> bool:
 
 
 def enable(*, meter_provider: Any = None) -> bool:
-    """Report every request to OpenTelemetry (``meter_provider``: instead of the global one).
-
-    Returns False, changing nothing, when opentelemetry-api is not installed. The API is
-    imported at the first report, not here: ``import budgetware`` stays cheap.
-    """
+    """Report every request to OpenTelemetry (``meter_provider``: instead of the global one);
+    False, changing nothing, without opentelemetry-api. The API is imported at the first
+    report."""
     global _subscription, _meter_provider, _instruments
     if not _api_installed():
         return False
@@ -162,7 +121,7 @@ def enable(*, meter_provider: Any = None) -> bool:
             _meter_provider = meter_provider
             _instruments = None  # made again from the new provider at the next report
         if _subscription is None:
-            _subscription = observe.subscribe(request=_on_request)
+            _subscription = observe.subscribe(request=_on_request, usage=_on_usage)
     return True
 
 
@@ -194,6 +153,9 @@ def _create_instruments() -> tuple[_Totals, Any]:
         (METRICS[0], "{request}", "Requests whose tool results were bounded"),
         (METRICS[1], "{tool_result}", "Tool results shortened"),
         (METRICS[2], "By", "Request bytes not sent"),
+        (METRICS[4], "{token}", "Input tokens the provider counted, cached ones included"),
+        (METRICS[5], "{token}", "Input tokens the provider read from its prompt cache"),
+        (METRICS[6], "{token}", "Input tokens the provider wrote to its prompt cache"),
     )
     histogram = meter.create_histogram(
         METRICS[3], unit="s", description="Time spent bounding a request body"
@@ -210,8 +172,7 @@ def _create_instruments() -> tuple[_Totals, Any]:
 
 def _reader(totals: _Totals, index: int, histogram: Any) -> Any:
     def observe_totals(options: Any) -> list[Any]:
-        # The SDK runs every callback before it reads its instruments: the bounding times
-        # kept since the last collection are recorded here, in time for this one.
+        # The SDK runs callbacks before it reads its instruments: record the kept times.
         durations = totals.take_durations()
         if durations:
             try:
@@ -238,7 +199,7 @@ _get_current_span: Any = None
 def _on_request(report: observe.RequestReport) -> None:
     if not report.telemetry:
         return
-    cut = written = 0  # report.results_cut and .artifacts_written, in one pass
+    cut = written = 0
     for batch in report.batches:
         cut += batch.cut
         written += len(batch.written)
@@ -254,26 +215,41 @@ def _on_request(report: observe.RequestReport) -> None:
                     "budgetware.artifacts.written": written,
                 }
             )
-    except Exception as exc:  # the application's SDK or exporter: never the request's problem
-        _failed(exc)  # nor the metrics': they are counted all the same
+    except Exception as exc:  # the application's SDK: never the request's problem
+        _failed(exc)
     global _instruments
     try:
         instruments = _instruments
         if instruments is None:
             instruments = _instruments = _create_instruments()
         read = report.bytes_before > report.batch_budget > 0  # a body it had to read
-        bounded = cut > 0  # report.bounded, without summing the batches again
+        bounded = cut > 0
         if not (read or bounded):
-            return  # nothing to count: the wire format is not even looked up
+            return
         key = (report.api or "unknown", report.entry)
         totals, histogram = instruments
         if bounded:
-            totals.add(key, cut, report.bytes_saved)
+            totals.add(key, 1, cut, report.bytes_saved)
         if read:
-            # Kept for the next collection (see the module doc), not handed to the SDK here.
             full = totals.add_duration(key, report.seconds)
             if full:
                 _record_durations(histogram, full)
+    except Exception as exc:
+        _failed(exc)
+
+
+def _on_usage(report: observe.UsageReport) -> None:
+    request = report.request
+    if request is not None and not request.telemetry:
+        return
+    global _instruments
+    try:
+        instruments = _instruments
+        if instruments is None:
+            instruments = _instruments = _create_instruments()
+        key = (report.api, request.entry if request is not None else "unknown")
+        written = report.cache_write_tokens or 0
+        instruments[0].add(key, report.input_tokens, report.cache_read_tokens, written, start=3)
     except Exception as exc:
         _failed(exc)
 

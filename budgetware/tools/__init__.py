@@ -1,9 +1,5 @@
-"""The model-facing tool that reads full outputs back, ``read_tool_output``: its
-declaration for each provider API and its executor. Public API (``budgetware.tools``).
-
-Give the tool to the model, run its calls with ``run_read_tool_output``, and turn on
-``preview_tool_hint`` so previews name it. Framework tools built on it are in
-``budgetware.integrations.tools``; ``budgetware mcp-server`` serves it over MCP.
+"""``read_tool_output``, the model-facing tool that reads full outputs back: its declaration
+for each provider API and its executor (turn on ``preview_tool_hint`` so previews name it).
 """
 
 from budgetware.tools.read_tool_output import (

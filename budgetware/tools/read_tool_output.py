@@ -1,9 +1,5 @@
-"""``read_tool_output``: the one tool a model calls to read what a preview cut, over the
-configured artifact store, as each provider API declares tools.
-
-The executor never raises for anything the model sent: a bad argument, an unknown
-reference, an invalid or runaway pattern each come back as one line of text the model can
-act on. Its answer starts with one line saying what it is.
+"""``read_tool_output``: the tool a model calls to read what a preview cut. The executor
+never raises for anything the model sent: each mistake comes back as one line of text.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from budgetware.core.config import BudgetConfig
 from budgetware.core.errors import fail_open
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import GrepResult, grep_result
-from budgetware.retrieval.read import read_window
+from budgetware.retrieval.read import count, read_window
 from budgetware.store.base import ContentStore
 
 __all__ = [
@@ -46,7 +42,6 @@ MAX_CONTEXT = 10
 MAX_MATCHES = 100
 # A matching line is shown up to this many characters (the part around the match).
 LINE_CHARS = 500
-# The longest a search may run before it gives up (a pattern that backtracks without end).
 SEARCH_SECONDS = 10.0
 
 ToolApi = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
@@ -104,8 +99,7 @@ def read_tool_output_parameters() -> dict[str, Any]:
 
 
 def _gemini_parameters() -> dict[str, Any]:
-    # Gemini's function declarations take an OpenAPI subset: upper-case types, and no
-    # additionalProperties.
+    # Gemini takes an OpenAPI subset: upper-case types, no additionalProperties.
     properties = {
         name: {
             "type": str(spec["type"]).upper(),
@@ -131,10 +125,8 @@ def read_tool_output_schema(api: ToolApi = "openai_chat") -> dict[str, Any]:
             },
         }
     if api == "openai_responses":
-        # The Responses API takes a missing `strict` as strict mode, which makes every
-        # parameter required (the SDK's FunctionToolParam declares `strict` required). Chat
-        # Completions defaults to non-strict: its declaration leaves `strict` out, as the
-        # OpenAI-compatible servers that take the chat shape expect.
+        # The Responses API takes a missing `strict` as strict mode (every parameter
+        # required); Chat Completions is non-strict without it.
         return {
             "type": "function",
             "name": TOOL_NAME,
@@ -181,13 +173,14 @@ def _number(args: Mapping[str, Any], name: str, default: int, minimum: int = 0) 
         return default
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
+    elif isinstance(value, str) and value.strip().lstrip("-").isascii():
+        try:  # ASCII digits only ("²" is a digit to str.isdigit), and no 5,000 of them
+            value = int(value.strip())
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadArgument(f"{name} must be a whole number")
-    if value < minimum:
-        raise _BadArgument(f"{name} must be {minimum} or more (got {value})")
-    return value
+    return count(name, value, minimum=minimum)
 
 
 def run_read_tool_output(
@@ -197,19 +190,18 @@ def run_read_tool_output(
     config: BudgetConfig | None = None,
 ) -> str:
     """Run ``read_tool_output`` with the model's arguments (a dict, or the JSON string a
-    provider sends) and return its answer as text: a first line saying what follows
-    (``chars 20,000-40,000 of 432,460``, ``7 matches``), then the text. Anything wrong with
-    the call comes back as one line starting with ``error:``; this never raises for it.
+    provider sends) and return its answer: a first line saying what follows
+    (``chars 20,000-40,000 of 432,460``, ``7 matches``), then the text. A mistake in the
+    call comes back as one line starting with ``error:``, never raised.
 
-    The store is the configured one (``artifact_store`` / ``artifact_dir``, from
-    ``config`` or the environment), or ``store``.
+    The store is ``store``, else the configured one (``config``, the environment).
     """
     try:
         args = _arguments(arguments)
         ref = args.get("ref")
         if not isinstance(ref, str) or not ref.strip():
             raise _BadArgument("ref is required: the reference after 'Full output:'")
-        # A window of 0 characters would name the same offset to read on, for ever.
+        # minimum=1: an empty window would page on at the same offset for ever.
         limit = min(_number(args, "limit", DEFAULT_LIMIT, minimum=1), MAX_LIMIT)
         pattern = args.get("pattern")
         if pattern is not None and pattern != "":
@@ -259,8 +251,7 @@ async def arun_read_tool_output(
     store: ContentStore | None = None,
     config: BudgetConfig | None = None,
 ) -> str:
-    """``run_read_tool_output`` in a worker thread, for event loops (the store's reads
-    block)."""
+    """``run_read_tool_output`` in a worker thread, for event loops."""
     return await asyncio.to_thread(run_read_tool_output, arguments, store=store, config=config)
 
 
@@ -278,11 +269,8 @@ def _render_window(text: str, start: int, end: int, total: int) -> str:
 
 
 def _render_matches(found: GrepResult, limit: int) -> str:
-    """The matches, each with its context lines, as grep prints them (``:`` after the
-    number of a matching line, ``-`` after a context line's, ``--`` between groups), up to
-    ``limit`` characters of lines (the first group whatever its size). The head counts the
-    matching lines written: a match written as a line of an earlier group's context counts,
-    and one past the limit does not."""
+    """The matches with their context lines, as grep prints them, up to ``limit`` characters
+    (the first group whatever its size); the head counts the matching lines written."""
     count = len(found.matches)
     lines: list[str] = []
     written: set[int] = set()  # the matching lines written

@@ -43,19 +43,16 @@ def finalize_body(
     """Return ``body`` itself when nothing changes, else the body with bounded tool results.
 
     ``config`` None means the configuration in effect (environment and ``budget(...)``
-    blocks). Every batch of the body is finalized, then guarded. An internal error returns
-    ``body`` unchanged and is logged, unless ``config.raise_errors`` is set.
+    blocks). An internal error returns ``body`` unchanged and is logged, unless
+    ``config.raise_errors`` is set.
     """
     if not isinstance(cast(object, body), bytes):
         return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
-        # A setting that turned bad since setup is left out (logged once): never a broken
-        # call, as for bound_payload and the transports.
-        config = resolve_config(lenient=True)
+        config = resolve_config(lenient=True)  # a setting gone bad never breaks a call
     budget = config.batch_budget
-    # Every string inside a JSON text takes at least as many bytes there as it measures
-    # (one char is >= 1 byte; an escape is longer than the UTF-8 it stands for), so a body
-    # no longer than the budget cannot hold an over-budget batch: skip the parse.
+    # A string takes at least as many bytes in JSON as it measures in any unit: a body
+    # within the budget holds no batch over it.
     if budget <= 0 or len(body) <= budget:
         return body
     try:
@@ -73,13 +70,8 @@ def observed_finalize_body(
     config: BudgetConfig | None = None,
     entry: str = "http",
 ) -> tuple[bytes, RequestReport]:
-    """``finalize_body``, and a report of what it did (sizes, counts, batches, time).
-
-    For entry points while something watches (``core.observe.watching()``); the caller
-    delivers the report. Every batch found is reported, bounded or not. The work is
-    ``finalize_body``'s: the sizes, counts and wire format come from where it has them
-    (a body it does not read has its format looked up only if a subscriber asks).
-    """
+    """``finalize_body``, and a report of what it did, for the caller to deliver while
+    something watches (``core.observe.watching()``)."""
     start = time.perf_counter()
     if config is None:
         config = resolve_config(lenient=True)
@@ -93,38 +85,51 @@ def observed_finalize_body(
             error = type(exc).__name__
             fail_open("bound a request body", config=config)
             new_body = body
-    fmt = seen.fmt
-    report = RequestReport(
-        api=(
-            partial(_api_of_url, url.partition("?")[0], config)
-            if fmt is _UNSEEN
-            else _api_name(fmt)
-        ),
-        bytes_before=len(body),
-        bytes_after=len(new_body),
-        batch_budget=config.batch_budget,
-        unit=config.unit,
-        seconds=time.perf_counter() - start,
-        batches=tuple(seen.batches),
-        error=error,
-        telemetry=config.telemetry,
-        entry=entry,
-    )
+    seconds = time.perf_counter() - start
+    report = seen.report(url, config, len(body), len(new_body), seconds, error, entry)
     return new_body, report
 
 
 _UNSEEN: Any = object()
-"""The wire format of a body ``_finalize`` stopped short of reading."""
+"""The wire format of a body bounding stopped short of reading."""
 
 
 class _Seen:
-    """What ``_finalize`` learns of a body on its way, for its report."""
+    """What bounding learns of a body or payload on its way, for its report."""
 
-    __slots__ = ("batches", "fmt")
+    __slots__ = ("batches", "fmt", "size")
 
     def __init__(self) -> None:
         self.batches: list[BatchReport] = []
         self.fmt: WireFormat | None = _UNSEEN
+        self.size: int | None = None
+
+    def report(
+        self,
+        url: str,
+        config: BudgetConfig,
+        before: int,
+        after: int,
+        seconds: float,
+        error: str | None,
+        entry: str,
+    ) -> RequestReport:
+        fmt = self.fmt
+        return RequestReport(
+            # Looked up only if a subscriber asks; without the query (Gemini's ``?key=``).
+            api=partial(_api_of_url, url.partition("?")[0], config)
+            if fmt is _UNSEEN
+            else _api_name(fmt),
+            bytes_before=before,
+            bytes_after=after,
+            batch_budget=config.batch_budget,
+            unit=config.unit,
+            seconds=seconds,
+            batches=tuple(self.batches),
+            error=error,
+            telemetry=config.telemetry,
+            entry=entry,
+        )
 
 
 def _api_name(fmt: WireFormat | None) -> str | None:
@@ -132,8 +137,6 @@ def _api_name(fmt: WireFormat | None) -> str | None:
 
 
 def _api_of_url(url: str, config: BudgetConfig) -> str | None:
-    """The wire format of ``url`` (given without its query: a key in it, as Gemini's
-    ``?key=``, is not kept in the report)."""
     return _api_name(format_for_url(url, config))
 
 
@@ -185,11 +188,8 @@ def _finalize(
 def bound_batches(
     all_batches: list[Batch], config: BudgetConfig, reports: list[BatchReport] | None
 ) -> dict[JsonPath, tuple[str, str]]:
-    """Bound every batch over budget; the slots that changed, by path (old, new).
-
-    With ``reports``, a report of every batch, in order, is appended to it (also when an
-    error stops the bounding part way).
-    """
+    """Bound every batch over budget; the slots that changed, by path (old, new). With
+    ``reports``, a report of every batch is appended to it, even if an error stops it."""
     batches = [batch for batch in all_batches if _over_budget(batch, config)]
     bounded: dict[int, BatchReport] | None = None if reports is None else {}
     try:
@@ -201,8 +201,7 @@ def bound_batches(
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
     unit = config.unit
-    # A token is at least one UTF-8 byte: a batch within budget in bytes is within it in
-    # exact tokens, with no tokenizing at all.
+    # A token is at least one UTF-8 byte: within budget in bytes, no need to tokenize.
     if unit.startswith("tokens:") and not _over_budget_in(
         batch, config.batch_budget, "utf8_bytes"
     ):
@@ -246,7 +245,6 @@ def _bound(
     guarded = [guard_batch(entries, config=config) for entries, _ in finalized]
     if reports is not None:
         for batch, before, after, (_, written) in zip(batches, originals, guarded, finalized):
-            # Counted here, while the entries are at hand (not by a subscriber later).
             reports[id(batch)] = BatchReport(
                 "request",
                 before,
@@ -267,10 +265,8 @@ def _bound(
 
 
 def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
-    """Last resort when a changed string has no token the splicer found: patch the body
-    with every changed value (``patch_json``), and if even that cannot follow its bytes,
-    write the whole body again with every number exactly as it was spelled (only spacing
-    and string escapes may then differ from the original)."""
+    """Last resort when the splicer found no token for a changed string: ``patch_json``, else
+    the whole body written again with every number as spelled."""
     new = with_values(decoded, {path: value for path, (_old, value) in changes.items()})
     patched = patch_json(body, decoded, new)
     if patched is not None:

@@ -54,12 +54,10 @@ FORMATS: tuple[WireFormat, ...] = (
     bedrock_converse.FORMAT,
 )
 
-# Endpoints whose bodies are never tool-result carriers, even if their shape looks like one:
-# Ollama's /api/generate concatenates everything into one prompt (not separable).
+# Never tool-result carriers (Ollama's /api/generate joins everything into one prompt).
 PASS_THROUGH_PATHS = ("/api/generate", "/embeddings", "/api/embed", "/api/embeddings")
 
-# Body-shape order for unknown endpoints: the most specific shapes first, OpenAI chat last
-# because "a message with role tool" is the loosest test.
+# For unknown endpoints: the most specific shapes first, the loosest (OpenAI chat) last.
 _SNIFF_ORDER: tuple[WireFormat, ...] = (
     openai_responses.FORMAT,
     anthropic_messages.FORMAT,
@@ -72,37 +70,24 @@ _SNIFF_ORDER: tuple[WireFormat, ...] = (
 def read_body(
     url: str, body: bytes, config: BudgetConfig | None = None
 ) -> tuple[dict[str, Any], list[Batch]] | None:
-    """The decoded body and its tool-result batches, or None when it carries none we handle.
-
-    Only model endpoints are read (``format_for_url``): an endpoint ``config.endpoints``
-    declares, else a known model API path; an unknown endpoint only when
-    ``config.sniff_unknown_endpoints`` is on and its body looks like a model request.
-    A body that is not a JSON object, not UTF-8, too deep or otherwise undecodable is
-    robust input, not an error: None.
-    """
+    """The decoded body and its tool-result batches, or None: not a model endpoint
+    (``format_for_url``), or not a decodable JSON object."""
     return read_body_as(url, body, config)[1]
 
 
 def read_body_as(
     url: str, body: bytes, config: BudgetConfig | None = None
 ) -> tuple[WireFormat | None, tuple[dict[str, Any], list[Batch]] | None]:
-    """``read_body``, with the wire format of the request: ``format_for_url``'s, or for an
-    endpoint whose body shape decides, the shape's (``SNIFF`` while none is known).
-
-    The format is given also when the body is then not read (not JSON, a raw NUL): a
-    caller that reports on the request looks nothing up a second time.
-    """
+    """``read_body``, with the request's wire format (``SNIFF`` while the body shape is not
+    known), also when the body is then not read."""
     fmt = format_for_url(url, config)
     if fmt is None:
         return None, None
-    # A raw NUL never occurs in UTF-8 JSON text; it does in UTF-16/32, which the standard
-    # library would decode, but whose byte offsets the splicer cannot use.
+    # A raw NUL: UTF-16/32, whose byte offsets the splicer cannot use.
     if b"\x00" in body:
         return fmt, None
     if fmt is SNIFF and not any(m in body for f in _SNIFF_ORDER for m in f.sniff_markers):
-        # An unknown endpoint whose bytes hold no tool-result marker: not a model request
-        # we can bound. Sniffing sees every JSON request of the process; this keeps the
-        # cost for the others at a few memory scans instead of a parse.
+        # No tool-result marker: not a model request we can bound, and no parse.
         return fmt, None
     try:
         decoded = loads(body)
@@ -115,7 +100,6 @@ def read_body_as(
         return fmt, None
     batches = found.batches(decoded)
     if config is not None and config.text_results:
-        # Agents that send tool results as user text (smolagents' "Observation:").
         from budgetware.wire.text_results import text_result_batches
 
         batches += text_result_batches(found.name, decoded, config.text_results)
@@ -132,12 +116,9 @@ SNIFF: Any = _Sniff()
 
 
 def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat | None:
-    """The wire format of a request to ``url``; None: not a model endpoint, leave it alone.
-
-    In order: the first of ``config.endpoints`` whose pattern matches (``"none"`` leaves
-    the endpoint alone); the pass-through paths (never rewritten); a known model API path;
-    ``SNIFF`` when ``config.sniff_unknown_endpoints`` is on (the body shape decides).
-    """
+    """The wire format of a request to ``url``, or None (leave it alone): the first
+    matching ``config.endpoints`` pattern, else a known model path, else ``SNIFF`` when
+    ``sniff_unknown_endpoints`` is on."""
     parts = urlsplit(str(url))
     path = parts.path.rstrip("/")
     if config is not None and _endpoints_dropped(config):
@@ -183,10 +164,8 @@ _Rule = tuple["re.Pattern[str] | None", "re.Pattern[str] | None", str]
 
 @functools.lru_cache(maxsize=64)
 def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
-    """Compiled endpoint patterns: ``/path-glob``, ``host-glob``, or ``host-glob/path-glob``
-    (a leading ``http://`` or ``https://`` is ignored; ``*`` also matches ``/``; ``host/``
-    and ``host/*`` are the whole host, like ``host``). In a host glob only ``*`` and ``?``
-    are wildcards: brackets are literal, as in an IPv6 address (``[::1]:8000``)."""
+    """Compiled endpoint patterns: ``/path-glob``, ``host-glob`` or ``host-glob/path-glob``
+    (a scheme is ignored; ``host/`` and ``host/*`` are the whole host)."""
     rules: list[_Rule] = []
     for pattern, name in endpoints:
         text = pattern.strip()
@@ -210,7 +189,8 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
 
 
 def _host_glob(glob: str) -> str:
-    """A regular expression for a host glob: ``*`` and ``?`` wildcards, all else literal."""
+    """A regular expression for a host glob: ``*`` and ``?`` wildcards, all else literal
+    (brackets too, as in ``[::1]:8000``)."""
     return (
         "(?s:"
         + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
@@ -222,12 +202,8 @@ _ENDPOINTS_VARIABLE = variable_of("endpoints")
 
 
 def _endpoints_dropped(config: BudgetConfig) -> bool:
-    """Whether ``BUDGETWARE_ENDPOINTS`` is set but invalid and so left out of ``config``.
-
-    A value that turns bad after setup is left out of the configuration (logged once)
-    like any other; for this one setting that would bound endpoints the user excluded
-    (``"none"``), so no request is touched until the value is fixed.
-    """
+    """Whether ``BUDGETWARE_ENDPOINTS`` is set but invalid: then no request is touched
+    (leaving it out would bound the endpoints it excluded)."""
     raw = environment_settings().get("endpoints")
     if raw is None or "endpoints" in config.model_fields_set:
         return False

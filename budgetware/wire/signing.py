@@ -7,17 +7,13 @@ from urllib.parse import parse_qsl, urlsplit
 
 __all__ = ["signed_header_names"]
 
-# Present on SigV4-signed requests even when the Authorization header is not (temporary
-# credentials, unsigned-payload variants); any of them means "do not rewrite".
+# Any of these means SigV4-signed, even without an Authorization header.
 _SIGV4_HEADERS = ("x-amz-date", "x-amz-content-sha256", "x-amz-security-token")
 
 
 def signed_header_names(headers: Mapping[str, str], url: str) -> frozenset[str] | None:
-    """The header names a SigV4 signature covers (lower-cased), or None when unsigned.
-
-    ``headers`` must look names up case-insensitively (an httpx ``Headers``, or a dict with
-    lower-cased keys). An empty set means signed, with the covered names unknown.
-    """
+    """The header names a SigV4 signature covers (lower-cased; empty: unknown), or None when
+    unsigned. ``headers`` must look names up case-insensitively."""
     authorization = headers.get("authorization", "")
     if authorization.lstrip()[:5].upper() == "AWS4-":
         for part in authorization.split(","):

@@ -20,8 +20,7 @@ __all__ = [
     "with_values",
 ]
 
-# The bytes that matter to the structure; scalars (numbers, true, false, null) and
-# whitespace between them are skipped by the search itself.
+# The structural bytes; scalars and whitespace are skipped by the search itself.
 _NEXT = re.compile(rb'[{}\[\],:"]')
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
@@ -36,10 +35,8 @@ class SpliceError(ValueError):
 
 
 def encode_string(value: str, *, ascii_only: bool) -> bytes:
-    """``value`` as a JSON string token: ``\\uXXXX`` escapes or raw UTF-8, compact.
-
-    Lone surrogates are always escaped, so the result is valid UTF-8 either way.
-    """
+    """``value`` as a JSON string token: ``\\uXXXX`` escapes or raw UTF-8; lone surrogates
+    always escaped."""
     if ascii_only:
         return json.dumps(value).encode("ascii")
     fast = dumps_str_bytes(value)
@@ -49,8 +46,7 @@ def encode_string(value: str, *, ascii_only: bool) -> bytes:
 
 
 def _child(container: object, key: str | int | None) -> object:
-    # The decoded value the bytes are about to describe; None once out of step (only a
-    # duplicate key can do that: the decoded object keeps the last of them).
+    # The decoded value the bytes are about to describe; None once out of step (a duplicate key).
     if isinstance(container, dict):
         return container.get(key) if isinstance(key, str) else None
     if isinstance(container, list) and isinstance(key, int) and key < len(container):
@@ -59,13 +55,12 @@ def _child(container: object, key: str | int | None) -> object:
 
 
 def _string_end(body: bytes, start: int, value: object) -> int:
-    """Where the string token that opens at ``start`` ends (one past its closing quote).
-
-    A long string whose decoded ``value`` is known is compared with its likely encodings
-    (raw UTF-8, then ``\\uXXXX`` escapes) at C speed instead of being scanned; a miss
-    (another escaping style, or a duplicate key whose kept value is another one) falls
-    back to scanning the token.
-    """
+    """One past the closing quote of the string token opening at ``start``: walked quote to
+    quote when it has few escaped quotes; a long string whose ``value`` is known is compared
+    with its likely encodings; else scanned."""
+    end = _after_quotes(body, start)
+    if end is not None:
+        return end
     if isinstance(value, str) and len(value) >= _PREDICT_MIN:
         raw = encode_string(value, ascii_only=False)
         if body.startswith(raw, start):
@@ -80,88 +75,44 @@ def _string_end(body: bytes, start: int, value: object) -> int:
     return token.end()
 
 
+# Escaped quotes walked past at most, and backslashes counted before one, before
+# _string_end compares or scans instead.
+_WALKED_QUOTES = 4096
+_BACKSLASH_RUN = 64
+
+
+def _after_quotes(body: bytes, start: int) -> int | None:
+    """One past the first quote after ``start`` that no backslash escapes (an odd run of
+    backslashes before a quote escapes it), or None after too many escaped ones."""
+    find = body.find
+    position = start + 1
+    for _ in range(_WALKED_QUOTES):
+        quote = find(b'"', position)
+        if quote < 0:
+            return None
+        run = quote - 1
+        while body[run] == _BACKSLASH:
+            run -= 1
+            if quote - run > _BACKSLASH_RUN:
+                return None
+        if (quote - 1 - run) % 2 == 0:
+            return quote + 1
+        position = quote + 1
+    return None
+
+
 def locate(
     body: bytes, root: object, targets: Mapping[JsonPath, object]
 ) -> dict[JsonPath, tuple[int, int]]:
-    """The byte span (start, end) of the string token at each target path.
-
-    Walks the structural bytes once, in step with the decoded ``root`` so that long
-    strings are skipped by comparing them with their predicted bytes instead of scanned.
-    With duplicate keys the last occurrence wins, as it does for every decoder.
-    """
-    spans: dict[JsonPath, tuple[int, int]] = {}
-    path: list[Any] = []
-    values: list[object] = []
-    in_object: list[bool] = []
-    after_colon = False
-    pos = 0
-    search = _NEXT.search
-    find = body.find
-    match_string = _STRING.match
-    while True:
-        found = search(body, pos)
-        if found is None:
-            break
-        start = found.start()
-        char = body[start]
-        if char == _QUOTE:
-            if in_object and in_object[-1] and not after_colon:
-                token = match_string(body, start)
-                if token is None:
-                    raise SpliceError("unterminated string")
-                pos = token.end()
-                raw_key = body[start + 1 : pos - 1]
-                path[-1] = (
-                    json.loads(body[start:pos])
-                    if b"\\" in raw_key
-                    else raw_key.decode("utf-8", "surrogatepass")
-                )
-                continue
-            after_colon = False
-            # The first quote that no backslash precedes closes the token (memchr speed);
-            # escaped quotes inside take the slower, exact way.
-            quote = find(b'"', start + 1)
-            if quote > 0 and body[quote - 1] != _BACKSLASH:
-                end = quote + 1
-            else:
-                end = _string_end(body, start, _child(values[-1], path[-1]) if values else root)
-            if path:
-                key = tuple(path)
-                if key in targets:
-                    spans[key] = (start, end)
-            pos = end
-            continue
-        pos = start + 1
-        if char in (_LBRACE, _LBRACKET):
-            value = _child(values[-1], path[-1]) if values else root
-            values.append(value)
-            in_object.append(char == _LBRACE)
-            path.append(None if char == _LBRACE else 0)
-            after_colon = False
-        elif char in (_RBRACE, _RBRACKET):
-            if not in_object:
-                raise SpliceError("unbalanced brackets")
-            values.pop()
-            in_object.pop()
-            path.pop()
-        elif char == _COLON:
-            after_colon = True
-        else:  # a comma
-            after_colon = False
-            if in_object and not in_object[-1]:
-                path[-1] += 1
-    return spans
+    """The byte span (start, end) of the value at each target path (``value_spans``)."""
+    return value_spans(body, root, set(targets), set())[0]
 
 
 def replace_values(
     body: bytes, root: object, changes: Mapping[JsonPath, tuple[str, str]]
 ) -> bytes | None:
-    """``body`` with the string at each path replaced, every other byte as it was.
-
-    ``changes`` maps a path to (old value, new value). Each new token keeps the style of
-    the one it replaces: ``\\uXXXX`` escapes if the old token escaped its non-ASCII text
-    (or the whole body is ASCII), raw UTF-8 otherwise. None when a path has no token.
-    """
+    """``body`` with the string at each path (old, new) replaced, every other byte as it was,
+    each new token escaped as the old one was; None when a path has no token."""
     spans = locate(body, root, changes)
     if len(spans) != len(changes):
         return None
@@ -171,7 +122,6 @@ def replace_values(
     for path, (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
         old, new = changes[path]
         if not old.isascii():
-            # Non-ASCII text written without a single raw non-ASCII byte: escaped style.
             ascii_only = _NON_ASCII.search(body, start, end) is None
         else:
             if body_ascii is None:
@@ -185,8 +135,7 @@ def replace_values(
 
 
 def with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str, Any]:
-    """A copy of ``doc`` with ``values`` at their paths: only the containers on those paths
-    are copied (once each); everything else is shared with ``doc``, which is not changed."""
+    """A copy of ``doc`` with ``values`` at their paths, copying only the containers on them."""
     root = dict(doc)
     copies: dict[JsonPath, Any] = {(): root}
     for path, value in values.items():
@@ -206,20 +155,13 @@ def with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str
 # --- patching any value: for rewriters that build a new message from a decoded one --------
 
 _WS = re.compile(rb"[ \t\r\n]*")
-# A number, true, false, null, or the NaN / Infinity the standard library reads.
 _SCALAR = re.compile(rb"[^,:\]}\s]+")
 
 
 def patch_json(body: bytes, old: object, new: object) -> bytes | None:
-    """``body`` (the JSON text ``old`` was decoded from) turned into the JSON of ``new``.
-
-    Only what differs is written: a changed string becomes a new token in the style of the
-    old one, a key ``new`` adds to an object is inserted before its closing brace, and any
-    other changed value (a list of another length, an object that lost a key, a number) is
-    written whole; every other byte, number spellings included (``1e400``, ``NaN``, big
-    integers), stays as it was. ``new`` is expected to share the untouched parts of ``old``
-    (copies are compared, so equal copies cost a comparison). None when the bytes do not
-    follow the structure ``old`` says they have.
+    """``body`` (the JSON text of ``old``) turned into the JSON of ``new``, writing only what
+    differs: every other byte, number spellings included, stays. None when the bytes do not
+    follow the structure of ``old``.
     """
     replace: dict[JsonPath, object] = {}
     insert: dict[JsonPath, list[tuple[str, object]]] = {}
@@ -251,7 +193,7 @@ def patch_json(body: bytes, old: object, new: object) -> bytes | None:
     previous = 0
     for start, end, data in edits:
         if start < previous:
-            return None  # overlapping edits: the diff never makes them
+            return None  # overlapping edits
         out.append(body[previous:start])
         out.append(data)
         previous = end
@@ -303,7 +245,7 @@ def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: 
     return dumps_faithful(value)
 
 
-# \u0080 and above: the writer escaped its non-ASCII text (ensure_ascii style).
+# \u0080 and above: the writer escaped its non-ASCII text.
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
 # A long token is checked a window at a time: no copy of all of it.
 _WINDOW = 256 * 1024
@@ -321,13 +263,8 @@ def value_spans(
     body: bytes, root: object, wanted: set[JsonPath], object_ends: set[JsonPath]
 ) -> tuple[dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, bool]]]:
     """The byte span of the value at each wanted path, and for each object in
-    ``object_ends`` the offset of its closing brace and whether it is empty.
-
-    ``root`` is the value ``body`` decodes to: long strings are skipped by comparing them
-    with their predicted bytes, as ``locate`` does. Containers off every wanted path are
-    skipped by their structural bytes only, without tracking paths; duplicate keys resolve
-    to the last occurrence, as decoders do.
-    """
+    ``object_ends`` the offset of its closing brace and whether it is empty (``root``: the
+    value ``body`` decodes to, as for ``locate``)."""
     prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
     spans: dict[JsonPath, tuple[int, int]] = {}
     ends: dict[JsonPath, tuple[int, bool]] = {}

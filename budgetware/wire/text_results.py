@@ -1,13 +1,5 @@
-"""Tool results sent as plain user text (``text_results`` presets, ``core/presets.py``).
-
-For each user message whose text starts with a preset's marker, one batch of one result:
-the text after the marker is its slot (the marker is kept, so the model still reads
-``Observation:``), up to the first of the preset's end markers (kept too: the text an
-agent joined after the result, such as smolagents' next task). A preset that needs it
-takes only a user message right after an assistant message (the tool call). Chat formats
-whose user messages carry a string or text parts are read: OpenAI Chat and Responses,
-Anthropic Messages, Gemini, Ollama, Cohere v2.
-"""
+"""Tool results sent as plain user text (``text_results`` presets, ``core/presets.py``):
+one batch per user message a preset recognizes, its markers kept."""
 
 from __future__ import annotations
 
@@ -19,7 +11,7 @@ from budgetware.wire.formats.base import Batch, Found, JsonPath
 
 __all__ = ["text_result_batches"]
 
-# format -> (list key, role key, user role, content key, text-part predicate key)
+# format -> (messages key, content key)
 _MESSAGES = {
     "openai_chat": ("messages", "content"),
     "anthropic_messages": ("messages", "content"),
@@ -47,8 +39,7 @@ _ASSISTANT = frozenset({"assistant", "model"})  # "model": Gemini's role for the
 def _user_texts(
     fmt: str, body: Mapping[str, Any]
 ) -> Iterator[tuple[bool, Iterator[tuple[JsonPath, str]]]]:
-    """For each user message: whether the message before it is the assistant's, and its text
-    values with their paths."""
+    """For each user message: whether it follows the assistant's, and its texts by path."""
     if fmt == "gemini":
         contents = body.get("contents")
         previous: object = None

@@ -17,10 +17,7 @@ from budgetware.wire.formats.base import (
 __all__ = ["FORMAT", "AnthropicMessages"]
 
 
-# The same body elsewhere: Claude on Vertex AI (``publishers/anthropic/models/{m}:rawPredict``,
-# ``:streamRawPredict``, ``count-tokens:rawPredict``) and on Bedrock's InvokeModel for an
-# Anthropic model id (``/model/us.anthropic.claude-.../invoke``, unsigned with a Bedrock API
-# key or behind a proxy; a signed request is never rewritten anyway).
+# The same body on Vertex AI (``:rawPredict``) and Bedrock InvokeModel for an Anthropic model.
 _ELSEWHERE = re.compile(
     r"(?:/publishers/anthropic/models/[^/]+:(?:stream)?[rR]awPredict"
     r"|/model/[^/]*anthropic[^/]*/invoke(?:-with-response-stream)?)\Z"
@@ -32,12 +29,8 @@ def _text_block(block: Mapping[str, Any]) -> str | None:
 
 
 class AnthropicMessages:
-    """``POST .../v1/messages`` (and ``/count_tokens``; Claude on Vertex AI and Bedrock): a
-    batch is one user message's results.
-
-    ``is_error``, ``cache_control`` and non-text blocks are never touched; server-tool
-    result blocks (``web_search_tool_result``, ...) are not ``tool_result`` and are skipped.
-    """
+    """``POST .../v1/messages`` (and ``/count_tokens``, Vertex AI, Bedrock): a batch is one
+    user message's ``tool_result`` blocks; only their text blocks are slots."""
 
     name = "anthropic_messages"
     sniff_markers: tuple[bytes, ...] = (b'"tool_result"',)

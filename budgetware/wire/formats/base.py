@@ -31,19 +31,16 @@ class Found:
     slots: list[str] = field(default_factory=list)
     parts: list[object] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
-    """Per slot, text before it in the same string that is never cut (a text-result
-    preset's marker, ``Observation:``): the value at the path is ``kept + slot + tail``."""
+    """Per slot, text before it never cut: the value at the path is ``kept + slot + tail``."""
     tail: list[str] = field(default_factory=list)
-    """Per slot, text after it in the same string that is never cut (what an agent joined
-    after a text result: smolagents' next task)."""
+    """Per slot, text after it never cut."""
 
     def entry(self) -> ToolResult:
         """This result as the core's neutral entry (undecided: a body carries no decision)."""
         return ToolResult(self.call_id, self.tool_name, tuple(self.slots), tuple(self.parts))
 
     def slot(self, path: JsonPath, value: str, *, kept: str = "", tail: str = "") -> None:
-        """Record one piece of model-facing text that may be shortened (between ``kept`` and
-        ``tail``)."""
+        """Record one piece of model-facing text that may be shortened."""
         self.paths.append(path)
         self.slots.append(value)
         self.kept.append(kept)
@@ -58,8 +55,7 @@ class WireFormat(Protocol):
     """One provider request format: how to recognize it and where its tool results are."""
 
     name: str
-    # Byte strings one of which a body of this shape always contains, as every SDK writes
-    # it: a body of an unknown endpoint with none of them is not parsed at all.
+    # A body of this shape contains one of these: an unknown endpoint's without is not parsed.
     sniff_markers: tuple[bytes, ...]
 
     def match_path(self, path: str) -> bool:
@@ -103,11 +99,8 @@ def collect_text_parts(
     *,
     is_text: Callable[[Mapping[str, Any]], str | None],
 ) -> None:
-    """Add a string ``content`` as one slot, or each text part of a list as a slot.
-
-    ``is_text`` names the key holding a part's text when that part is text (else None);
-    every other part (media, documents, structured values) is kept as an untouched part.
-    """
+    """Add a string ``content`` as one slot, or each text part of a list as a slot (``is_text``
+    names a text part's key, else None); every other part is kept untouched."""
     if isinstance(content, str):
         found.slot(path, content)
         return
@@ -135,11 +128,8 @@ def chat_tool_batches(
     is_text: Callable[[Mapping[str, Any]], str | None] = _text_type,
     media_keys: Iterable[str] = (),
 ) -> list[Batch]:
-    """Batches of a chat-style ``messages`` list: maximal runs of consecutive tool messages.
-
-    The tool name is the message's own ``tool_name`` / ``name`` when it has one, else the
-    name of the matching call (by id) in an earlier assistant message's ``tool_calls``.
-    """
+    """Batches of a chat-style ``messages`` list: runs of consecutive tool messages, named by
+    their own ``tool_name`` / ``name`` or the assistant's matching call."""
     if not isinstance(messages, list):
         return []
     roles = frozenset(tool_roles)

@@ -24,11 +24,8 @@ def _text_item(item: Mapping[str, Any]) -> str | None:
 
 
 class BedrockConverse:
-    """``POST /model/{id}/converse`` and ``/converse-stream``: one user message, one batch.
-
-    Content items ``{"text"}`` are slots; ``{"json"}``, ``{"image"}``, ``{"document"}`` are
-    kept. These requests are normally SigV4-signed, and a signed body is never rewritten.
-    """
+    """``POST /model/{id}/converse`` and ``/converse-stream``: one user message, one batch;
+    ``{"text"}`` items are slots. A signed body is never rewritten."""
 
     name = "bedrock_converse"
     sniff_markers: tuple[bytes, ...] = (b'"toolResult"',)

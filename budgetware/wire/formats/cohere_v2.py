@@ -11,11 +11,7 @@ __all__ = ["FORMAT", "CohereV2"]
 
 
 class CohereV2:
-    """``POST /v2/chat``: a batch is a run of consecutive tool messages.
-
-    ``{"type": "text"}`` items are slots; ``{"type": "document"}`` items hold structured
-    ``data`` and are left as they are.
-    """
+    """``POST /v2/chat``: a batch is a run of consecutive tool messages; text items are slots."""
 
     name = "cohere_v2"
     sniff_markers: tuple[bytes, ...] = (b'"tool"',)
@@ -24,7 +20,7 @@ class CohereV2:
         return path.endswith("/v2/chat")
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
-        return False  # same shape as an OpenAI chat body: detection goes by path only
+        return False  # an OpenAI chat body's shape: by path only
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
         return chat_tool_batches(body.get("messages"))

@@ -16,12 +16,8 @@ _ENDPOINTS = (":generateContent", ":streamGenerateContent", ":countTokens")
 
 
 class Gemini:
-    """``POST .../models/{m}:generateContent`` / ``:streamGenerateContent`` (any prefix).
-
-    A batch is the function responses of one content. ``response.output``,
-    ``response.error`` and litellm's ``response.content`` are slots when they are strings;
-    every other response value is structured and left as it is, as are media ``parts``.
-    """
+    """``POST .../models/{m}:generateContent`` (and stream, countTokens): a batch is the
+    function responses of one content; string ``output``, ``error``, ``content`` are slots."""
 
     name = "gemini"
     sniff_markers: tuple[bytes, ...] = (b"functionResponse", b"function_response")

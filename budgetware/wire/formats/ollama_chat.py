@@ -11,10 +11,7 @@ __all__ = ["FORMAT", "OllamaChat"]
 
 
 class OllamaChat:
-    """``POST /api/chat``: a batch is a run of consecutive tool messages.
-
-    ``/api/generate`` flattens everything into one prompt and is never matched.
-    """
+    """``POST /api/chat``: a batch is a run of consecutive tool messages."""
 
     name = "ollama_chat"
     sniff_markers: tuple[bytes, ...] = (b'"tool"',)
@@ -23,8 +20,7 @@ class OllamaChat:
         return path.endswith("/api/chat")
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
-        # Indistinguishable from an OpenAI chat body by shape: detection goes by path only.
-        return False
+        return False  # an OpenAI chat body's shape: by path only
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
         return chat_tool_batches(body.get("messages"), media_keys=("images",))

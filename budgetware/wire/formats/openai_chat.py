@@ -11,10 +11,8 @@ __all__ = ["FORMAT", "OpenAIChat"]
 
 
 class OpenAIChat:
-    """``POST .../chat/completions``: a batch is a run of consecutive tool messages.
-
-    Legacy ``role: "function"`` messages count as tool messages too.
-    """
+    """``POST .../chat/completions``: a batch is a run of consecutive tool (or legacy
+    function) messages."""
 
     name = "openai_chat"
     sniff_markers: tuple[bytes, ...] = (b'"tool"', b'"function"')

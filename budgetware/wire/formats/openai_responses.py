@@ -28,14 +28,9 @@ def _input_text(part: Mapping[str, Any]) -> str | None:
 
 
 class OpenAIResponses:
-    """``POST .../responses`` (and ``/responses/input_tokens``, ``/responses/compact``).
-
-    A batch is the outputs of one model turn: it ends at a message item, and at the first
-    model-produced item (a call, reasoning, ...) that follows an output. Splitting there
-    rather than at message items only keeps a batch from growing when a later turn
-    appends its calls right after it (which would change earlier previews).
-    ``mcp_call`` items carry their own ``output`` and ``error``.
-    """
+    """``POST .../responses`` (and ``/input_tokens``, ``/compact``): a batch is the outputs
+    of one model turn, ending at a message or a model item after an output (so a later
+    turn never changes earlier previews)."""
 
     name = "openai_responses"
     sniff_markers: tuple[bytes, ...] = (b'_output"', b'"mcp_call"')
