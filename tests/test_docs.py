@@ -168,9 +168,12 @@ def budgetware_commands() -> list[tuple[str, list[str]]]:
             # A line continued with a backslash is one command.
             for offset, text in enumerate(source.replace("\\\n", " ").splitlines(), start=1):
                 words = shlex.split(text, comments=True)
-                if "budgetware" in words:
-                    arguments = words[words.index("budgetware") + 1 :]
-                    found.append((f"{page.name}:{line + offset}", arguments))
+                # The command word itself (after VAR=value assignments), not an argument
+                # such as `pip install budgetware`.
+                while words and (words[0] == "$" or ("=" in words[0] and words[0][0] != "-")):
+                    words = words[1:]
+                if words[:1] == ["budgetware"]:
+                    found.append((f"{page.name}:{line + offset}", words[1:]))
     return found
 
 
