@@ -117,6 +117,7 @@ class _Page:
         from budgetware.testing import FakeProvider
 
         self.blocks: list[str] = []  # the sources run so far
+        self.state = _global_state()
         # A reader's first instrument() turns telemetry on; the suite has it off.
         self.telemetry = otel.enabled()
         self.environ = dict(os.environ)
@@ -157,7 +158,54 @@ class _Page:
         os.chdir(self.cwd)
         os.environ.clear()
         os.environ.update(self.environ)
+        _restore_global_state(self.state)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _global_state() -> dict[str, Any]:
+    """What a page may change for the rest of its process besides instrument() and the
+    environment: logging (observability.md turns the INFO line on, which makes every entry
+    point build reports), the observation seam's subscribers, the S3 store's flag."""
+    import logging
+
+    from budgetware.core import observe
+    from budgetware.store import select
+
+    loggers = {
+        name: (log.level, list(log.handlers), log.propagate, log.disabled)
+        for name in ("", "budgetware")
+        for log in [logging.getLogger(name)]
+    }
+    listeners = (
+        observe._batch_listeners,
+        observe._request_listeners,
+        observe._usage_listeners,
+    )
+    return {"loggers": loggers, "listeners": listeners, "remote": select._remote_in_use}
+
+
+def _restore_global_state(state: dict[str, Any]) -> None:
+    import logging
+
+    from budgetware.core import observe
+    from budgetware.store import select
+
+    for name, (level, handlers, propagate, disabled) in state["loggers"].items():
+        log = logging.getLogger(name)
+        for handler in log.handlers:
+            if handler not in handlers:
+                handler.close()
+        log.handlers[:] = handlers
+        log.setLevel(level)
+        log.propagate, log.disabled = propagate, disabled
+    with observe._lock:
+        (
+            observe._batch_listeners,
+            observe._request_listeners,
+            observe._usage_listeners,
+        ) = state["listeners"]
+        observe._publish()
+    select._remote_in_use = state["remote"]
 
 
 def setup(namespace: dict[str, Any]) -> None:
