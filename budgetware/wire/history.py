@@ -239,12 +239,15 @@ _PREFIXES = ("gemini", "vertex_ai", "bedrock", "bedrock_converse", "mistral", "c
 
 
 def model_of(url: str, body: Mapping[str, Any]) -> str | None:
-    """The model a request names: in its URL, else the body's ``model``."""
-    match = _URL_MODEL.search(urlsplit(url).path.rstrip("/"))
-    if match is not None:
-        return unquote(match.group("gemini") or match.group("bedrock"))
+    """The model a request names: the body's ``model``, else the one in its URL (Gemini,
+    Vertex AI, Bedrock)."""
     model = body.get("model")
-    return model if isinstance(model, str) and model else None
+    if isinstance(model, str) and model:
+        return model
+    match = _URL_MODEL.search(urlsplit(url).path.rstrip("/"))
+    if match is None:
+        return None
+    return unquote(match.group("gemini") or match.group("bedrock"))
 
 
 def input_window(model: str) -> int | None:

@@ -178,7 +178,16 @@ def _conversation(
     odd = _unreadable_tool_result(api, items)
     if odd is not None:
         warn(f"budgetware: in a request ({api}), {odd}: it is left as it is, not bounded")
-    return {field: items}
+    payload = {field: items}
+    # What the history budget reads besides the conversation: the model ("auto") and
+    # whether the provider clears old tool results itself.
+    for name, kind in _CONTEXT:
+        if isinstance(fields.get(name), kind):
+            payload[name] = fields[name]
+    return payload
+
+
+_CONTEXT = (("model", str), ("context_management", dict))
 
 
 _TEXT = (str, list)
@@ -231,8 +240,8 @@ def _bound_conversation(
     bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
     if bounded is payload:
         return None
-    ((_, value),) = bounded.items()
-    return value
+    field = next(iter(payload))  # the conversation, before the context beside it
+    return bounded[field]
 
 
 class BudgetCallback(CustomLogger):

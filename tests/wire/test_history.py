@@ -343,7 +343,8 @@ def test_auto_is_half_the_input_window_of_the_model_in_the_unit(artifact_dir: Pa
     ],
 )
 def test_auto_reads_the_model_from_the_url(url: str, model: str) -> None:
-    assert wire_history.model_of(url, {"model": "not this one"}) == model
+    assert wire_history.model_of(url, {"contents": []}) == model
+    assert wire_history.model_of(url, {"model": "gpt-4o-mini"}) == "gpt-4o-mini"
     assert wire_history.input_window(model) is not None
 
 
