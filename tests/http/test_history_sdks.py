@@ -313,3 +313,33 @@ async def test_an_async_client_through_the_transport(
     texts = tool_result_texts("openai_chat", fake_provider.requests[-1].json())
     assert sum(map(len, texts)) <= HISTORY
     assert any(is_masked((text,)) for text in texts)
+
+
+def test_anthropic_context_management_keeps_the_history_for_the_provider(
+    fake_provider: FakeProvider, artifact_dir: Path, reports: list[RequestReport]
+) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    config = BudgetConfig(batch_budget=BATCH, history_budget=HISTORY, artifact_dir=artifact_dir)
+    batches = turns()
+    edits = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+    with (
+        instrument(config=config),
+        anthropic.Anthropic(
+            base_url=fake_provider.url, api_key=drivers.DUMMY_KEY, max_retries=0
+        ) as client,
+    ):
+        client.beta.messages.create(
+            model=drivers.ANTHROPIC_MODEL,
+            max_tokens=64,
+            messages=_bodies.anthropic(batches)[0]["messages"],
+            context_management=edits,
+            betas=["context-management-2025-06-27"],
+        )
+    body = fake_provider.requests[-1].json()
+    assert body["context_management"] == edits
+    texts = tool_result_texts("anthropic", body)
+    assert not any(is_masked((text,)) for text in texts)
+    assert sum(map(len, texts)) > HISTORY  # the provider clears old results itself
+    [report] = reports
+    assert report.history is not None
+    assert report.history.skipped == "context_management"
