@@ -33,7 +33,8 @@ def run(
 
 
 def test_the_worked_example_of_the_docs() -> None:
-    # docs/history.md: a budget of 1,000, batches of 300, 200, 400, 250, 300; keep 2, step 0.25.
+    # docs/history.md: a budget of 1,000, batches of 300, 200, 400, 250, 300, 350; keep 2,
+    # step 0.25.
     sizes = [[300], [200], [400], [250], [300]]
     # Three batches: 900, within the budget.
     assert run(sizes[:3], 1000) == Replay(frozenset(), 900, 900, False, 0)
@@ -44,6 +45,9 @@ def test_the_worked_example_of_the_docs() -> None:
     # The fifth: 970, within the budget: the same set, no new step.
     fifth = run(sizes, 1000)
     assert fifth == Replay(frozenset({(0, 0), (1, 0)}), 1450, 970, False, 1)
+    # The sixth, 350: 1,320; candidates batches 3 and 4: 930, then 690. A second step.
+    sixth = run([*sizes, [350]], 1000)
+    assert sixth == Replay(frozenset({(0, 0), (1, 0), (2, 0), (3, 0)}), 1800, 690, True, 2)
 
 
 def test_a_step_masks_down_to_one_minus_step_of_the_budget() -> None:
