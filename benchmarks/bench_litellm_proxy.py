@@ -226,7 +226,12 @@ def main() -> None:
     env: dict[str, str | None] = {n: None for n in os.environ if n.startswith("BUDGETWARE_")}
     gateway = LiteLLMProxy(
         proxy_config(upstream, callback=True),
-        env={**env, "BUDGETWARE_ARTIFACT_DIR": str(work / "artifacts")},
+        # The mixes set their budgets and units by request header, some above the default.
+        env={
+            **env,
+            "BUDGETWARE_ARTIFACT_DIR": str(work / "artifacts"),
+            "BUDGETWARE_CLIENT_OVERRIDES": "allow",
+        },
         workdir=work / "with",
     )
     baseline = LiteLLMProxy(

@@ -78,6 +78,7 @@ PUBLIC: dict[str, set[str]] = {
         "Reply",
         "ReplyPolicy",
         "ToolCall",
+        "Usage",
         "scripted_tool_calls",
     },
     "budgetware.integrations.acp": {
@@ -124,6 +125,7 @@ PUBLIC: dict[str, set[str]] = {
         "serve_stdio",
         "token_from_env",
     },
+    "budgetware.integrations.opentelemetry": {"BudgetwareInstrumentor"},
     "budgetware.integrations.openai": {
         "budget_aiohttp_client",
         "budget_async_http_client",

@@ -66,8 +66,7 @@ def main(argv: list[str]) -> int:
         return 0
     budget, command = parsed
     try:
-        # Unbuffered pipes: the stdin pump writes to the descriptor itself, and the stdout
-        # pump gets its own buffered reader below.
+        # Unbuffered: the pumps read and write the descriptors themselves.
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     except OSError as exc:
         raise CliError(f"cannot run {command[0]!r}: {exc.strerror or exc}", 127) from None
@@ -85,8 +84,7 @@ def main(argv: list[str]) -> int:
         stdin_thread.start()
         stdout_thread.start()
         returncode = child.wait()
-        # Everything the agent wrote before exiting still reaches the editor, and nothing
-        # more is waited for: a grandchild may hold the agent's stdout open for long.
+        # What the agent wrote reaches the editor; a grandchild holding stdout is not awaited.
         output.child_exited()
         stdout_thread.join()
     finally:

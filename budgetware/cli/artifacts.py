@@ -1,18 +1,29 @@
-"""``budgetware artifacts``: see and prune the artifact store (sizes and ages, never content)."""
+"""``budgetware artifacts``: see, read and prune the artifact store (``list``, ``usage``,
+``sweep`` and ``prune`` show sizes, ages and references; ``show`` and ``grep`` the content)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
+from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, parse_duration
+from budgetware.retrieval.artifact import Artifact
+from budgetware.retrieval.errors import InvalidReadArgument
+from budgetware.retrieval.read import read_ref, read_window
 from budgetware.store.base import ContentStore
-from budgetware.store.lifecycle import StoreUsage
+from budgetware.store.lifecycle import StoreUsage, plan_prune, stale_temps, summarize
+from budgetware.store.retention import Progress
 from budgetware.store.select import check_store, store_for_config
+from budgetware.tools.read_tool_output import MAX_CONTEXT, MAX_LIMIT, run_read_tool_output
 
 __all__ = ["main", "parse_age", "parse_size"]
 
@@ -74,28 +85,66 @@ def _name_the_option(message: str, args: argparse.Namespace) -> str:
     return message
 
 
-def main(argv: list[str]) -> int:
-    """Run ``budgetware artifacts``; returns the exit code."""
+def _store_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``--dir`` / ``--store``, taken before the subcommand and after it."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--dir", type=Path, default=default, help="store directory (default: the configured one)"
+    )
+    where.add_argument(
+        "--store", default=default, help="store URL: a path, file:// or s3://bucket/prefix"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="budgetware artifacts",
-        description="See, sweep or prune the artifact store. Shows counts, sizes and ages only.",
+        description="See, read, sweep or prune the artifact store. show and grep print "
+        "full outputs; the other commands counts, sizes, ages and references.",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--dir", type=Path, help="store directory (default: the configured one)")
-    where.add_argument("--store", help="store URL: a path, file:// or s3://bucket/prefix")
+    _store_options(parser, None)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("where", help="print where the store is")
-    sub.add_parser("usage", help="count, total size and age range of the artifacts")
-    sub.add_parser(
-        "sweep", help="apply the configured retention now (as the automatic sweep does)"
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        found: argparse.ArgumentParser = sub.add_parser(name, help=help)
+        _store_options(found, argparse.SUPPRESS)  # after the subcommand too
+        return found
+
+    command("where", "print where the store is")
+    command("usage", "count, total size and age range of the artifacts")
+    command("list", "every artifact, newest first: last use, size, reference")
+    show = command("show", "print a full output (paged on a terminal)")
+    show.add_argument("ref", help="the reference a preview names, or its SHA-256")
+    show.add_argument("--offset", type=int, default=0, help="the first character to print")
+    show.add_argument("--limit", type=int, help="how many characters (default: to the end)")
+    grep = command("grep", "the lines of a full output matching a regular expression")
+    grep.add_argument("ref", help="the reference a preview names, or its SHA-256")
+    grep.add_argument("pattern", help="a regular expression (Python syntax)")
+    grep.add_argument(
+        "--context", type=int, default=0, help=f"lines around each match (at most {MAX_CONTEXT})"
     )
-    prune = sub.add_parser("prune", help="delete artifacts unused for a while, or the oldest")
+    command("sweep", "apply the configured retention now (as the automatic sweep does)")
+    prune = command("prune", "delete artifacts unused for a while, or the oldest")
     prune.add_argument("--older-than", type=parse_age, help="e.g. 7d: unused for longer")
     prune.add_argument("--max-size", type=parse_size, help="e.g. 500M: keep at most this much")
     prune.add_argument("--dry-run", action="store_true", help="only say what would go")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run ``budgetware artifacts``; returns the exit code."""
+    parser = _parser()
     args = parser.parse_args(argv)
+    if args.dir is not None and args.store is not None:
+        parser.error("give one of --dir and --store")
     if args.command == "prune" and args.older_than is None and args.max_size is None:
         parser.error("prune needs --older-than and/or --max-size")
+    if args.command == "show" and (args.offset < 0 or (args.limit is not None and args.limit < 1)):
+        parser.error(
+            "--offset must be 0 or more" if args.offset < 0 else "--limit must be 1 or more"
+        )
+    if args.command == "grep" and not 0 <= args.context <= MAX_CONTEXT:
+        parser.error(f"--context must be from 0 to {MAX_CONTEXT}")
     overrides: dict[str, Any] = {"persist": True, "artifact_sweep_interval": 0}
     if args.store is not None:
         overrides["artifact_store"] = args.store
@@ -107,8 +156,6 @@ def main(argv: list[str]) -> int:
             raise CliError(f"{args.dir}: no such directory (no artifact store there)")
         overrides["artifact_dir"] = args.dir
         overrides["artifact_store"] = None
-    # A ConfigError (a bad setting, an untrusted directory, S3 without its extra) is one
-    # line with exit code 2, an OSError one line with exit code 1.
     try:
         config = BudgetConfig.from_env(**overrides)
         check_store(config)
@@ -117,28 +164,153 @@ def main(argv: list[str]) -> int:
     store = store_for_config(config)
     if not isinstance(store, ContentStore):
         raise CliError("no artifact store can be named (set BUDGETWARE_ARTIFACT_DIR)")
+    try:
+        return _run(args, store, time.time())
+    except (ArtifactNotFound, InvalidReadArgument) as exc:
+        prefix = "no such full output: " if isinstance(exc, ArtifactNotFound) else ""
+        raise CliError(prefix + str(exc)) from None
+
+
+def _run(args: argparse.Namespace, store: ContentStore, now: float) -> int:
     name = store.location
-    now = time.time()
-    return _run(args, store, name, now)  # an OSError is one line, exit 1
-
-
-def _run(args: argparse.Namespace, store: ContentStore, name: str, now: float) -> int:
     if args.command == "where":
         print(name)
     elif args.command == "usage":
         print(f"{name}: {_describe(store.usage(), now)}")
+    elif args.command == "list":
+        _list(store, now)
+    elif args.command == "show":
+        _show(store, args.ref, args.offset, args.limit)
+    elif args.command == "grep":
+        _grep(store, args.ref, args.pattern, args.context)
     elif args.command == "sweep":
-        gone = store.sweep(now=now)
+        _say_listing(name)
+        gone = store.retention.sweep(now=now, progress=_progress())
         print(f"deleted {_describe(gone, now)}")
         print(f"left: {_describe(store.usage(), now)}")
+    elif args.dry_run:
+        listing = store.retention.listing()
+        doomed = plan_prune(
+            listing.artifacts, older_than=args.older_than, max_total_bytes=args.max_size, now=now
+        )
+        names = {entry.name for entry in doomed}
+        stale = set(stale_temps(listing.temps, now=now))
+        kept = [entry for entry in listing.artifacts if entry.name not in names]
+        left = summarize(kept, [temp for temp in listing.temps if temp not in stale])
+        print(f"would delete {_describe(summarize(doomed), now)}")
+        print(f"would leave: {_describe(left, now)}")
     else:
-        gone = store.prune(
+        _say_listing(name)
+        gone = store.retention.prune(
             older_than=args.older_than,
             max_total_bytes=args.max_size,
             now=now,
-            dry_run=args.dry_run,
+            progress=_progress(),
         )
-        verb = "would delete" if args.dry_run else "deleted"
-        print(f"{verb} {_describe(gone, now)}")
+        print(f"deleted {_describe(gone, now)}")
         print(f"left: {_describe(store.usage(), now)}")
     return 0
+
+
+def _list(store: ContentStore, now: float) -> None:
+    """Every artifact, newest first: when last used, its size, its reference."""
+    entries = sorted(store.retention.listing().artifacts, key=lambda e: (-e.used, e.name))
+    for entry in entries:
+        ago = _ago(now - entry.used) + " ago"
+        print(f"{ago:>12}  {entry.size:>11,} B  {store.ref_for(entry.name[: -len('.txt')])}")
+    total = sum(entry.size for entry in entries)
+    print(
+        f"{store.location}: {_count(len(entries), 'artifact')}, {_count(total, 'byte')}",
+        file=sys.stderr,
+    )
+
+
+# Characters (or bytes) written to the reader per piece.
+_PIECE = 1 << 20
+
+
+def _show(store: ContentStore, ref: str, offset: int, limit: int | None) -> None:
+    """The full output (or ``limit`` characters from ``offset``), paged on a terminal; a
+    window says on stderr where it is, once the pager is done."""
+    if offset == 0 and limit is None:
+        with _Output() as out:  # the verified bytes as they are
+            read_ref(ref, lambda artifact: _copy(artifact, out), store=store)
+        return
+    end = None if limit is None else offset + limit
+    at, total = offset, 0
+    with _Output() as out:
+        while end is None or at < end:
+            size = _PIECE if end is None else min(_PIECE, end - at)
+            window = read_window(ref, offset=at, limit=size, store=store)
+            total = window.total
+            out.write(window.text.encode("utf-8", "surrogatepass"))
+            at = window.end
+            if at >= total:
+                break
+    head = f"chars {offset:,}-{at:,} of {total:,}"
+    print(head + (f"; more with --offset {at}" if at < total else ""), file=sys.stderr)
+
+
+def _copy(artifact: Artifact, out: IO[bytes]) -> None:
+    for piece in artifact.pieces(_PIECE):
+        out.write(piece)
+
+
+def _grep(store: ContentStore, ref: str, pattern: str, context: int) -> None:
+    """``read_tool_output``'s search and its limits: the head on stderr, the lines on stdout."""
+    arguments = {"ref": ref, "pattern": pattern, "context": context, "limit": MAX_LIMIT}
+    answer = run_read_tool_output(arguments, store=store)
+    if answer.startswith("error: "):
+        raise CliError(answer[len("error: ") :])
+    head, _, lines = answer.partition("\n")
+    print(head, file=sys.stderr)
+    if lines:
+        print(lines)
+
+
+class _Output:
+    """Where ``show`` writes: the pager (``$PAGER``, else ``less``) when stdout is a
+    terminal, else stdout; a pager the reader quit ends the output quietly."""
+
+    def __enter__(self) -> IO[bytes]:
+        sys.stdout.flush()
+        self._pager: subprocess.Popen[bytes] | None = None
+        command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
+        if sys.stdout.isatty() and command:
+            env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+            try:  # a shell, as git and man run $PAGER (it may hold options)
+                self._pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+            except OSError:
+                self._pager = None
+        if self._pager is not None and self._pager.stdin is not None:
+            return self._pager.stdin
+        return sys.stdout.buffer
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
+        if self._pager is None:
+            sys.stdout.buffer.flush()
+            return False
+        try:
+            if self._pager.stdin is not None:
+                self._pager.stdin.close()
+        except BrokenPipeError:
+            pass
+        self._pager.wait()
+        return isinstance(exc, BrokenPipeError)  # the reader quit the pager
+
+
+def _say_listing(name: str) -> None:
+    if sys.stderr.isatty():
+        print(f"listing {name} ...", file=sys.stderr, flush=True)
+
+
+def _progress() -> Progress | None:
+    """Deletions as ``deleting N of M files`` on stderr when it is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\rdeleting {done:,} of {total:,} files", end=end, file=sys.stderr, flush=True)
+
+    return report

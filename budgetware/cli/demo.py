@@ -340,10 +340,8 @@ class Printer:
             total = sum(after for _, _, after in turn.results)
             self.line(f"    batch on the wire: {total:,} chars (budget {budget:,})")
         if turn.previous_bytes:
-            # Agents re-send the whole conversation: bounded the same way every turn, it
-            # starts with the same bytes, and the provider's prompt cache keeps hitting.
-            # The shared prefix reaches the ']' that closed the previous messages array
-            # exactly when every earlier message went out byte for byte as before.
+            # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
+            # shared prefix reaches the previous body's closing ']' exactly when it did.
             if turn.history_identical:
                 self.line(
                     f"    history re-sent byte-identical: all of request {turn.number - 1}'s "
@@ -412,17 +410,15 @@ def _excerpt(text: str, lines: int = 3) -> str:
 
 
 def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
-    """``(base_url, api_key)`` of a real provider, or None for the offline fake provider."""
+    """``(base_url, api_key)`` of a real provider with ``--real``, else None: the offline fake
+    provider, whatever keys the environment holds (a paid call only when asked for)."""
+    if not args.real:
+        return None
     prefix = "ANTHROPIC" if args.provider == "anthropic" else "OPENAI"
     key = os.environ.get(f"{prefix}_API_KEY")
-    base_url = os.environ.get(f"{prefix}_BASE_URL")
-    if args.offline:
-        return None
-    if args.real or (key and base_url):
-        if not key:
-            raise CliError(f"--real needs {prefix}_API_KEY in the environment", 2)
-        return base_url, key
-    return None
+    if not key:
+        raise CliError(f"--real needs {prefix}_API_KEY in the environment", 2)
+    return os.environ.get(f"{prefix}_BASE_URL"), key
 
 
 def run(args: argparse.Namespace, printer: Printer) -> Run:
@@ -527,7 +523,7 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="talk to the real provider ({OPENAI,ANTHROPIC}_API_KEY and _BASE_URL)",
     )
-    parser.add_argument("--offline", action="store_true", help="never use a real provider")
+    parser.add_argument("--offline", action="store_true", help="the default: no real provider")
     parser.add_argument("--model", help="model name (real provider)")
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)
@@ -539,8 +535,7 @@ def main(argv: list[str]) -> int:
     if chosen is not None and chosen.exists() and not chosen.is_dir():
         raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
     if chosen is not None:
-        # A directory the demo cannot make would give eight "could not persist" warnings
-        # and a summary of 0 artifacts: say so once, up front.
+        # Say it once, up front, rather than as a warning per artifact.
         try:
             chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:

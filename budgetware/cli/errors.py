@@ -1,15 +1,7 @@
-"""How every command reports a user's mistake: one line on stderr and a non-zero exit code.
+"""A user's mistake is one line on stderr and a non-zero exit code, never a traceback.
 
-A command gets this for free when ``cli/main.py`` dispatches to it:
-
-- raise :class:`CliError` (exit 1) or :class:`UsageError` (exit 2) with a message that
-  says what is wrong and, where it helps, what to do instead;
-- build its parser with :class:`ArgumentParser` (argparse, with errors as one line instead
-  of the usage block: ``budgetware demo: argument --budget: invalid int value: 'x' (see
-  'budgetware demo --help')``);
-- let ``ConfigError`` (a bad setting or ``BUDGETWARE_*`` variable) and ``OSError`` (a
-  missing, unreadable or wrong kind of file) escape: the dispatcher turns them into one
-  line as well. Anything else is a bug and keeps its traceback.
+Commands raise :class:`CliError` or :class:`UsageError`, parse with :class:`ArgumentParser`,
+and let ``ConfigError`` and ``OSError`` escape: ``cli/main.py`` turns each into one line.
 """
 
 from __future__ import annotations
@@ -43,21 +35,17 @@ class UsageError(CliError):
 if TYPE_CHECKING:
 
     class ArgumentParser(argparse.ArgumentParser):
-        """argparse whose errors raise :class:`UsageError` (one line) instead of printing
-        usage. Sub-parsers made with ``add_subparsers`` are of this class too."""
+        """argparse whose errors raise :class:`UsageError` (one line), sub-parsers too."""
 
         def error(self, message: str) -> NoReturn: ...
 
 
 def _argument_parser() -> type:
-    # Made on first use: argparse is not imported by the commands that need no parser
-    # (``budgetware run`` starts in milliseconds).
+    # Made on first use: ``budgetware run`` needs no parser and starts without argparse.
     import argparse
 
     class ArgumentParser(argparse.ArgumentParser):
-        """argparse whose errors raise :class:`UsageError` (one line) instead of printing
-        usage. Sub-parsers made with ``add_subparsers`` are of this class too (argparse uses
-        the parent's class)."""
+        """argparse whose errors raise :class:`UsageError` (one line), sub-parsers too."""
 
         def error(self, message: str) -> NoReturn:
             raise UsageError(f"{message} (see '{self.prog} --help')")

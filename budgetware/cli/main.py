@@ -1,10 +1,5 @@
-"""The ``budgetware`` command line: one subcommand per feature, each imported lazily.
-
-A command is a module with ``main(argv: list[str]) -> int``, listed in ``COMMANDS``. The
-dispatcher gives every command the same handling of a user's mistake (``cli/errors.py``):
-one line on stderr, a non-zero exit code, never a traceback; and a reader that goes away
-(``budgetware --help | head -1``) ends the command quietly.
-"""
+"""The ``budgetware`` command line: dispatches to one lazily imported module per command,
+turning a user's mistake into one line (``cli/errors.py``) and a closed pipe into quiet."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from collections.abc import Sequence
 
 from budgetware.cli.errors import CliError, describe_os_error
 
-__all__ = ["COMMANDS", "main", "version"]
+__all__ = ["COMMANDS", "main"]
 
 # name -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -30,16 +25,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # A process killed by SIGPIPE exits with 128 + 13; say the same when the reader went away.
 EXIT_BROKEN_PIPE = 141
 EXIT_INTERRUPTED = 130
-
-
-def version() -> str:
-    """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("budgetware")
-    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        return "unknown (not installed)"
 
 
 def _usage() -> str:
@@ -63,6 +48,8 @@ def _dispatch(args: list[str]) -> int:
         print(_usage())
         return 0
     if args[0] in {"-V", "--version"}:
+        from budgetware.core.environment import version
+
         print(f"budgetware {version()}")
         return 0
     name, rest = args[0], args[1:]
@@ -80,8 +67,7 @@ def _dispatch(args: list[str]) -> int:
     except OSError as exc:
         return _fail(prog, describe_os_error(exc), 1)
     except ValueError as exc:
-        # A bad setting (ConfigError). Its module is not imported here: `budgetware run`
-        # and --help start without pydantic; a command that raised one has imported it.
+        # A ConfigError, looked up without importing pydantic (``run`` and --help start without).
         config = sys.modules.get("budgetware.core.config")
         if config is not None and isinstance(exc, config.ConfigError):
             return _fail(prog, str(exc), 2)
@@ -94,8 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         code = _dispatch(args)
-        # Flush here, where a closed pipe can still be handled: at interpreter exit it
-        # would print "Exception ignored ... BrokenPipeError".
+        # Here a closed pipe can still be handled; at exit it prints "Exception ignored".
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
@@ -106,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
-    # Point stdout at /dev/null so that Python's own flush at exit finds nothing to fail on.
+    """Point stdout at /dev/null, so that Python's flush at exit has nothing to fail on."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

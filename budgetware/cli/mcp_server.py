@@ -10,7 +10,9 @@ from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError
 from budgetware.core.config import BudgetConfig, check_overrides, check_settings
-from budgetware.store.select import check_store
+from budgetware.core.environment import version
+from budgetware.store.base import ContentStore
+from budgetware.store.select import check_store, store_for_config
 
 __all__ = ["main", "parse_address"]
 
@@ -54,13 +56,12 @@ def main(argv: list[str]) -> int:
     if args.store is not None:
         overrides["artifact_store"] = args.store
     # A bad setting or an unusable store is one line now, not an error on every call.
-    # (check_overrides: a bad --store is a ConfigError naming the setting, one line.)
     config = BudgetConfig(**check_overrides(overrides)) if overrides else None
     resolved = check_settings(config)
     check_store(resolved)
     if not resolved.persist:
         raise CliError("persist is off (BUDGETWARE_PERSIST): there is no store to read")
-    # integrations/ ships as budgetware.integrations (a path mypy does not map): by name.
+    # By name: integrations/ ships as budgetware.integrations, which mypy does not map.
     mcp_server: Any = importlib.import_module("budgetware.integrations.mcp_server")
     try:
         server = mcp_server.build_server(config=config)
@@ -80,8 +81,22 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
 
+    literal = f"[{host}]" if ":" in host else host
+    store = store_for_config(resolved)
+    where = store.location if isinstance(store, ContentStore) else "none"
+
+    def ready() -> None:
+        print(
+            f"budgetware mcp-server {version()}: listening on "
+            f"http://{literal}:{port}{args.path} (store {where})",
+            file=sys.stderr,
+            flush=True,
+        )
+
     async def serve() -> None:
-        await mcp_server.serve_http(server, host=host, port=port, path=args.path, token=token)
+        await mcp_server.serve_http(
+            server, host=host, port=port, path=args.path, token=token, on_ready=ready
+        )
 
     try:
         anyio.run(serve)

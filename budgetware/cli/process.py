@@ -28,10 +28,7 @@ def forward_signals(child: subprocess.Popen[bytes]) -> dict[int, _Handler]:
     def forward(signum: int, frame: FrameType | None) -> None:
         try:
             child.send_signal(signum)
-        except (OSError, ValueError):
-            # Gone already (OSError), or a signal this platform cannot send to a process:
-            # on Windows Popen.send_signal raises ValueError for SIGINT (only SIGTERM,
-            # CTRL_C_EVENT and CTRL_BREAK_EVENT can be sent). Windows is not tested.
+        except (OSError, ValueError):  # gone, or a signal Windows cannot send (SIGINT)
             pass
 
     previous: dict[int, _Handler] = {}
@@ -51,12 +48,9 @@ def restore_signals(previous: dict[int, _Handler]) -> None:
 
 
 class ChildOutput:
-    """The chunks a child writes to its output pipe, until the child has exited and what it
-    wrote is read: a grandchild that inherited the pipe cannot hold the reader open until
-    it exits too (POSIX; elsewhere the chunks end at the end of file).
-
-    Iterate in one thread; call ``child_exited()`` from another once the child is reaped.
-    """
+    """The chunks a child writes to its output pipe, ending once the child has exited and
+    its output is read: a grandchild holding the pipe open cannot hold the reader (POSIX).
+    Iterate in one thread; call ``child_exited()`` from another once the child is reaped."""
 
     def __init__(self, pipe: IO[bytes]) -> None:
         self._fd = pipe.fileno()
@@ -86,8 +80,7 @@ class ChildOutput:
             left: int | None = None  # once the child is gone: the most left to read
             while True:
                 if left is None and self._exited.is_set():
-                    # Everything the child wrote is in the pipe now, so at most the pipe's
-                    # capacity: a grandchild writing on and on does not keep us reading.
+                    # What the child wrote is in the pipe now: at most its capacity is left.
                     left = _pipe_capacity(self._fd)
                 ready = {key.fd for key, _ in selector.select(None if left is None else 0)}
                 if self._fd not in ready:

@@ -1,18 +1,9 @@
 """``budgetware run [options] -- <command ...>``: any Python program, bounded, unchanged.
 
-Works the way ``opentelemetry-instrument`` does: the folder ``budgetware/cli/bootstrap``
-goes first on the child's ``PYTHONPATH``; its ``sitecustomize`` calls ``instrument()``
-before the program's first import (``python agent.py``, ``python -m pkg``, a console
-script), then runs the ``sitecustomize`` it shadows. Options are settings: each
-``--<setting> VALUE`` becomes ``BUDGETWARE_<SETTING>`` for the child. The settings the
-program will run with are validated here, once, by the settings model, before the program
-starts: a bad one ends the command (exit code 2) naming its option or variable. On POSIX the
-command replaces this process (``exec``), so its exit code, its signals and its process id
-are its own; elsewhere it runs as a child whose signals are forwarded and whose exit code
-is returned.
-
-This module imports nothing heavy (no ``subprocess``, ``shutil``, ``zipfile`` or ``re``
-unless a case needs it, and the settings model only when there are settings to check).
+As ``opentelemetry-instrument`` does: ``cli/bootstrap`` goes first on the child's
+``PYTHONPATH`` and its ``sitecustomize`` instruments. Each ``--<setting> VALUE`` becomes
+``BUDGETWARE_<SETTING>``; the settings are validated once here, then the command replaces
+this process (``exec``; elsewhere a child). Imports nothing heavy unless a case needs it.
 """
 
 from __future__ import annotations
@@ -63,8 +54,8 @@ _BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"}
 OTEL_INSTRUMENT = "opentelemetry-instrument"
 _PREFIX = "BUDGETWARE_"
 MAIN_VARIABLE = _PREFIX + "RUN_MAIN"
-"""The process id of the program ``budgetware run`` started (POSIX: the command's own, after
-``exec``): the one that says so when its Python has no budgetware."""
+"""The process id of the program started: the one that says so when its Python lacks
+budgetware."""
 
 
 def _setting_name(option: str) -> str:
@@ -127,9 +118,7 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
 
 
 def _boolean_settings() -> frozenset[str]:
-    """The on/off settings: ``--persist`` alone turns one on, and never takes the next word
-    as its value unless it is a boolean word. Loads the settings model (an option is given:
-    it is checked anyway); none when it cannot be loaded (``main`` says so)."""
+    """The on/off settings (``--persist`` alone turns one on); none without the model."""
     try:
         from budgetware.core.config import BudgetConfig
     except ImportError:
@@ -171,14 +160,6 @@ def _needs_a_value(option: str, setting: str) -> NoReturn:
     raise UsageError(f"{option} needs a value (see 'budgetware run --help')")
 
 
-def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
-    """``({setting: value}, command)``, or 0 after printing the help; raises UsageError."""
-    parsed = parse_command_line(argv)
-    if isinstance(parsed, int):
-        return parsed
-    return parsed.settings, parsed.command
-
-
 def child_environment(
     settings: dict[str, str], environ: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -197,12 +178,9 @@ def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> 
 
 
 def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
-    """Validate the settings of the program's environment ``env`` with the settings model,
-    as ``instrument()`` will in the program, and the store they name: a ``UsageError``
-    (exit code 2) naming the option (``options``: the settings given as options) or the
-    variable of a bad one. Then one warning line per ``BUDGETWARE_*`` variable budgetware
-    does not read. Without any setting, only the default artifact directory is checked, in
-    one ``stat`` when it is plainly private."""
+    """Validate the program's settings in ``env`` and the store they name, as ``instrument()``
+    will: a ``UsageError`` naming the bad option (of ``options``) or variable; then warn of
+    each ``BUDGETWARE_*`` variable nobody reads. No settings: one look at the default store."""
     given = list(options)
     variables = {
         key: value
@@ -240,8 +218,7 @@ def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
 
 
 def _default_directory_is_private() -> bool:
-    """Whether the default artifact directory is one budgetware surely accepts (or none
-    can be named: outputs are then bounded without a reference), seen without the model."""
+    """Whether the default artifact directory is surely accepted (or none can be named)."""
     from budgetware.core.paths import default_artifact_path
     from budgetware.store.files import plainly_private
 
@@ -252,9 +229,7 @@ def _default_directory_is_private() -> bool:
 
 
 def _check_store(config: BudgetConfig) -> None:
-    """``check_store`` for a store on this machine: a file, a symbolic link, or a directory
-    another user owns or can write is refused. An ``s3://`` store is left to
-    ``instrument()`` in the program: no network and no boto3 client here."""
+    """``check_store`` for a local store; an ``s3://`` one is left to the program (no network)."""
     from budgetware.store.files import plainly_accepted
 
     if plainly_accepted(config, s3_later=True):
@@ -288,9 +263,8 @@ def _head(path: str) -> bytes:
 
 
 def is_python_program(path: str) -> bool:
-    """Whether the executable at ``path`` runs Python: an interpreter, a script whose
-    ``#!`` line names one (console scripts), or a Windows launcher carrying a zipped script.
-    """
+    """Whether ``path`` runs Python: an interpreter, a ``#!`` script naming one, or a Windows
+    launcher carrying a zipped script."""
     if _is_python_name(path):
         return True
     head = _head(path)
@@ -328,9 +302,8 @@ def _skipping_reasons(flags: list[str]) -> str:
 
 
 def python_flags_skipping_the_hook(args: list[str]) -> list[str]:
-    """Which of Python's ``-I``, ``-E``, ``-S`` the interpreter arguments ``args`` (what
-    follows ``python``, or a ``#!`` line's options) carry: each keeps budgetware's start-up
-    hook out of the program."""
+    """Which of ``-I``, ``-E``, ``-S`` (each keeps the start-up hook out) the interpreter
+    arguments ``args`` carry."""
     found: list[str] = []
     words = iter(args)
     for word in words:
@@ -380,9 +353,8 @@ def _skipping_flags(executable: str, command: list[str]) -> list[str]:
 
 
 def _which(name: str, path: str | None) -> tuple[str | None, str | None]:
-    """``(executable, None)``, or ``(None, why it cannot run)`` for a file that is there but
-    cannot be executed, or ``(None, None)``: a POSIX shell's lookup. A name with a ``/`` is
-    that file; else the first executable regular file of that name along ``PATH``."""
+    """A POSIX shell's lookup: ``(executable, None)``, ``(None, why it cannot run)`` or
+    ``(None, None)`` when there is no such file."""
     if os.name != "posix":  # pragma: no cover - Windows (PATHEXT and friends)
         import shutil
 
@@ -408,10 +380,8 @@ def _path(path: str | None) -> list[str]:
 
 
 def _reordered_for_otel(parsed: Parsed, executable: str) -> list[str] | None:
-    """``opentelemetry-instrument [its options] <command>`` puts its own ``sitecustomize``
-    first and does not chain to the next one, so budgetware's would never run: run it as
-    ``opentelemetry-instrument [its options] budgetware run [options] -- <command>``, the
-    order in which both start (ours chains to OpenTelemetry's)."""
+    """``opentelemetry-instrument [opts] budgetware run [options] -- <command>``: its
+    ``sitecustomize`` does not chain to ours, ours chains to its."""
     if os.path.basename(parsed.command[0]) != OTEL_INSTRUMENT:
         return None
     rest = parsed.command[1:]

@@ -1,15 +1,6 @@
-"""What the start-up hook does in each Python process of ``budgetware run``: instrument
-when an HTTP library arrives.
-
-``instrument()`` runs the moment the program first imports ``httpx`` or ``httpx2``, before
-any client exists, exactly as it would have patched them from the first line. Until then
-nothing of budgetware's HTTP layer is loaded, so a Python process that sends no HTTP (a tool
-the agent runs, a build step) starts as fast as without budgetware. The settings were
-checked by ``budgetware run`` before it started the program (``cli/run.check_settings``).
-
-Imports nothing heavy at module level (not even ``typing`` or ``importlib.abc``: the finder
-and the loader below are duck-typed, as ``sys.meta_path`` allows).
-"""
+"""The start-up hook's work in each process of ``budgetware run``: ``instrument()`` the
+moment the program first imports ``httpx`` or ``httpx2``, so a process that sends no HTTP
+loads nothing of budgetware's. Imports nothing heavy (the import hook is duck-typed)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ import logging
 import math
 import os
 import re
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ __all__ = [
     "NO_FORMAT",
     "UNIT_NAMES",
     "BudgetConfig",
+    "BudgetwareWarning",
     "ConfigError",
     "Count",
     "McpServerBudget",
@@ -153,6 +156,10 @@ NO_FORMAT = "none"
 
 class ConfigError(ValueError):
     """A setting has an invalid value; the message names the setting."""
+
+
+class BudgetwareWarning(UserWarning):
+    """Something budgetware could not do for a request, and how to get it done."""
 
 
 def default_artifact_dir() -> Path:
@@ -349,6 +356,15 @@ class BudgetConfig(BaseModel):
         description=(
             "Report sizes and counts to OpenTelemetry (metrics, span attributes) when "
             "opentelemetry-api is installed."
+        ),
+    )
+    client_overrides: Literal["clamp", "allow", "ignore"] = Field(
+        default="clamp",
+        description=(
+            "In a gateway (the LiteLLM Proxy callback), what clients' x-budgetware-* headers "
+            "may do: 'clamp' lets them tighten the budgets the operator set (environment, "
+            "config, key and team metadata), never loosen or disable them; 'allow' lets them "
+            "set any (key and team metadata still win); 'ignore' drops them."
         ),
     )
     tool_policies: dict[str, ToolPolicy] = Field(
@@ -746,7 +762,11 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a partial set of settings now, so a mistake fails where it is made."""
     unknown = sorted(set(overrides) - set(BudgetConfig.model_fields))
     if unknown:
-        raise ConfigError(f"unknown budgetware setting(s): {', '.join(unknown)}")
+        import difflib
+
+        close = {n: difflib.get_close_matches(n, BudgetConfig.model_fields, n=1) for n in unknown}
+        named = (f"{n} (did you mean {close[n][0]}?)" if close[n] else n for n in unknown)
+        raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
     if not overrides:
         return {}
     checked = _DEFAULT.merged(overrides)
@@ -781,10 +801,35 @@ def budget(**settings: Any) -> Iterator[None]:
     except BaseException:
         _OVERRIDES.reset(token)
         raise
+    reads = _block_reads
     try:
         yield
     finally:
         _OVERRIDES.reset(token)
+    if _block_reads == reads:
+        _unread_block()
+
+
+_block_reads = 0  # resolutions that read a budget() block: an unread block did nothing
+_warned_unread = False
+
+
+def _unread_block() -> None:
+    """Warn once that a ``budget()`` block did nothing: no entry point was ever set up."""
+    global _warned_unread
+    # Looked up, not imported (observe imports this module): every entry point loads it.
+    observe = sys.modules.get("budgetware.core.observe")
+    if _warned_unread or getattr(observe, "entry_points_set_up", False):
+        return
+    _warned_unread = True
+    warnings.warn(
+        "budgetware: a budget() block ended with nothing in this process reading its "
+        "settings: budget() and x-budgetware-* headers apply only to requests budgetware "
+        "sees (after budgetware.instrument(), through a BudgetTransport or an SDK "
+        "integration; docs/quickstart.md)",
+        BudgetwareWarning,
+        stacklevel=4,
+    )
 
 
 class _Same:
@@ -824,8 +869,11 @@ def resolve_config(
     ``budget(...)`` block < ``request_overrides``. An invalid environment value raises
     ``ConfigError``; with ``lenient`` (the request path) it is left out, warned once.
     """
+    global _block_reads
     env = environment_settings()
     block = _OVERRIDES.get()
+    if block:
+        _block_reads += 1
     if not env and base is None and not block and not request_overrides:
         return _DEFAULT
     # The same combinations recur on every request: each is validated once.

@@ -12,6 +12,7 @@ __all__ = [
     "EnvironmentVariable",
     "ignored_variables",
     "unknown_variables",
+    "version",
 ]
 
 PREFIX = "BUDGETWARE_"
@@ -98,3 +99,13 @@ def ignored_variables(names: Iterable[str]) -> list[str]:
         + (f" (did you mean {close}?)" if close else "")
         for name, close in unknown_variables(names)
     ]
+
+
+def version() -> str:
+    """The installed distribution's version (``budgetware/__init__.py`` is its source)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("budgetware")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"

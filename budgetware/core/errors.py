@@ -6,15 +6,12 @@ from __future__ import annotations
 import logging
 import sys
 
-from budgetware.core.config import BudgetConfig, ConfigError, resolve_config
+# BudgetwareWarning is defined beside the settings, whose budget() blocks warn too.
+from budgetware.core.config import BudgetConfig, BudgetwareWarning, ConfigError, resolve_config
 
 __all__ = ["BudgetwareWarning", "fail_open"]
 
 logger = logging.getLogger("budgetware")
-
-
-class BudgetwareWarning(UserWarning):
-    """Something budgetware could not do for a request, and how to get it done."""
 
 
 def _raise_errors(config: BudgetConfig | None) -> bool:

@@ -1,26 +1,29 @@
 """Fitting one slot of text into its allocation: the preview a model reads instead of it.
 
-A preview never exceeds its allocation, is the same for the same input, and fitting it again
-changes nothing. The forms, tried in order until one fits with at least half of the room
-left for the output's own text (`MIN_CONTENT_PERCENT`):
+A preview never exceeds its allocation, is the same for the same input, and fitting it
+again changes nothing. Its forms, tried in order until one leaves at least half of the
+room to the output's own text (``MIN_CONTENT_PERCENT``), each with the references first
+and then without (a reference is named whole or not at all):
 
-1. JSON (a JSON document only): the notice line, then valid JSON of the same shape;
-2. full: the notice line, the first fifth of the room, a marker (with salient lines picked
-   from the omitted middle when it holds some), the last four fifths;
-3. compact, for small rooms: a short notice line, the head, ``[...]``, the tail.
+1. JSON, for a JSON document: the notice line, then valid JSON of the same shape;
+2. full: the notice line, the head, a marker (with the salient lines of the omitted
+   middle), the tail;
+3. compact, for small rooms: a short notice line, the head, ``[...]``, the tail;
+4. minimal: ``[...`` and the tail.
 
-Each form is tried with the references first and then without, so a reference is named
-whole or not at all. When no form leaves half of the room for content, the preview is
-``[...]`` and the tail.
+A preview that names no reference carries a short digest of the output instead, so that
+distinct outputs never read the same.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from budgetware.core.jsonpreview import parse_document, render_within
+from budgetware.core.artifacts import text_key
+from budgetware.core.jsonpreview import Document, collector_paused, parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
 from budgetware.core.salient import SalientPattern, Scanned, compile_salient, scan
@@ -39,6 +42,8 @@ __all__ = [
 HEAD_SHARE_PERCENT = 20
 # A form is used only if the output's own text fills at least this share of the room.
 MIN_CONTENT_PERCENT = 50
+# Hex digits of the output's SHA-256 that a preview naming no reference shows.
+_DIGEST_CHARS = 8
 # Salient lines are looked for only when their reserve can hold a short line.
 _MIN_SALIENT_RESERVE = 40
 # How many salient lines are considered at most from each end of the omitted middle.
@@ -94,12 +99,10 @@ def fit_text(
 
 
 class SlotPreview:
-    """One slot's text, measured, parsed and scanned once, fitted at one or more rooms.
+    """One slot's text, measured and scanned once, fitted at one or more rooms.
 
-    The finalizer fits a slot with a reference it predicts, then without: the JSON parse
-    and the salient-line scan are shared between the tries. ``key`` (the text's content
-    address, when the caller has it) lets the scan be shared across slots and requests: an
-    output re-sent every turn is scanned once per process.
+    ``key`` (the text's content address, when the caller has it) shares the salient-line
+    scan across requests: an output re-sent every turn is scanned once per process.
     """
 
     def __init__(
@@ -116,9 +119,10 @@ class SlotPreview:
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
         self.key = key
-        self._json: Any = _UNSET
-        self._salient: dict[int, list[tuple[int, int, int]]] = {}
+        self._not_json = not self.options.json
+        self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
+        self._short_digest: str | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
         """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
@@ -127,13 +131,13 @@ class SlotPreview:
         if self.total <= allocation:
             return Fitted(self.text, False)
         choices: tuple[tuple[str, ...], ...] = (tuple(refs), ()) if refs else ((),)
-        value = self._json_value()
-        if value is not _INVALID:
-            for names in choices:
-                for compact in (False, True):
-                    piece = self._json_form(value, allocation, names, compact=compact)
-                    if piece is not None and _enough(piece, allocation):
-                        return Fitted(piece.text, bool(names))
+        if not self._not_json:
+            # The parsed document lives only while the collector is off: its passes over
+            # every new container would find no cycle (the finalizer fits a slot once).
+            with collector_paused():
+                fitted = self._fit_json(allocation, choices)
+            if fitted is not None:
+                return fitted
         for names in choices:
             for compact in (False, True):
                 piece = self._text_form(allocation, names, compact=compact)
@@ -151,10 +155,11 @@ class SlotPreview:
         slack = 0
         for _ in range(32):
             if compact:
-                prefix = words.compact_notice(total, omitted, unit, refs) + "\n"
+                prefix = words.compact_notice(total, omitted, unit, refs) + self._unnamed(refs)
+                prefix += "\n"
                 marker = words.compact_marker()
             else:
-                prefix = words.notice(total, omitted, unit, refs) + "\n\n"
+                prefix = words.notice(total, omitted, unit, refs) + self._unnamed(refs) + "\n\n"
                 marker = words.marker(omitted, unit)
             room = allocation - measure(prefix, unit) - measure(marker, unit) - slack
             if room < 0:
@@ -192,16 +197,16 @@ class SlotPreview:
         reserve = room * options.salient_percent // 100
         if reserve < _MIN_SALIENT_RESERVE:
             return None
-        candidates = self._salient_lines(allocation)
+        candidates, floor = self._salient_lines(allocation)
         if not candidates:
             return None
         unit, words, text = self.unit, options.wording, self.text
         cap = max(reserve // 4, 80)
         budget = measure(words.marker(omitted, unit), unit) + reserve
         fixed = measure(words.salient_end(), unit)
-        chosen: list[tuple[int, str, int]] = []  # (line number, shown text, kept)
-        used = 0
-        for number, start, end in _alternate(candidates):
+
+        def line_at(number: int, start: int, end: int) -> tuple[int, str, int, int]:
+            # (line number, shown text, kept, cost): a line longer than the cap is cut.
             line = text[start:end].rstrip()
             size = measure(line, unit)
             if size > cap:
@@ -211,24 +216,42 @@ class SlotPreview:
                 shown += cut
             else:
                 shown, kept = line, size
-            cost = measure(words.salient_line(number, shown), unit)
-            head = measure(words.salient_marker(omitted, unit, len(chosen) + 1), unit)
+            return number, shown, kept, measure(words.salient_line(number, shown), unit)
+
+        chosen: dict[int, tuple[str, int]] = {}  # line number: (shown text, kept)
+        used = 0
+        # Both ends of the middle first; the lines that only open a traceback or chain one
+        # to the next last (its exception and the frame that raised it say more); a line
+        # that does not fit leaves its room to the next ones.
+        ordered = _alternate(candidates)
+        ordered.sort(key=lambda c: _OPENING.match(text, c[1], c[2]) is not None)
+        for number, start, end in ordered:
+            if number in chosen:
+                continue
+            line = line_at(number, start, end)
+            frame = [
+                line_at(number - text.count("\n", at, start), at, stop)
+                for at, stop in _frame_before(text, start, floor)
+            ]
+            new = [g for g in (*frame, line) if g[0] not in chosen]
+            cost = sum(g[3] for g in new)
+            head = measure(words.salient_marker(omitted, unit, len(chosen) + len(new)), unit)
             if head + fixed + used + cost > budget:
-                break
-            chosen.append((number, shown, kept))
+                continue
+            chosen.update((n, (shown, kept)) for n, shown, kept, _ in new)
             used += cost
         if not chosen:
             return None
-        chosen.sort()
         block = (
             words.salient_marker(omitted, unit, len(chosen))
-            + "".join(words.salient_line(n, shown) for n, shown, _ in chosen)
+            + "".join(words.salient_line(n, chosen[n][0]) for n in sorted(chosen))
             + words.salient_end()
         )
-        return block, sum(k for _, _, k in chosen), measure(block, unit)
+        return block, sum(kept for _, kept in chosen.values()), measure(block, unit)
 
-    def _salient_lines(self, allocation: int) -> list[tuple[int, int, int]]:
-        """Distinct salient lines of the middle that every layout at ``allocation`` omits.
+    def _salient_lines(self, allocation: int) -> tuple[list[tuple[int, int, int]], int]:
+        """Distinct salient lines of the middle that every layout at ``allocation`` omits,
+        as (line number, start, end), and where that middle starts.
 
         The head and tail of any layout are no longer than those of the whole allocation,
         so the middle between those is omitted by all of them. The whole text is scanned
@@ -254,38 +277,63 @@ class SlotPreview:
             line_number += text.count("\n", position, line_start)
             position = line_start
             numbered.append((line_number, line_start, line_end))
-        self._salient[allocation] = numbered
-        return numbered
+        self._salient[allocation] = numbered, start
+        return numbered, start
 
-    def _json_value(self) -> Any:
-        if self._json is _UNSET:
-            self._json = _INVALID
-            if self.options.json:
-                value = parse_document(self.text)
-                if value is not None:
-                    self._json = value
-        return self._json
+    def _fit_json(self, allocation: int, choices: tuple[tuple[str, ...], ...]) -> Fitted | None:
+        """The JSON form at ``allocation``, or None (not a JSON document, or no room)."""
+        value = parse_document(self.text)
+        if value is None:
+            self._not_json = True
+            return None
+        for names in choices:
+            for compact in (False, True):
+                piece = self._json_form(value, allocation, names, compact=compact)
+                if piece is not None and _enough(piece, allocation):
+                    return Fitted(piece.text, bool(names))
+        return None
 
     def _json_form(
-        self, value: Any, allocation: int, refs: Sequence[str], *, compact: bool
+        self, value: Document, allocation: int, refs: Sequence[str], *, compact: bool
     ) -> _Piece | None:
         unit, words = self.unit, self.options.wording
         if compact:
-            prefix = words.compact_json_notice(self.total, unit, refs) + "\n"
+            prefix = words.compact_json_notice(self.total, unit, refs) + self._unnamed(refs) + "\n"
         else:
-            prefix = words.json_notice(self.total, unit, refs) + "\n\n"
+            prefix = words.json_notice(self.total, unit, refs) + self._unnamed(refs) + "\n\n"
         room = allocation - measure(prefix, unit)
         if room <= 0:
             return None
-        rendered = render_within(value, room, unit, self.text, self.total, words)
+        options = self.options
+        rendered = render_within(
+            value,
+            room,
+            unit,
+            self.text,
+            self.total,
+            words,
+            options.salient,
+            options.salient_percent,
+        )
         if rendered is None:
             return None
         body, content = rendered
         return _Piece(prefix + body, content)
 
+    def _unnamed(self, refs: Sequence[str]) -> str:
+        """What tells this output apart in a preview that names no reference: its digest."""
+        return "" if refs else self.options.wording.digest(self._digest())
+
+    def _digest(self) -> str:
+        if self._short_digest is None:
+            self._short_digest = (self.key or text_key(self.text))[:_DIGEST_CHARS]
+        return self._short_digest
+
     def _minimal(self, allocation: int) -> str:
-        mark = self.options.wording.minimal()
-        unit = self.unit
+        words, unit = self.options.wording, self.unit
+        mark = words.minimal_digest(self._digest())
+        if measure(mark, unit) * 100 > allocation * MIN_CONTENT_PERCENT:
+            mark = words.minimal()  # too small a room for the digest and as much content
         room = allocation - measure(mark, unit)
         if room <= 0:
             return cut_prefix(mark, allocation, unit)
@@ -300,12 +348,41 @@ class SlotPreview:
         return cut_prefix(mark, allocation, unit)
 
 
-_UNSET: Any = object()
-_INVALID: Any = object()
-
-
 def _enough(piece: _Piece, allocation: int) -> bool:
     return piece.content * 100 >= allocation * MIN_CONTENT_PERCENT
+
+
+# The frame that raised, shown with its exception: Python's ``File "...", line N, in f``
+# and its source line (a line of carets after it is skipped), or pytest's ``>`` line.
+_OPENING = re.compile(
+    r"[ \t]*(?:Traceback \(most recent call last\)|During handling of the above exception"
+    r"|The above exception was the direct cause)"
+)
+_FRAME = re.compile(r'[ \t]*File "[^"\n]*", line \d+, in ')
+_CARETS = re.compile(r"[ \t]*[~^]+[ \t]*\r?")
+
+
+def _frame_before(text: str, start: int, floor: int) -> list[tuple[int, int]]:
+    """The spans of the frame just before the line at ``start`` (none before ``floor``):
+    the frame that raised when that line is an exception's; [] when no frame ends there."""
+    lines: list[tuple[int, int]] = []  # the lines before, nearest first
+    end = start - 1
+    while end >= floor and len(lines) < 3:
+        begin = text.rfind("\n", 0, end) + 1
+        if begin < floor:
+            break
+        lines.append((begin, end))
+        end = begin - 1
+    if lines and _CARETS.fullmatch(text, *lines[0]):
+        del lines[0]
+    if not lines:
+        return []
+    source = lines[0]
+    if text.startswith(">", source[0]):
+        return [source]
+    if len(lines) > 1 and text.startswith(" ", source[0]) and _FRAME.match(text, *lines[1]):
+        return [lines[1], source]
+    return []
 
 
 def _alternate(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

@@ -1,37 +1,28 @@
 """JSON previews: a JSON document shortened to valid JSON of the same shape within a room.
 
-Long arrays keep their first and last elements around one marker element that says how many
-were omitted; long strings keep their head and tail; an object keeps every key while there
-is room for its skeleton (keys are never cut), and its values share the rest max-min fair;
-a value with too little room left becomes a short summary string. Everything depends only
-on the value, so the same document always gives the same preview.
-
-Nothing but the cuts changes: every number (and ``NaN`` / ``Infinity``) is written exactly
-as the document spelled it (``1e400``, ``1.10``, ``1E5``, integers of any size), so a
-preview is valid JSON whenever the document is. Strings keep their value; they are written
-compactly (raw UTF-8, the few escapes JSON requires), whatever escapes the document used.
-
-Sizes are the UTF-8 bytes of compact JSON, measured by the C serializer; only the elements
-that are kept are visited, and the sizes of the document's parts are measured once (an
-object's largest value by difference), so that fitting a document, at one room or several,
-serializes little more than what is kept: no walk over it in Python. Reading it costs about
-one orjson parse (``parse_document``), numbers kept as spelled.
+Arrays keep their first and last elements, and those of the middle that carry a failure,
+with marker elements counting the rest; strings keep their head and tail; objects keep
+every key while their skeleton fits, their values sharing the rest max-min fair. Only
+the cuts change: numbers keep their spelling and strings their value, so a preview is
+valid JSON whenever the document is, and the same document gives the same preview.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import gc
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
 from budgetware.core.jsonio import dumps_literal, loads_literal, loads_spelled
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
+from budgetware.core.salient import SalientPattern, salient_spans
 
-__all__ = ["parse_document", "render_within"]
+__all__ = ["collector_paused", "parse_document", "render_within"]
 
 # The smallest value a shortened member or element may become: a summary string "...".
 _MIN_VALUE = 5
@@ -45,12 +36,8 @@ _SPACE = " \t\n\r"
 
 
 class Document:
-    """A parsed JSON object or array, with the sizes of its parts measured so far.
-
-    Sizes (compact UTF-8 JSON, numbers as spelled) of the document's own containers are
-    remembered by identity while the document lives, so that fitting it at a second room
-    (or a second notice) serializes nothing already measured.
-    """
+    """A parsed JSON object or array, and the sizes of its containers measured so far (by
+    identity): fitting it again, at another room, measures nothing twice."""
 
     __slots__ = ("_sizes", "_text_bytes", "value")
 
@@ -85,10 +72,9 @@ def parse_document(text: str) -> Document | None:
     """The JSON object or array that ``text`` is, or None (any other text, invalid JSON).
 
     A byte order mark and any amount of whitespace around the document are allowed. Every
-    number is written back as the document spells it: the document is read by orjson when
-    each of its numbers is spelled as orjson writes it (``jsonio.loads_spelled``, one
-    comparison proves it), with its numbers kept as their literal text otherwise
-    (``jsonio.loads_literal``).
+    number is written back as the document spells it: orjson reads the document when each
+    of its numbers is spelled as orjson writes it (``jsonio.loads_spelled`` proves it), the
+    literal parse (``jsonio.loads_literal``) reads it otherwise.
     """
     # Look at the first and last characters past the spaces without copying a large text.
     first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
@@ -103,12 +89,9 @@ def parse_document(text: str) -> Document | None:
     if last - first < 1 or text[last] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
-    # The literal parse makes an object of every number: on a document of numbers that is
-    # most of its cost. orjson's parse, proven faithful, costs a serialization and a
-    # comparison more than orjson's parse alone: less than the literal parse when numbers
-    # are many and spelled as orjson writes them, more when they are few (an API's
-    # strings) or the proof fails (Python's ``1e-05``, ``2.5e-07``: orjson writes
-    # ``0.00001``, ``2.5e-7``).
+    # The literal parse makes an object of every number; orjson's, once proven faithful,
+    # costs less where numbers are many and spelled as orjson writes them, more where they
+    # are few or spelled otherwise (Python's ``1e-05``, where orjson writes ``1e-5``).
     if _number_dense(body) and _OTHER_EXPONENT.search(body) is None:
         exact = loads_spelled(body)
         if exact is not None:
@@ -127,14 +110,28 @@ def parse_document(text: str) -> Document | None:
     return Document(value, size)
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off (unless it is off already) while a document is
+    read and fitted: a parsed tree holds no cycle, and the passes the collector would make
+    over its containers, as it grows and once more after, find nothing."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # A negative exponent as Python writes it and orjson never does: ``1e-05``.
 _OTHER_EXPONENT = re.compile("e-0")
 # Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
 _NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
 _WINDOWS, _WINDOW = 16, 512
-# From about this many numbers a kilobyte, orjson's parse kept faithful costs less than the
-# literal parse (measured in benchmarks/bench_targets.py: an API listing has about 5, a table
-# of floats 40 to 100).
+# Numbers a kilobyte from which orjson's parse, proven faithful, costs less than the
+# literal parse (docs/benchmarks.md).
 _DENSE = 20
 
 
@@ -151,13 +148,22 @@ def _number_dense(text: str) -> bool:
 
 
 def render_within(
-    doc: Document, room: int, unit: Unit, text: str, total: int, words: Wording
+    doc: Document,
+    room: int,
+    unit: Unit,
+    text: str,
+    total: int,
+    words: Wording,
+    salient: SalientPattern | None = None,
+    salient_percent: int = 0,
 ) -> tuple[str, int] | None:
     """Compact JSON of the document's shape measuring at most ``room`` in ``unit``, and how
     much of it is the document's own content (not markers or summaries); or None.
 
     ``text`` (the original, measuring ``total``) tells how bytes relate to the unit, for
-    the first guess; the result is measured in the unit and shrunk until it fits.
+    the first guess; the result is measured in the unit and shrunk until it fits. Up to
+    ``salient_percent`` of a cut array's room goes to elements of its omitted middle that
+    carry an error or a failure (``salient``: the pattern of salient lines).
     """
     if room < 2:
         return None
@@ -167,72 +173,31 @@ def render_within(
         # Bytes per unit of the original text scale the first guess; then measure, shrink.
         scale = doc.text_bytes(text) / max(total, 1)
         budget = max(int(room * min(scale, 8.0)), 2)
-    fitter = _Fitter(doc, words)
+    fitter = _Fitter(doc, words, salient, salient_percent)
     for _ in range(16):
         shrunk = fitter.fit(doc.value, budget, doc.size(doc.value))
         if shrunk is None:
             return None
-        raw = dumps_literal(shrunk[0])
-        out = raw.decode("utf-8")
+        value, raw_size, markers = shrunk
+        out = dumps_literal(value).decode("utf-8")
         size = measure(out, unit)
         if size <= room:
-            own = 1 - _marker_bytes(shrunk[0], words) / max(len(raw), 1)
-            return out, int(size * own)
+            return out, int(size * (1 - markers / max(raw_size, 1)))
         budget = min(budget - 1, int(budget * room / size * 0.97))
         if budget < 2:
             return None
     return None
 
 
-@functools.lru_cache(maxsize=8)
-def _marker_patterns(words: Wording) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Whole-string markers, and the marker inside a cut string, as the wording writes them."""
-
-    def shape(example: str) -> str:
-        return re.escape(example).replace("0", r"[\d,]+")
-
-    whole = "|".join(
-        shape(m)
-        for m in (
-            words.json_items_omitted(0),
-            words.json_keys_omitted(0),
-            words.json_summary("object", 0),
-            words.json_summary("array", 0),
-            _ELLIPSIS,
-        )
-    )
-    return re.compile(f"(?:{whole})"), re.compile(shape(words.json_string_cut(0)))
-
-
-def _marker_bytes(value: Any, words: Wording) -> int:
-    """UTF-8 bytes of a rendered value that are markers and summaries, not content."""
-    whole, inner = _marker_patterns(words)
-    total = 0
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if whole.fullmatch(key):
-                    total += len(key) + 3
-                stack.append(child)
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, str):
-            if whole.fullmatch(node):
-                total += len(node.encode()) + 2
-            else:
-                total += sum(len(m.group()) for m in inner.finditer(node))
-                if node.endswith(_ELLIPSIS):
-                    total += len(_ELLIPSIS)
-    return total
-
-
 def _size(value: Any) -> int:
     return len(dumps_literal(value))
 
 
-def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
+# A fitted value: (the value, its size, how many of its bytes are markers or summaries).
+_Fit = tuple[Any, int, int]
+
+
+def _summary(value: Any, budget: int, words: Wording) -> _Fit | None:
     """A string standing for a value with too little room: what it was, or just ``...``."""
     if isinstance(value, dict):
         candidates = [words.json_summary("object", len(value)), _ELLIPSIS]
@@ -243,36 +208,34 @@ def _summary(value: Any, budget: int, words: Wording) -> tuple[Any, int] | None:
     for candidate in candidates:
         size = _size(candidate)
         if size <= budget:
-            return candidate, size
+            return candidate, size, size
     return None
 
 
-def _fit_str(s: str, budget: int, words: Wording) -> tuple[Any, int] | None:
-    # Characters are cut by UTF-8 bytes; escapes make the serialized string longer, so
-    # measure and shrink. The marker's number depends on what is kept: settle it.
-    room = budget - 2
-    omitted = len(s)
+def _fit_str(s: str, budget: int, words: Wording) -> _Fit | None:
+    # Cut by UTF-8 bytes, then measure: an escape takes two to six bytes, so the next try
+    # scales what is kept by what its bytes cost, not by the excess alone.
+    keep = budget - 2 - len(words.json_string_cut(len(s)))
     for _ in range(16):
-        marker = words.json_string_cut(omitted)
-        keep = room - len(marker)
         if keep < 8:
+            room = budget - 2
             short = cut_prefix(s, max(room - len(_ELLIPSIS), 0), "utf8_bytes") + _ELLIPSIS
             while short != _ELLIPSIS and _size(short) > budget:
                 kept = short[: -len(_ELLIPSIS)]
                 short = cut_prefix(kept, len(kept) // 2, "chars") + _ELLIPSIS
             size = _size(short)
-            return (short, size) if size <= budget else None
+            if size > budget:
+                return None
+            return short, size, size if short == _ELLIPSIS else len(_ELLIPSIS)
         head = cut_prefix(s, keep // 2, "utf8_bytes")
         tail = cut_suffix(s, keep - keep // 2, "utf8_bytes")
-        actual = len(s) - len(head) - len(tail)
-        if actual != omitted:
-            omitted = actual
-            continue
+        marker = words.json_string_cut(len(s) - len(head) - len(tail))
         out = head + marker + tail
         size = _size(out)
         if size <= budget:
-            return out, size
-        room -= size - budget
+            return out, size, len(marker)
+        content = size - 2 - len(marker)
+        keep = min(keep - 1, keep * (budget - 2 - len(marker)) // max(content, 1))
     return None
 
 
@@ -287,29 +250,105 @@ def _ends(n: int) -> Iterator[int]:
         j -= 1
 
 
-def _assemble(kept: list[Any], split: int, n: int, words: Wording) -> tuple[Any, int]:
-    """The kept elements in document order, the marker element after the first ``split``."""
-    omitted = n - len(kept)
-    middle = [words.json_items_omitted(omitted)] if omitted else []
-    value = [*kept[:split], *middle, *kept[split:]]
-    return value, _size(value)
+# -- elements that carry an error or a failure -------------------------------------------
+
+# A string that names a failure by itself: a status ("failed", "FAILURE", "error").
+_FAILURE_WORDS = frozenset(
+    [
+        "fail",
+        "failed",
+        "failure",
+        "failing",
+        "error",
+        "errored",
+        "errors",
+        "fatal",
+        "panic",
+        "panicked",
+        "crashed",
+        "broken",
+        "aborted",
+        "timeout",
+        "timed_out",
+        "timedout",
+    ]
+)
+_LONGEST_WORD = max(map(len, _FAILURE_WORDS))
+# A member that holds an error when its value is a non-empty string, object or array.
+_ERROR_KEYS = frozenset(
+    [
+        "error",
+        "errors",
+        "exception",
+        "exceptions",
+        "failure",
+        "failures",
+        "traceback",
+        "stacktrace",
+        "stack_trace",
+    ]
+)
+# A salient element is shortened to no less than this (its keys and short values whole).
+_MIN_SALIENT_ELEMENT = 160
+# Elements checked from each end of an array's omitted middle, at most (a number, never a
+# time: the same document always gives the same preview).
+_ELEMENTS_CHECKED = 1_000
+
+
+def _salient_element(value: Any, pattern: SalientPattern) -> bool:
+    """Whether a JSON value carries an error or a failure: a string in it holds a line the
+    salient-line ``pattern`` matches, or (with the default patterns) is a failure status
+    such as ``"failed"``, or a member named ``error``, ``exception``, ``failures``, ...
+    holds something (a non-empty string, object or array, or true)."""
+    defaults = pattern.defaults
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if _salient_string(node, pattern, defaults):
+                return True
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if (
+                    defaults
+                    and (child is True or (isinstance(child, (str, list, dict)) and child))
+                    and key.lower() in _ERROR_KEYS
+                ):
+                    return True
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _salient_string(s: str, pattern: SalientPattern, defaults: bool) -> bool:
+    if defaults and len(s) <= _LONGEST_WORD and s.strip().lower() in _FAILURE_WORDS:
+        return True
+    # One search finds a candidate line; the scan confirms it, each line matched alone.
+    if pattern.regex.search("\n" + s) is None:
+        return False
+    return bool(salient_spans(s + "\n", 0, len(s) + 1, pattern))
 
 
 class _Fitter:
     """Shortens the parts of one document: sizes of its own parts come from the document
     (measured once), those of the values made while fitting are measured as they come."""
 
-    __slots__ = ("doc", "words")
+    __slots__ = ("doc", "percent", "salient", "words")
 
-    def __init__(self, doc: Document, words: Wording) -> None:
+    def __init__(
+        self, doc: Document, words: Wording, salient: SalientPattern | None, percent: int
+    ) -> None:
         self.doc = doc
         self.words = words
+        self.salient = salient if percent > 0 else None
+        self.percent = percent
 
-    def fit(self, value: Any, budget: int, size: int) -> tuple[Any, int] | None:
-        """``(shortened value, its size)`` with size <= ``budget``, or None; ``value`` is a
-        part of the document, measuring ``size``."""
+    def fit(self, value: Any, budget: int, size: int) -> _Fit | None:
+        """``(shortened value, its size, its marker bytes)`` with size <= ``budget``, or
+        None; ``value`` is a part of the document, measuring ``size``."""
         if size <= budget:
-            return value, size
+            return value, size, 0
         words = self.words
         if isinstance(value, str):
             return _fit_str(value, budget, words)
@@ -319,27 +358,21 @@ class _Fitter:
             return self.fit_dict(value, budget) or _summary(value, budget, words)
         return _summary(value, budget, words)
 
-    def fit_list(self, items: list[Any], budget: int) -> tuple[Any, int] | None:
-        words, measure_part = self.words, self.doc.size
+    def fit_list(self, items: list[Any], budget: int) -> _Fit | None:
         n = len(items)
-        # Whole elements first: the first, the last, the second, ... while they fit.
-        front: list[int] = []
-        back: list[int] = []  # collected from the end inwards
-        used = 2  # the brackets
         sizes: dict[int, int] = {}
-        for index in _ends(n):
-            size = sizes[index] = measure_part(items[index])
-            kept = len(front) + len(back) + 1
-            marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
-            if used + size + (kept - 1) + marker > budget:
-                break
-            (front if index == len(front) else back).append(index)
-            used += size
-        if len(front) + len(back) >= min(n, 2):
-            return _assemble([items[i] for i in front + back[::-1]], len(front), n, words)
+        front, back = self._whole_ends(items, budget, sizes)
+        if front + back >= min(n, 2):
+            if self._salient_middle(items, front, n - back):
+                done = self._with_salient(items, budget, sizes)
+                if done is not None:
+                    return done
+            kept = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+            return self._gapped(kept, n)
         # Elements too large to keep whole: shorten the first (and last) ones instead.
         # Every value fits any share of at least _MIN_VALUE (as a summary at worst), so
         # one pass settles it: no search, and the cost stays linear in what is kept.
+        words, measure_part = self.words, self.doc.size
         count = min(n, _MAX_SHRUNK_ELEMENTS)
         while count > 0:
             omitted = n - count
@@ -357,12 +390,112 @@ class _Fitter:
             done = self.fit(items[index], share, length)
             if done is None:  # pragma: no cover - a share of _MIN_VALUE always fits a summary
                 return None
-            fitted.append(done[0])
-        split = sum(1 for i in picks if i < (n + 1) // 2)
-        result = _assemble(fitted, split, n, words)
+            fitted.append((index, done[0], done[2]))
+        result = self._gapped(fitted, n)
         return result if result[1] <= budget else None
 
-    def fit_dict(self, obj: dict[str, Any], budget: int) -> tuple[Any, int] | None:
+    def _whole_ends(self, items: list[Any], budget: int, sizes: dict[int, int]) -> tuple[int, int]:
+        """How many whole elements fit from the front and from the back (the first, the
+        last, the second, ... while they do), with one marker for the rest."""
+        words, measure_part = self.words, self.doc.size
+        n = len(items)
+        front = back = 0
+        used = 2  # the brackets
+        for index in _ends(n):
+            size = sizes.get(index)
+            if size is None:
+                size = sizes[index] = measure_part(items[index])
+            kept = front + back + 1
+            marker = _size(words.json_items_omitted(n - kept)) + 1 if kept < n else 0
+            if used + size + (kept - 1) + marker > budget:
+                break
+            if index == front:
+                front += 1
+            else:
+                back += 1
+            used += size
+        return front, back
+
+    def _salient_middle(self, items: list[Any], start: int, stop: int) -> list[int]:
+        """Indices of the omitted middle ``[start, stop)`` whose elements carry an error or
+        a failure: up to ``_ELEMENTS_CHECKED`` from each end of it are looked at."""
+        pattern = self.salient
+        if pattern is None or start >= stop:
+            return []
+        if stop - start <= 2 * _ELEMENTS_CHECKED:
+            checked: Iterable[int] = range(start, stop)
+        else:
+            checked = itertools.chain(
+                range(start, start + _ELEMENTS_CHECKED), range(stop - _ELEMENTS_CHECKED, stop)
+            )
+        return [i for i in checked if _salient_element(items[i], pattern)]
+
+    def _with_salient(self, items: list[Any], budget: int, sizes: dict[int, int]) -> _Fit | None:
+        """The array with whole elements at both ends and, between them, the elements of
+        the omitted middle that carry an error or a failure, in a share of the room
+        (``percent``), as lines do: distinct ones, from both ends of the middle, each
+        shortened to a quarter of the share at most."""
+        n, words, measure_part = len(items), self.words, self.doc.size
+        reserve = budget * self.percent // 100
+        cap = max(reserve // 4, _MIN_SALIENT_ELEMENT)
+        gap = _size(words.json_items_omitted(n)) + 1  # the widest marker, and its comma
+        # The middle that the ends leave when the whole share goes to the salient ones.
+        front, back = self._whole_ends(items, budget - reserve, sizes)
+        found = self._salient_middle(items, front, n - back)
+        chosen: dict[int, tuple[Any, int]] = {}  # index: (value shown, its marker bytes)
+        seen: set[bytes] = set()
+        used = 0
+        for index in (found[i] for i in _ends(len(found))):
+            size = sizes.get(index)
+            if size is None:
+                size = sizes[index] = measure_part(items[index])
+            shown = self.fit(items[index], min(size, cap), size)
+            if shown is None:
+                continue
+            written = dumps_literal(shown[0])
+            if written in seen:
+                continue  # an element like one shown already: once
+            if used + shown[1] + 1 + gap > reserve:
+                break
+            seen.add(written)
+            chosen[index] = (shown[0], shown[2])
+            used += shown[1] + 1 + gap
+        if not chosen:
+            return None
+        # The ends take back what the chosen ones leave (and keep those they reach whole).
+        front, back = self._whole_ends(items, budget - used, sizes)
+        if front + back < min(n, 2):
+            return None
+        whole = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+        picked = [(i, v, m) for i, (v, m) in chosen.items() if front <= i < n - back]
+        while True:
+            result = self._gapped(sorted(whole + picked), n)
+            if result[1] <= budget or not picked:
+                return result if result[1] <= budget else None
+            del picked[-1]  # pragma: no cover - the share counts a marker for every pick
+
+    def _gapped(self, kept: list[tuple[int, Any, int]], n: int) -> _Fit:
+        """The kept ``(index, value, marker bytes)`` in order, with a marker element for
+        each run of omitted elements between them."""
+        words = self.words
+        out: list[Any] = []
+        markers = 0
+        last = -1
+        for index, value, marks in kept:
+            if index > last + 1:
+                marker = words.json_items_omitted(index - last - 1)
+                out.append(marker)
+                markers += _size(marker) + 1
+            out.append(value)
+            markers += marks
+            last = index
+        if last < n - 1:
+            marker = words.json_items_omitted(n - 1 - last)
+            out.append(marker)
+            markers += _size(marker) + 1
+        return out, _size(out), markers
+
+    def fit_dict(self, obj: dict[str, Any], budget: int) -> _Fit | None:
         words, doc = self.words, self.doc
         keys = list(obj)
         marker_key = _marker_key(obj)
@@ -396,15 +529,17 @@ class _Fitter:
             lengths = self.value_sizes(obj, values, key_sizes)
         shares = allocate(lengths, room)
         out: dict[str, Any] = {}
+        markers = marker
         for key, value, share, length in zip(kept, values, shares, lengths):
             done = self.fit(value, share, length)
             if done is None:
                 return None
             out[key] = done[0]
+            markers += done[2]
         if omitted:
             out[marker_key] = words.json_keys_omitted(omitted)
         size = _size(out)
-        return (out, size) if size <= budget else None
+        return (out, size, markers) if size <= budget else None
 
     def value_sizes(
         self, obj: dict[str, Any], values: list[Any], key_sizes: list[int]

@@ -104,6 +104,15 @@ class Wording:
         """All there is room for before the tail when even a compact notice does not fit."""
         return "[...]"
 
+    def digest(self, digest: str) -> str:
+        """After the notice of a preview that names no reference: a short digest of the
+        output, so that distinct outputs never read the same."""
+        return f" #{digest}"
+
+    def minimal_digest(self, digest: str) -> str:
+        """The minimal form's mark with the output's short digest, where the room holds it."""
+        return f"[... #{digest}]"
+
     def json_items_omitted(self, count: int) -> str:
         """The marker element standing for the omitted elements of a long array."""
         return f"... {count:,} items omitted ..."
@@ -154,10 +163,9 @@ TOOL_HINT_WORDING = ToolHintWording()
 
 
 # What every preview of the wordings above carries (``core/fit.py``'s forms): the full
-# and JSON notices open with "[Tool output truncated: "; the compact text form has the
-# "[...]" marker, the full text form its "[... N omitted ...]" marker (salient lines or
-# not), the minimal form is "[...]" and the tail; the compact JSON notice opens with
-# "[JSON of ". tests/store/test_preview_decisions.py holds every form to it.
+# and JSON notices open with "[Tool output truncated: ", the compact JSON notice with
+# "[JSON of "; the text forms have a "[..." marker, the minimal form is "[...", its digest
+# and the tail. tests/store/test_preview_decisions.py holds every form to it.
 PREVIEW_PHRASES = ("[Tool output truncated: ", "[JSON of ", "[...")
 
 # How every masked result begins (``Wording.masked``).
@@ -173,20 +181,18 @@ def is_masked(slots: Sequence[str]) -> bool:
 
 
 _MINIMAL = DEFAULT_WORDING.minimal()
+# One search finds any of them: they share the "[" the engine looks for first.
+_ANY_PHRASE = re.compile("|".join(map(re.escape, PREVIEW_PHRASES)))
 
 
 def may_be_preview(text: str) -> bool:
-    """Whether ``text`` may be, or hold, a preview (a producer's bounded text): it carries
-    one of ``PREVIEW_PHRASES``, or is a start of the minimal form (a room of fewer than
-    five characters: ``""``, ``"["``, ...).
+    """Whether ``text`` may be, or hold, a preview: it carries one of ``PREVIEW_PHRASES``
+    or is a start of the minimal form (``""``, ``"["``, ...).
 
-    A text for which this is False was not bounded by budgetware, so no producer recorded
-    a decision for it (the MCP boundary records decisions only for texts that pass this
-    test): the finalizer looks a decision up only when it is True. Texts that merely quote
-    a phrase are a false positive, which costs the lookup and nothing else. One scan of
-    the text for each phrase (about the time of hashing it, once: callers remember the
-    answer by content address).
+    Only such texts can have a producer's decision recorded (the MCP boundary records
+    none for others), so the finalizer looks a decision up only for them; a text that
+    merely quotes a phrase costs a lookup, nothing else.
     """
     if len(text) < len(_MINIMAL):
         return _MINIMAL.startswith(text)
-    return any(phrase in text for phrase in PREVIEW_PHRASES)
+    return _ANY_PHRASE.search(text) is not None

@@ -2,8 +2,9 @@
 
 Diagnostics, the pytest plugin, OpenTelemetry and the log line subscribe here::
 
-    with observe.subscribe(batch=on_batch, request=on_request):
-        ...  # on_batch(BatchReport) per finalized/guarded batch, on_request(RequestReport)
+    with observe.subscribe(batch=on_batch, request=on_request, usage=on_usage):
+        ...  # on_batch(BatchReport) per finalized/guarded batch, on_request(RequestReport),
+        # on_usage(UsageReport) when a reported request's response has ended
 
 Producers ask :func:`watching` first and build no report when nothing listens. Observers
 that export anything keep to sizes and counts; one that raises is handled by ``fail_open``.
@@ -35,12 +36,15 @@ __all__ = [
     "HistoryReport",
     "RequestReport",
     "Subscription",
+    "UsageReport",
     "batch_observer",
     "count_cut",
     "deliver_request",
+    "deliver_usage",
     "entry_setup",
     "on_entry_setup",
     "subscribe",
+    "usage_watched",
     "watching",
 ]
 
@@ -159,6 +163,14 @@ class BatchReport(_BatchFields, _Frozen):
         """Whether what was sent fits the budget (always, unless bounding is off)."""
         return self.budget <= 0 or self.size_after <= self.budget
 
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps tool output or paths.
+        return (
+            f"BatchReport(boundary={self.boundary!r}, results={self.results}, cut={self.cut}, "
+            f"size_before={self.size_before}, size_after={self.size_after}, "
+            f"budget={self.budget}, unit={self.unit!r}, written={len(self.written)})"
+        )
+
 
 class _HistoryFields:
     __slots__ = ("after", "before", "budget", "masked", "new_step", "skipped", "steps", "written")
@@ -220,6 +232,7 @@ class _RequestFields:
 
     __slots__ = (
         "_api",
+        "_usage",
         "batch_budget",
         "batches",
         "bytes_after",
@@ -233,6 +246,7 @@ class _RequestFields:
     )
 
     _api: str | Callable[[], str | None] | None
+    _usage: UsageReport | None
     bytes_before: int
     bytes_after: int
     batch_budget: int
@@ -285,6 +299,7 @@ class RequestReport(_RequestFields, _Frozen):
     ) -> RequestReport:
         fields = object.__new__(_RequestFields)
         fields._api = api
+        fields._usage = None
         fields.bytes_before = bytes_before
         fields.bytes_after = bytes_after
         fields.batch_budget = batch_budget
@@ -307,6 +322,12 @@ class RequestReport(_RequestFields, _Frozen):
             api = api()
             _init(self, "_api", api)
         return api
+
+    @property
+    def usage(self) -> UsageReport | None:
+        """The provider's token counters, read from the response once it ended (None before,
+        or when it carried none)."""
+        return self._usage
 
     @property
     def bounded(self) -> bool:
@@ -337,6 +358,46 @@ class RequestReport(_RequestFields, _Frozen):
         return max(self.bytes_before - self.bytes_after, 0)
 
 
+class UsageReport(_Frozen):
+    """The provider's token counters for one model request, read from its response."""
+
+    __slots__ = (
+        "api",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "input_tokens",
+        "output_tokens",
+        "request",
+    )
+    _fields = ("api", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+
+    api: str
+    input_tokens: int
+    """Every input token, the ones read from or written to the cache included."""
+    cache_read_tokens: int
+    cache_write_tokens: int | None
+    """Written to the cache (Anthropic's cache creation); None where the API has no such count."""
+    output_tokens: int | None
+    request: RequestReport | None
+    """The report of the request this answers (whose ``usage`` is this report), if known."""
+
+    def __init__(
+        self,
+        api: str,
+        input_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int | None = None,
+        output_tokens: int | None = None,
+        request: RequestReport | None = None,
+    ) -> None:
+        _init(self, "api", api)
+        _init(self, "input_tokens", input_tokens)
+        _init(self, "cache_read_tokens", cache_read_tokens)
+        _init(self, "cache_write_tokens", cache_write_tokens)
+        _init(self, "output_tokens", output_tokens)
+        _init(self, "request", request)
+
+
 def count_cut(before: Sequence[ToolResult], after: Sequence[ToolResult]) -> int:
     """How many of ``after`` are shortened ``before`` entries (``BatchReport.cut``)."""
     return sum(1 for old, new in zip(before, after) if old is not new and old.slots != new.slots)
@@ -352,32 +413,42 @@ def _size(entries: Sequence[ToolResult], unit: Unit) -> int:
 
 BatchListener = Callable[[BatchReport], None]
 RequestListener = Callable[[RequestReport], None]
+UsageListener = Callable[[UsageReport], None]
 
 _lock = _thread.allocate_lock()  # threading.Lock, without importing threading
 _batch_listeners: tuple[BatchListener, ...] = ()
 _request_listeners: tuple[RequestListener, ...] = ()
+_usage_listeners: tuple[UsageListener, ...] = ()
 
 batch_observer: BatchObserver | None = None
 """The finalizer's and the guard's hook: None while nothing listens to batches."""
 requests_watched = False
-"""Whether anything listens to request reports (the INFO log line is checked apart)."""
+"""Whether anything listens to request or usage reports (the INFO log line is checked apart)."""
 
 
 class Subscription:
     """What :func:`subscribe` returns: ``close()`` (or leaving the ``with``) unsubscribes."""
 
-    def __init__(self, batch: BatchListener | None, request: RequestListener | None) -> None:
+    def __init__(
+        self,
+        batch: BatchListener | None,
+        request: RequestListener | None,
+        usage: UsageListener | None = None,
+    ) -> None:
         self._batch = batch
         self._request = request
+        self._usage = usage
 
     def close(self) -> None:
-        global _batch_listeners, _request_listeners
+        global _batch_listeners, _request_listeners, _usage_listeners
         with _lock:
             if self._batch is not None:
                 _batch_listeners = _without(_batch_listeners, self._batch)
             if self._request is not None:
                 _request_listeners = _without(_request_listeners, self._request)
-            self._batch = self._request = None
+            if self._usage is not None:
+                _usage_listeners = _without(_usage_listeners, self._usage)
+            self._batch = self._request = self._usage = None
             _publish()
 
     def __enter__(self) -> Subscription:
@@ -399,23 +470,29 @@ def _without(listeners: tuple[_L, ...], fn: _L) -> tuple[_L, ...]:
 
 
 def subscribe(
-    *, batch: BatchListener | None = None, request: RequestListener | None = None
+    *,
+    batch: BatchListener | None = None,
+    request: RequestListener | None = None,
+    usage: UsageListener | None = None,
 ) -> Subscription:
-    """Call ``batch`` for every batch report and ``request`` for every request report."""
-    global _batch_listeners, _request_listeners
+    """Call ``batch`` for every batch report, ``request`` for every request report and
+    ``usage`` for every usage report."""
+    global _batch_listeners, _request_listeners, _usage_listeners
     with _lock:
         if batch is not None:
             _batch_listeners = (*_batch_listeners, batch)
         if request is not None:
             _request_listeners = (*_request_listeners, request)
+        if usage is not None:
+            _usage_listeners = (*_usage_listeners, usage)
         _publish()
-    return Subscription(batch, request)
+    return Subscription(batch, request, usage)
 
 
 def _publish() -> None:
     global batch_observer, requests_watched
     batch_observer = _dispatch_batch if _batch_listeners else None
-    requests_watched = bool(_request_listeners)
+    requests_watched = bool(_request_listeners or _usage_listeners)
 
 
 _logger: Any = None
@@ -442,9 +519,19 @@ def watching() -> bool:
     return logger is not None and bool(logger.isEnabledFor(_INFO))
 
 
+def usage_watched() -> bool:
+    """Whether a response's usage is worth reading: a listener, or the INFO log line."""
+    if _usage_listeners:
+        return True
+    logger = _logger or _log()
+    return logger is not None and bool(logger.isEnabledFor(_INFO))
+
+
 # --- what entry points run where they are set up --------------------------------------------
 
 _setup_hooks: list[Callable[[], object]] = []
+entry_points_set_up = False
+"""Whether any entry point was set up in this process (an unused ``budget()`` warns)."""
 
 
 def on_entry_setup(hook: Callable[[], object]) -> None:
@@ -456,6 +543,8 @@ def on_entry_setup(hook: Callable[[], object]) -> None:
 
 def entry_setup() -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
+    global entry_points_set_up
+    entry_points_set_up = True
     if not _setup_hooks:
         return
     with _lock:
@@ -487,6 +576,18 @@ def deliver_request(report: RequestReport) -> None:
     except Exception:
         _failed("log a request report")
     for listener in _request_listeners:
+        _call(listener, report)
+
+
+def deliver_usage(report: UsageReport) -> None:
+    """Link the counters to their request's report, log them (INFO), tell every listener."""
+    if report.request is not None:
+        _init(report.request, "_usage", report)
+    try:
+        _log_usage(report)
+    except Exception:
+        _failed("log a usage report")
+    for listener in _usage_listeners:
         _call(listener, report)
 
 
@@ -561,6 +662,39 @@ def _history_clause(history: HistoryReport | None, unit: str) -> str:
     return (
         f"; history {history.before:,} -> {history.after:,} {unit} (budget "
         f"{history.budget:,}): {history.masked} result(s) masked, {step}"
+    )
+
+
+def _log_usage(report: UsageReport) -> None:
+    logger = _logger or _log()
+    if logger is None or not logger.isEnabledFor(_INFO):
+        return
+    written = report.cache_write_tokens
+    share = report.cache_read_tokens / report.input_tokens if report.input_tokens else 0.0
+    # Beside the counters, what the history budget did to this request: a new masking
+    # step is the one cache miss budgetware causes.
+    history = report.request.history if report.request is not None else None
+    logger.info(
+        "budgetware: the provider's usage (%s): %s input tokens, %s read from its cache "
+        "(%.0f%%)%s%s",
+        report.api,
+        f"{report.input_tokens:,}",
+        f"{report.cache_read_tokens:,}",
+        share * 100,
+        "" if written is None else f", {written:,} written to it",
+        ""
+        if history is None
+        else f"; history: {history.masked} masked, "
+        + ("a new step" if history.new_step else "no new step"),
+        extra={
+            "budgetware": {
+                "api": report.api,
+                "input_tokens": report.input_tokens,
+                "cache_read_tokens": report.cache_read_tokens,
+                "cache_write_tokens": written,
+                "output_tokens": report.output_tokens,
+            }
+        },
     )
 
 

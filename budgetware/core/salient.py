@@ -1,22 +1,13 @@
 """Salient lines: the lines of a long output that a model most needs (errors, failures, panics).
 
-One pattern is the single source of truth: the default patterns and the user's, combined
-into one ``re`` pattern anchored at line starts (``SalientPattern.regex``). A line is
-salient when that pattern matches it **alone**: ``regex.match(text, start - 1, end)``, from
-the newline before the line to the line's end, so ``$`` and ``\\Z`` are the end of the line
-and nothing after it is seen. Each pattern is matched like ``re.match`` against a line after
-its indentation; start one with ``.*?`` to find a word anywhere in a line (it costs more).
-
-Matching that pattern at every line start costs about a microsecond a line, so the scan
-(``salient_spans``, ``scan``) checks only candidate lines: for the default patterns, the
-lines that hold one of a few words every default match contains (``_ANCHORS``: a test holds
-them complete), found by ``str.find`` of a character rare in logs and by two ``re``
-searches; for the user's patterns, the lines where they match, searched at every line
-start. The text is read in newline-aligned pieces of 256 KiB, so that no call holds the
-GIL long (a worker thread scanning a large output lets an event loop run). A scan never
-depends on time: no timeout, no sampling; its size cap (``SCAN_LIMIT``) is a number of
-characters. User patterns that may cost without bound are refused where they are
-configured (``check_patterns``, with ``core/regexcost.regex_problem``).
+One ``re`` pattern, the default patterns and the user's combined (``SalientPattern.regex``),
+decides: a line is salient when it matches that line **alone**, from the newline before it
+to its end, so ``$`` is the end of the line. Matching it at every line start costs too
+much, so the scan checks only candidate lines: those holding a word every default match
+contains (``_ANCHORS``), and those where the user's patterns match. The text is read in
+newline-aligned pieces, giving the GIL away between them; the scan never depends on time
+(its cap, ``SCAN_LIMIT``, is a size). Patterns that may cost without bound are refused
+where they are configured (``check_patterns``).
 """
 
 from __future__ import annotations
@@ -291,8 +282,8 @@ def _spans(text: str, start: int, end: int, pattern: SalientPattern) -> list[tup
 def _span_arrays(
     text: str, start: int, end: int, pattern: SalientPattern
 ) -> tuple[array[int], array[int]]:
-    """The spans of ``salient_spans`` as two arrays, their starts and their ends: 16 bytes a
-    line and no object per line (a log whose every line is an error has a million of them)."""
+    """The spans of ``salient_spans`` as two arrays, their starts and their ends: no object
+    per line (a log whose every line is an error has a million of them)."""
     start = max(start, 0)
     end = min(end, len(text))
     spans = _Collected(MAX_SPANS)
@@ -501,7 +492,7 @@ class _Collected:
 # -- the whole output, once per process -------------------------------------------------
 
 # Spans walked per call while looking for distinct lines (between them the GIL is given
-# away): a few milliseconds of C-level maps each.
+# away).
 _DISTINCT_BATCH = 4096
 _rstrip = str.rstrip
 
@@ -538,10 +529,8 @@ class Scanned:
         occurrence; every distinct line when there are no more than ``2 * limit``.
 
         The walk from the start stops once it has ``limit`` lines, the walk from the end
-        where that one stopped: a log of a million distinct errors reads a few batches,
-        not every line. Spans are read ``_DISTINCT_BATCH`` at a time by C-level maps (a
-        dict of a batch's lines, set differences with the lines seen before), with the
-        GIL given away between batches.
+        where that one stopped, so a log of a million distinct errors is not read whole;
+        spans are read ``_DISTINCT_BATCH`` at a time, the GIL given away between batches.
         """
         first, last = self._range(start, end)
         head: list[int] = []  # indexes of spans, ascending
@@ -593,7 +582,7 @@ class Scanned:
 
 
 # Scans by content address and patterns: an output re-sent every turn is scanned once per
-# process. Bounded by entries and by the spans they hold (16 bytes each).
+# process. Bounded by entries and by the spans they hold.
 _SCANNED: OrderedDict[tuple[object, ...], Scanned] = OrderedDict()
 _SCANNED_MAX_ENTRIES = 256
 _SCANNED_MAX_SPANS = 1 << 20

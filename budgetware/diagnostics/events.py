@@ -1,45 +1,10 @@
 """Privacy-safe boundary diagnostics: sizes and keyed hashes of tool results, never their text.
 
-Off unless ``BUDGETWARE_DEBUG_LOG_FILE`` names a file (``''``, ``0``, ``false``, ``off``
-and ``no`` mean off). Each boundary a tool result crosses may emit one JSON line, event
-``budgetware.tool_result.boundary``, when a value there is oversized (JSON UTF-8 bytes >
-65,536) or the boundary mutated it. A line holds the stage, sizes, HMAC-SHA-256 hashes
-under a per-process random key, artifact states and kinds, and hashes of identifiers:
-never a value, a prompt, a path or an identifier. See docs/diagnostics.md.
-
-Hooks for boundary owners (one guarded line each; off, the cost is the flag check)::
-
-    from budgetware.diagnostics import events as diagnostics
-
-    if diagnostics.enabled:  # a ToolResult batch boundary above the core, after its work
-        diagnostics.tool_results("producer", entries, result)  # producer_input/_output
-    if diagnostics.enabled:  # a display projection (ACP frames, headless messages)
-        diagnostics.display_pair("acp", frame, projected)
-    if diagnostics.enabled:  # a display wire: the frame and the exact bytes written
-        diagnostics.display_wire("acp", projected, data)
-    if diagnostics.enabled:  # or frames read back from the bytes written
-        diagnostics.display_wire_bytes("headless", data)
-
-    @diagnostics.observes_mcp_results  # an MCP producer bounding one tools/call result
-    def bound_tool_result(result, **options): ...
-
-    # anything else: lazily, values as (representation, text[, call index]) triples
-    diagnostics.boundary(
-        "acp_wire",
-        values=lambda: [("acp_content", text, 0), ("acp_raw_output", raw, 0)],
-        ids=lambda: {"session": session_id, "tool_call": [call_a, call_b]},
-        artifacts=lambda: [None, ()],  # per tool call: tri-state or ArtifactInfo
-        mutated=False,
-        wire_bytes=len(line),  # exactly the bytes written, newline included
-    )
-
-The core's finalizer and guard report through ``budgetware.core.observe`` (the core
-imports nothing above it): while diagnostics are on, they subscribe ``tool_results`` to its
-batch reports. The HTTP layer's ``http_wire`` hook is
-``budgetware.diagnostics.recorder.submitted(url, body)``.
-``boundary_pair`` emits an ``*_input`` and an ``*_output`` event together after the work,
-so that an input that was not oversized is still logged when the boundary changed it.
-Nothing here raises into the caller or changes a value: every failure is swallowed.
+On while ``BUDGETWARE_DEBUG_LOG_FILE`` names a file. A boundary a tool result crosses emits
+one JSON line when a value there is oversized (JSON bytes > 65,536) or the boundary changed
+it (docs/diagnostics.md). Hooks are guarded by ``if diagnostics.enabled:``; the core reports
+through ``core.observe``, the HTTP layer through ``recorder.submitted``. Nothing here raises
+into the caller or changes a value.
 """
 
 from __future__ import annotations
@@ -135,40 +100,21 @@ _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-# --- enablement: one dictionary lookup and an identity test on the disabled path ---------
-
-_env_data: Any = getattr(os.environ, "_data", None)
-_env_key: Any
-try:
-    _env_key = os.environ.encodekey(ENV_VAR)
-except AttributeError:  # pragma: no cover - not CPython's os.environ
-    _env_key = ENV_VAR
-if not isinstance(_env_data, dict):  # pragma: no cover - not CPython's os.environ
-    _env_data = None
-
 _UNSET: Any = object()
 _raw: Any = _UNSET  # the environment value the cached decision was made from
 _on = False
 _log = LogFile()  # the file named by the environment variable, opened at first write
 _override_sink: Callable[[bytes], None] | None = None  # set by configure(): forces on
 
-
-# The hot-path flag: hooks in per-batch code test ``diagnostics.enabled`` (one attribute
-# read). It is decided when this module is imported and re-decided by every ``active()``
-# that sees the variable change, by ``refresh()``, ``configure()`` and ``reset()``.
+# The flag hooks test; re-decided by ``active()`` when the variable changed, ``refresh()``,
+# ``configure()`` and ``reset()``.
 enabled = False
 
 
 def active() -> bool:
-    """Whether diagnostics are on, re-reading the environment only when it changed.
-
-    The decision is cached and re-made only when the environment variable's value object
-    changes (set, changed or removed), so tests and long-lived processes may switch it.
-    Costs one dictionary lookup; per-batch hooks test the ``enabled`` flag instead, which
-    a process that switches the variable at run time refreshes with ``refresh()``.
-    """
-    raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(ENV_VAR)
-    if raw is _raw:
+    """Whether diagnostics are on, deciding again only when the variable changed."""
+    raw = os.environ.get(ENV_VAR)
+    if raw == _raw:
         return _on
     return _decide(raw)
 
@@ -186,13 +132,10 @@ def _decide(raw: Any) -> bool:
     with _lock:
         _raw = raw
         path: str | None = None
-        if raw is not None:
-            text = os.fsdecode(raw) if isinstance(raw, bytes) else str(raw)
-            if text.strip().lower() not in _OFF_VALUES:
-                path = text.strip()
+        if raw is not None and raw.strip().lower() not in _OFF_VALUES:
+            path = raw.strip()
         _log.use(path)
         _on = enabled = _override_sink is not None or path is not None
-        # The core's finalizer and guard report through this seam while diagnostics are on.
         _observe_batches(_on)
         return _on
 
@@ -213,7 +156,7 @@ def _observe_batches(on: bool) -> None:
         _subscription = None
 
 
-# --- configuration (tests inject the key, the clock, the limit and a sink) ---------------
+# --- configuration (tests inject the key, the clock, the limit and a sink) ---
 
 _lock = threading.RLock()
 _key = secrets.token_bytes(32)
@@ -244,12 +187,8 @@ def configure(
     window: float | None = None,
     sink: Callable[[bytes], None] | None = None,
 ) -> None:
-    """Override the HMAC key, the rate-limit clock/limit/window, or the output sink.
-
-    A ``sink`` receives each encoded line (newline included) and turns diagnostics on
-    regardless of the environment, until ``reset()``. The current window and the
-    suppressed count carry over.
-    """
+    """Override the HMAC key, the rate limit's clock, limit or window, or the sink: a
+    ``sink`` receives each encoded line and turns diagnostics on until ``reset()``."""
     global _clock, _limit, _window, _override_sink
     with _lock:
         if key is not None:
@@ -282,10 +221,10 @@ def reset() -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child is another process: its hashes must not be comparable with the parent's.
+    """A new key (a child's hashes are not comparable with its parent's), not its log fd."""
     global _lock
     _lock = threading.RLock()
-    _log.forget()  # the inherited descriptor stays valid but belongs to the parent
+    _log.forget()
     _set_key(secrets.token_bytes(32))
 
 
@@ -293,15 +232,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-# --- hashing and classification -----------------------------------------------------------
+# --- hashing and classification ---
 
 
 def keyed_hash(value: str) -> str:
-    """HMAC-SHA-256 (hex) of one value: 8-byte big-endian length, then UTF-16-LE bytes.
-
-    ``surrogatepass`` keeps lone surrogates distinct (``'\\ud800'`` != ``'\\udc00'``); each
-    value is hashed alone, never concatenated with another.
-    """
+    """HMAC-SHA-256 (hex) of one value: its 8-byte length, then its UTF-16-LE bytes (lone
+    surrogates kept distinct)."""
     data = value.encode("utf-16-le", "surrogatepass")
     mac = _base_mac.copy()
     mac.update(len(data).to_bytes(8, "big"))
@@ -326,9 +262,7 @@ def _normalize_kind(kind: object) -> str:
 
 
 def _artifact(item: object) -> dict[str, Any]:
-    """One tool call's state and kinds. Metadata that is not the tri-state (a bare string,
-    a number, an iterator that fails) is ``undecided`` with no kinds: the event is still
-    written, and only the three documented states ever are."""
+    """One tool call's state and kinds; anything but the tri-state is ``undecided``."""
     files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
     if files is None:
         return {"state": "undecided", "kinds": []}
@@ -339,11 +273,10 @@ def _artifact(item: object) -> dict[str, Any]:
     except Exception:
         return {"state": "undecided", "kinds": []}
     kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
-    # Explicit kinds add to the references' own (the persisted output is a "file").
     try:
         kinds += [_normalize_kind(k) for k in explicit]
     except Exception:
-        pass  # unreadable explicit kinds: the references' kinds alone
+        pass
     return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
 
 
@@ -391,7 +324,7 @@ def _ids(ids: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-# --- the event pipeline --------------------------------------------------------------------
+# --- the event pipeline ---
 
 
 def boundary(
@@ -403,15 +336,9 @@ def boundary(
     mutated: bool | Callable[[], bool] = False,
     wire_bytes: int | Callable[[], int] | None = None,
 ) -> None:
-    """Emit one boundary event if a value is oversized or ``mutated`` is true.
-
-    Every argument but ``stage`` may be a thunk and is evaluated only when diagnostics are
-    on (``values`` not even then when the rate limit drops a mutated event). ``ids`` maps
-    ``session``, ``request``, ``tool_call`` and ``tool_name`` to a string, or to a list in
-    wire order when the boundary carries several tool calls (values then name theirs by
-    index). ``artifacts`` lists, per tool call, its ``persisted_output_files`` tri-state or
-    an ``ArtifactInfo``. Never raises.
-    """
+    """Emit one event if a value is oversized or ``mutated``; arguments may be thunks, called
+    only when diagnostics are on. ``ids`` maps session, request, tool_call and tool_name to
+    a string or a list in wire order; ``artifacts`` is per tool call. Never raises."""
     if not active():
         return
     try:
@@ -431,11 +358,8 @@ def boundary_pair(
     ids: Callable[[], Mapping[str, Any]] | None = None,
     mutated: bool | Callable[[], bool] = False,
 ) -> None:
-    """Emit the input and output events of one boundary, called once its work is done.
-
-    Both carry the boundary's ``mutated``: an input that changed is logged even when it was
-    not oversized, so its hash can be compared with the output's. Never raises.
-    """
+    """Emit a boundary's input and output events once its work is done: a changed input is
+    logged even when not oversized, to compare its hash with the output's. Never raises."""
     if not active():
         return
     try:
@@ -448,12 +372,8 @@ def boundary_pair(
 
 
 def tool_results(name: str, before: Sequence[ToolResult], after: Sequence[ToolResult]) -> None:
-    """``boundary_pair`` for a batch of ToolResults: ``<name>_input`` and ``<name>_output``.
-
-    ``name`` is ``finalizer``, ``guard`` or ``producer``; values are the ``model_text``
-    slots, artifacts each entry's ``persisted_output_files``, ids the call ids and tool
-    names in batch order; mutated when any entry is not the same object afterwards.
-    """
+    """``boundary_pair`` for a ToolResult batch (``name``: finalizer, guard or producer);
+    mutated when any entry is not the same object afterwards."""
     if not active():
         return
     try:
@@ -483,12 +403,8 @@ def tool_results_wire(
     mutated: bool = False,
     artifacts: bool = True,
 ) -> None:
-    """One event for the ToolResult batches of one request as submitted (wire or recorder).
-
-    Values are the ``model_text`` slots of every entry, tool calls in wire order.
-    ``artifacts=False`` leaves artifact states out (entries read back from a body carry no
-    decision: ``None`` there means unknown, not undecided).
-    """
+    """One event for a request's ToolResult batches as submitted; ``artifacts=False`` for
+    entries read back from a body (which carries no artifact decision)."""
     if not active():
         return
     try:
@@ -512,11 +428,8 @@ def tool_results_wire(
 
 
 def display_pair(kind: str, before: Any, after: Any) -> None:
-    """``<kind>_projection_input``/``_output`` around a display projection (acp or headless).
-
-    ``before`` and ``after`` are the ACP frame(s) or headless message(s) before and after
-    projecting; mutated when the projection returned a different object.
-    """
+    """``<kind>_projection_input``/``_output`` around a display projection (acp or
+    headless); mutated when it returned a different object."""
     if not active():
         return
     try:
@@ -551,11 +464,8 @@ def display_wire(kind: str, payload: Any, written: bytes | int) -> None:
 
 
 def display_wire_bytes(kind: str, written: bytes) -> None:
-    """``<kind>_wire`` for bytes already written: the frames are read back from them.
-
-    For writers that hold only the encoded bytes (a newline-delimited line, or a JSON
-    array element with its leading ``[`` or ``,``).
-    """
+    """``<kind>_wire`` for bytes already written (a line, or a JSON array element with its
+    ``[`` or ``,``): the frames are read back from them."""
     if not active():
         return
     try:
@@ -576,12 +486,8 @@ def display_wire_bytes(kind: str, written: bytes) -> None:
 
 
 def observes_mcp_results(fn: _F) -> _F:
-    """Decorate a producer that bounds one MCP ``tools/call`` result dict.
-
-    The decorated function takes the result first and returns an object with ``result``
-    (the delivered result) and ``refs`` (None when unchanged, else the artifact
-    references); ``producer_input``/``producer_output`` are emitted around it.
-    """
+    """Emit ``producer_input``/``_output`` around a producer bounding one MCP result, which
+    returns an object with ``result`` and ``refs`` (None when unchanged)."""
 
     @functools.wraps(fn)
     def wrapper(result: Any, *args: Any, **kwargs: Any) -> Any:
@@ -657,16 +563,14 @@ def _emit(
         raise ValueError(f"unknown diagnostics stage {stage!r}")
     changed = bool(mutated()) if callable(mutated) else bool(mutated)
     items: list[Sequence[Any]] | None = None
-    if not changed:
-        # Only an oversized value makes an unchanged boundary worth an event; the check
-        # stops early, and nothing counts against the rate limit when there is none.
+    if not changed:  # only an oversized value makes an unchanged boundary worth an event
         items = _evaluate(values)
         if not any(json_string_bytes(v[1], OVERSIZED_BYTES) > OVERSIZED_BYTES for v in items):
             return
     with _lock:
         suppressed = _admit()
     if suppressed is None:
-        return  # dropped: a mutated event's values are never even evaluated
+        return
     if items is None:
         items = _evaluate(values)
     slots: dict[str, int] = {}
@@ -701,8 +605,7 @@ def _evaluate(values: Callable[[], Iterable[Value]] | Iterable[Value] | None) ->
     if values is None:
         return []
     produced = values() if callable(values) else values
-    # Keep only well-formed (representation, text[, index]) values; text is never logged.
     return [v for v in produced if len(v) >= 2 and isinstance(v[1], str)]
 
 
-active()  # decide once at import: the hot-path flag starts in sync with the environment
+active()

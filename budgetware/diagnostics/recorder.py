@@ -1,23 +1,9 @@
 """An opt-in recorder of exactly what each request submitted for its tool results.
 
-Off by default. On when ``BUDGETWARE_RECORD_DIR`` names a directory (``''``, ``0``,
-``false``, ``off`` and ``no`` mean off) or when ``set_recorder(Recorder(directory))`` was
-called. Each submitted request becomes one JSON line in ``submitted-<time>-<pid>.jsonl``
-(directory 0700, file 0600): the finalized text of every tool result, its artifact
-references, and per text its HMAC under the diagnostics key, so a record can be matched
-with the ``http_wire`` events of the debug log of the same process (same ``key_id``).
-
-The HTTP layer calls, with the exact body bytes it is about to send (after
-``finalize_body``), which emits the ``http_wire`` diagnostic and writes the record::
-
-    from budgetware.diagnostics import recorder as _recorder
-
-    _recorder.submitted(url, body)  # off: two cheap checks
-
-or, when it already holds the finalized batches, ``record_submission(url, batches,
-body=body)``. Neither raises nor changes its arguments. Records hold tool
-output in full: keep the directory private. URLs are stored without credentials, query
-or fragment (API keys travel there).
+On when ``BUDGETWARE_RECORD_DIR`` names a directory or ``set_recorder`` was called: one JSON
+line per request in a private file, each text with its HMAC under the diagnostics key, so it
+matches the debug log's ``http_wire`` events. Records hold tool output in full; URLs lose
+their credentials, query and fragment.
 """
 
 from __future__ import annotations
@@ -93,12 +79,8 @@ class Recorder:
         request: str | None = None,
         source: str = "entries",
     ) -> None:
-        """Write one record; raises on an I/O error (``record_submission`` swallows it).
-
-        ``source`` is ``entries`` (the caller's finalized ToolResults, artifact decisions
-        included) or ``wire`` (read back from the body: ``persisted_output_files`` is then
-        null, unknown, because a body carries no decision).
-        """
+        """Write one record; raises on an I/O error. ``source`` is ``entries`` (the caller's
+        ToolResults) or ``wire`` (read back from the body: no artifact decision)."""
         record: dict[str, Any] = {
             "time": round(time.time(), 3),
             "sequence": next(self._sequence),
@@ -129,7 +111,7 @@ class Recorder:
     def _open(self) -> int:
         if self._fd is not None and self._pid == os.getpid():
             return self._fd
-        # A forked child writes its own file: two processes never interleave one record.
+        # A forked child writes its own file: two processes never interleave a record.
         folder = open_private_dir(str(self.directory))
         try:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -154,7 +136,7 @@ def _entry(entry: ToolResult) -> dict[str, Any]:
     }
 
 
-# --- the process-wide recorder: explicit, else from the environment -----------------------
+# --- the process-wide recorder: explicit, else from the environment ---
 
 _explicit: Recorder | None = None
 _env_raw: Any = None
@@ -171,25 +153,19 @@ def set_recorder(recorder: Recorder | None) -> Recorder | None:
     return previous
 
 
-_env_data: Any = getattr(os.environ, "_data", None)
-_env_key: Any = os.environ.encodekey(ENV_VAR) if isinstance(_env_data, dict) else ENV_VAR
-if not isinstance(_env_data, dict):  # pragma: no cover - not CPython's os.environ
-    _env_data = None
-
-
 def current() -> Recorder | None:
-    """The recorder in effect, or None when recording is off (one lookup when unchanged)."""
+    """The recorder in effect, or None when recording is off."""
     global _env_raw, _env_recorder
     if _explicit is not None:
         return _explicit
-    raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(ENV_VAR)
-    if raw is _env_raw:
+    raw = os.environ.get(ENV_VAR)
+    if raw == _env_raw:
         return _env_recorder
     with _state_lock:
         if _env_recorder is not None:
             _env_recorder.close()
         _env_raw = raw
-        text = (os.fsdecode(raw) if isinstance(raw, bytes) else str(raw)) if raw else ""
+        text = raw or ""
         on = text.strip().lower() not in _OFF_VALUES
         _env_recorder = Recorder(text.strip()) if on else None
     return _env_recorder
@@ -209,11 +185,8 @@ def record_submission(
     request: str | None = None,
     source: str = "entries",
 ) -> None:
-    """Record what one request submits and emit its ``recorder`` diagnostic; never raises.
-
-    ``batches`` are the finalized tool results exactly as they go on the wire, in wire
-    order; ``body`` (optional) the exact request bytes, stored only as SHA-256 and length.
-    """
+    """Record what one request submits (``body`` only as its SHA-256 and length) and emit
+    its ``recorder`` diagnostic; never raises."""
     global failures
     try:
         recorder = current()
@@ -240,12 +213,8 @@ def submitted(
     session: str | None = None,
     request: str | None = None,
 ) -> None:
-    """The HTTP layer's one call with the exact bytes it sends: ``http_wire`` and a record.
-
-    Off (neither diagnostics nor recording on): two cheap checks. On: the tool results are
-    read back from ``body`` itself, so what is logged and recorded is what went out. Bodies
-    that are not a known provider format are ignored. Never raises.
-    """
+    """The HTTP layer's call with the exact bytes it sends: the ``http_wire`` event and a
+    record, both read back from ``body`` itself. Never raises."""
     if not (diagnostics.active() or current() is not None):
         return
     global failures
@@ -270,12 +239,7 @@ def submitted(
 def wire_batches(
     url: str, body: bytes, config: BudgetConfig | None = None
 ) -> list[list[ToolResult]]:
-    """The tool-result batches a provider request body carries, as ToolResults, in order.
-
-    ``config`` says which endpoints are model endpoints (declared ones, sniffing).
-
-    Artifact state cannot be read back from a body: every entry is "undecided" (None).
-    """
+    """The tool-result batches a provider request body carries, as undecided ToolResults."""
     from budgetware.wire.detect import read_body
 
     read = read_body(url, body, config)

@@ -48,11 +48,8 @@ Value = tuple[str, str] | tuple[str, str, int]
 
 @dataclass(frozen=True)
 class ArtifactInfo:
-    """One tool call's artifacts with explicit kinds (from the closed set, else ``unknown``),
-    logged after the kinds of ``files`` themselves.
-
-    ``files`` is the ``persisted_output_files`` tri-state; only its state is ever logged.
-    """
+    """One tool call's artifacts (``files``: the tri-state, only its state logged) with
+    explicit kinds, logged after the kinds of ``files`` themselves."""
 
     files: Sequence[str] | None
     kinds: Sequence[str] = ()
@@ -104,11 +101,8 @@ def display_extractor(kind: str) -> Callable[[Any], tuple[list[Value], dict[str,
 
 
 def acp_values(frames: Any) -> tuple[list[Value], dict[str, Any]]:
-    """The tool output values and ids of ACP ``tool_call_update`` frames, in wire order.
-
-    ``frames`` is one JSON-RPC message or a list of them (a batch). Values are the text of
-    each ``content`` text block and a string ``rawOutput``, tagged with their update's index.
-    """
+    """The text values (tagged with their update's index) and ids of the ACP
+    ``tool_call_update`` frames in one message or a batch, in wire order."""
     values: list[Value] = []
     calls: list[Any] = []
     names: list[Any] = []

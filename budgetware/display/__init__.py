@@ -1,8 +1,5 @@
-"""Display projection: bounded copies of tool output for editors (ACP) and log consumers.
-
-Public (docs/projection.md): the projections and ``HeadlessWriter``; the modules inside
-are private.
-"""
+"""Display projection: bounded copies of tool output for editors (ACP) and log consumers
+(docs/projection.md); the modules inside are private."""
 
 from budgetware.display.headless import HeadlessWriter
 from budgetware.display.projection import (

@@ -1,14 +1,6 @@
-"""The ACP stdio proxy's streams: agent stdout lines projected, editor stdin passed through.
-
-It sits between an editor and an agent written in any language. Editor stdin goes to the
-agent byte for byte and the agent's stderr is inherited. Each line of the agent's stdout
-that is a ``session/update`` with a ``tool_call_update`` is projected: only the projected
-fields are written anew, every other byte of the line stays. Every other line, including
-lines that do not parse, is forwarded byte for byte. ``budgetware acp-proxy``
-(``budgetware.cli.acp_proxy``) runs the agent and these pumps. Only the standard library
-(and budgetware's own JSON codec and splicer) is used; blocking threads over binary pipes
-read lines of any length.
-"""
+"""The ACP stdio proxy's streams (``budgetware acp-proxy``): editor stdin passed through,
+each agent stdout line that is a ``tool_call_update`` projected in place (every other byte
+kept), every other line forwarded byte for byte."""
 
 from __future__ import annotations
 
@@ -30,11 +22,8 @@ _NEEDLES = (b"session/update", b"tool_call_update")
 
 
 def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
-    """The bytes to send to the editor for one line of agent stdout (newline included).
-
-    This is the wire boundary of the proxy: the line itself when nothing changes, else the
-    projected frame as compact JSON with the line's own ending.
-    """
+    """The bytes to send the editor for one line of agent stdout: the line itself when
+    nothing changes, else the line with the projected fields spliced in."""
     if not all(needle in line for needle in _NEEDLES):
         return line
     body = line.rstrip(b"\r\n")
@@ -50,15 +39,16 @@ def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
         diagnostics.display_pair("acp", frame, projected)
     if projected is frame:
         return line
-    # Only the projected fields change: every other byte of the agent's line stays, number
-    # spellings included (orjson would write NaN, Infinity and 1e400 as null).
+    # Splice, so number spellings stay (orjson would write NaN, Infinity and 1e400 as null).
     patched = patch_json(body, frame, projected)
     return (patched if patched is not None else dumps_faithful(projected)) + ending
 
 
 def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
-    # Plain file descriptors, no buffered file objects: this daemon thread may still be
-    # blocked in a read when the interpreter exits, and it must not hold an io lock then.
+    """Copy the editor's input to the agent.
+
+    Plain descriptors: this daemon thread may be blocked in a read at exit, holding no io lock.
+    """
     target_fd = child_stdin.fileno()
     try:
         while True:
@@ -69,7 +59,7 @@ def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
             while view:
                 view = view[os.write(target_fd, view) :]
     except OSError:
-        pass  # the agent is gone (broken pipe); its exit code tells the story
+        pass  # the agent is gone; its exit code tells
     finally:
         try:
             child_stdin.close()
@@ -104,7 +94,6 @@ def _forward(line: bytes, sink: IO[bytes], budget: int) -> bool:
     try:
         out = rewrite_line(line, budget)
     except Exception:
-        # Fail open: a bug in the projection must never drop or corrupt a frame.
         fail_open("project an ACP frame")
         out = line
     try:

@@ -19,11 +19,9 @@ HeadlessMode = Literal["stream-json", "json"]
 class HeadlessWriter:
     """Write the messages of a non-interactive agent run, projecting tool results on the way.
 
-    ``stream-json`` writes one compact JSON message per line, flushed as it goes, so that a
-    consumer can follow the run live. ``json`` writes one array of all messages and a
-    newline; the array is written incrementally (nothing is held in memory) and closed by
-    :meth:`close`. The stream may be binary or text; text streams get the same UTF-8
-    characters. Messages passed in are never modified.
+    ``stream-json``: one compact JSON message per line, flushed as it goes; ``json``: one
+    array, written incrementally and closed by :meth:`close`. ``stream`` may be binary or
+    text. Messages passed in are never modified.
     """
 
     def __init__(
@@ -64,22 +62,15 @@ class HeadlessWriter:
         self._count += 1
 
     def encode(self, message: dict[str, Any]) -> bytes:
-        """The compact JSON of one projected message: the wire boundary of this writer.
-
-        Every value other than the projected text is written as the standard library's
-        ``json.dumps`` writes it (what the agent would write itself): big integers exactly,
-        non-finite floats as ``NaN`` / ``Infinity``, never turned into ``null``.
-        """
+        """The compact JSON of one projected message; other values as ``json.dumps`` writes
+        them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
         projected = project_headless_message(message, self._budget)
         if diagnostics.enabled:
             diagnostics.display_pair("headless", message, projected)
         return dumps_faithful(projected)
 
     def close(self) -> None:
-        """Finish the output (the array's closing bracket in JSON mode) and flush it.
-
-        The underlying stream is left open: it usually is ``sys.stdout``.
-        """
+        """Finish the output (the closing bracket in ``json`` mode); the stream stays open."""
         if self._closed:
             return
         self._closed = True

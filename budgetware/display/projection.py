@@ -1,15 +1,8 @@
 """Display projection: bound the textual tool output that ACP and headless transports carry.
 
-The projection works on the transport copy only. It never mutates its input and returns the
-very same object when nothing had to change, so the model-facing text, the artifacts and
-any transcript built from the original objects stay lossless.
-
-Sizes are JSON bytes: the UTF-8 length of the compact JSON serialization, measured with
-``budgetware.core.measure.json_string_bytes``. The cutting helpers below work in "payload
-bytes" (a string's JSON bytes without its two quotes), which add up over concatenation:
-the cost of ``a + b`` is the cost of ``a`` plus the cost of ``b``, because every code point
-is escaped on its own. That is what lets the cuts binary-search over slices of the part
-they keep instead of re-measuring from the start.
+It never mutates its input and returns the same object when nothing changed, so what the
+model sees stays lossless. Sizes are compact JSON bytes; the cuts work in "payload bytes"
+(without the quotes), which add up over concatenation, so a cut measures only slices.
 """
 
 from __future__ import annotations
@@ -44,8 +37,7 @@ ACP_MARKER = "\n[... truncated for ACP transport ...]\n"
 HEADLESS_MARKER = "\n[... truncated for headless transport ...]\n"
 #: JSON bytes of one empty text block: ``{"type":"content","content":{"type":"text","text":""}}``.
 BLOCK_SKELETON_BYTES = 54
-# Share of the kept bytes that goes to the head; the tail (where errors and summaries
-# usually are) gets the rest.
+# The head's share of the kept bytes; the tail, where errors and summaries are, gets the rest.
 _HEAD_NUMERATOR, _HEAD_DENOMINATOR = 1, 5
 
 # Machine-parsed UI commands: cutting them would break the UI, so the update stays whole.
@@ -54,7 +46,7 @@ _TEXT_BLOCK_KEYS = frozenset({"type", "content"})
 _TEXT_KEYS = frozenset({"type", "text"})
 
 
-# -- cutting one string ---------------------------------------------------------------------
+# -- cutting one string ---
 
 
 def payload_bytes(s: str, limit: int | None = None) -> int:
@@ -67,12 +59,8 @@ def _is_pair(high: str, low: str) -> bool:
 
 
 def json_prefix_length(s: str, size: int) -> int:
-    """Length of the longest prefix of ``s`` within ``size`` payload bytes.
-
-    Never ends between the two halves of a surrogate pair held as two code points; a lone
-    surrogate counts as its 6-byte escape. Work is proportional to ``size``, not ``len(s)``:
-    each character costs at least one byte, so only ``s[:size]`` can matter.
-    """
+    """Length of the longest prefix of ``s`` within ``size`` payload bytes, never splitting a
+    surrogate pair; reads only ``s[:size]`` (a character costs at least one byte)."""
     if size <= 0 or not s:
         return 0
     window = s[:size]
@@ -103,13 +91,9 @@ def json_suffix_length(s: str, size: int) -> int:
 
 
 def _largest_fitting(window: str, size: int, window_cost: int, *, from_end: bool) -> int:
-    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``.
-
-    Invariant: ``k = lo`` fits with cost ``lo_cost``, ``k = hi`` does not (cost ``hi_cost``).
-    Steps alternate between interpolation (exact in one step for text of uniform cost, such
-    as all-CJK) and bisection (which bounds the step count by 2·log2). Only the slice between
-    ``lo`` and the probe is measured, so the whole search reads about one window's worth.
-    """
+    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``:
+    interpolation (exact for text of uniform cost) alternating with bisection (bounding the
+    steps), measuring only the slice between ``lo`` and the probe."""
     lo, lo_cost, hi, hi_cost = 0, 0, len(window), window_cost
     n = len(window)
     interpolate = True
@@ -132,12 +116,8 @@ def _largest_fitting(window: str, size: int, window_cost: int, *, from_end: bool
 
 
 def project_string(s: str, budget: int, marker: str) -> str:
-    """Bound ``s`` to ``budget`` JSON bytes (quotes included), cutting out of the middle.
-
-    Returns ``s`` itself when it fits. Otherwise keeps the longest prefix within 20 % and
-    the longest suffix within 80 % of the bytes left after the marker, joined by the marker;
-    when the marker alone does not fit, the longest fitting prefix and no marker.
-    """
+    """Bound ``s`` to ``budget`` JSON bytes (quotes included): ``s`` itself when it fits, else
+    a 20% head and an 80% tail joined by ``marker`` (only a head when the marker does not fit)."""
     if json_string_bytes(s, limit=budget) <= budget:
         return s
     room = budget - 2
@@ -151,7 +131,7 @@ def project_string(s: str, budget: int, marker: str) -> str:
     return s[: json_prefix_length(s, head)] + marker + s[len(s) - keep_tail :]
 
 
-# -- ACP ------------------------------------------------------------------------------------
+# -- ACP ---
 
 
 def content_array_bytes(texts: Sequence[str]) -> int:
@@ -186,7 +166,6 @@ def _is_a2ui(update: dict[str, Any]) -> bool:
 
 
 def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
-    # Copies of both levels, keeping the key order of the original block.
     new_block = dict(block)
     inner = dict(block["content"])
     inner["text"] = text
@@ -202,8 +181,7 @@ def _project_text_blocks(
     skeleton = 2 + BLOCK_SKELETON_BYTES * n + max(n - 1, 0)
     marker_bytes = payload_bytes(marker)
     room = budget - skeleton
-    # A block longer than the whole budget can never be kept whole, so its size is only
-    # needed up to there: payload_bytes stops early past the limit.
+    # Measured only up to the budget: a longer block is never kept whole.
     sizes = [min(payload_bytes(t, limit=budget), budget) for t in texts]
     if room >= 0 and sum(sizes) <= room:
         return blocks
@@ -284,7 +262,7 @@ def project_acp_frame(frame: dict[str, Any], budget: int = FIELD_BUDGET) -> dict
     return new_frame
 
 
-# -- headless -------------------------------------------------------------------------------
+# -- headless ---
 
 
 def project_headless_message(

@@ -1,6 +1,7 @@
 """Delivering a request's report when the request reaches the network, where the HTTP
 client span is current: from httpcore's ``trace`` extension at the first network event,
 else right after ``send`` (``settle``). A ``trace`` callback the caller set keeps working.
+Its response's usage is read as it passes (``http/usage.py``), while something watches.
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from budgetware.core.observe import RequestReport, deliver_request
+from budgetware.core.observe import RequestReport, deliver_request, usage_watched
+from budgetware.http.hooks import register_response_rewriter
 
 __all__ = ["REPORT_EXTENSION", "attach_report", "settle"]
 
@@ -17,12 +19,13 @@ _TRACE = "trace"
 
 
 class _Pending:
-    __slots__ = ("delivered", "inner", "report")
+    __slots__ = ("delivered", "inner", "report", "watched")
 
     def __init__(self, report: RequestReport, inner: Any) -> None:
         self.report = report
         self.inner = inner
         self.delivered = False
+        self.watched = False
 
     def deliver(self) -> None:
         if not self.delivered:
@@ -81,3 +84,18 @@ def settle(request: Any) -> None:
     pending = request.extensions.get(REPORT_EXTENSION)
     if pending is not None and not pending.delivered:
         pending.deliver()
+
+
+def _watch_usage(request: Any, response: Any) -> Any:
+    """Read the usage of the response to a reported request (the same response, unchanged)."""
+    pending = getattr(request, "extensions", {}).get(REPORT_EXTENSION)
+    if pending is None or pending.watched or not usage_watched():
+        return response
+    pending.watched = True
+    from budgetware.http.usage import watch_usage
+
+    watch_usage(response, pending.report)
+    return response
+
+
+register_response_rewriter(_watch_usage)

@@ -6,7 +6,8 @@ __all__ = ["InvalidPattern", "InvalidReadArgument", "SearchTimeout"]
 
 
 class InvalidReadArgument(ValueError):
-    """An offset, limit, context or match count that is not a whole number in range."""
+    """An offset, limit, context or match count that is not a whole number in range, or a
+    time limit that is not a positive, finite number of seconds."""
 
 
 class InvalidPattern(ValueError):

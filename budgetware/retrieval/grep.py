@@ -6,6 +6,7 @@ takes a time limit.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import Any
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig
 from budgetware.retrieval.artifact import Artifact, reader_for
-from budgetware.retrieval.errors import SearchTimeout
+from budgetware.retrieval.errors import InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, read_ref
 from budgetware.store.base import MIB, ArtifactChanged, ContentStore
@@ -487,7 +488,8 @@ def grep_artifact(
     SearchTimeout after ``timeout`` seconds.
 
     Raises ArtifactNotFound (see ``read_artifact``), InvalidPattern for a pattern that is
-    invalid or too costly to compile, InvalidReadArgument for a negative count.
+    invalid or too costly to compile, InvalidReadArgument for a count out of range or a
+    ``timeout`` that is not a positive, finite number.
     """
     result = grep_result(
         ref,
@@ -517,6 +519,13 @@ def grep_result(
     context = count("context", context)
     max_matches = count("max_matches", max_matches, minimum=1)
     max_line_chars = count("max_line_chars", max_line_chars, minimum=16)
+    # nan would never be past; inf neither: a search always has a time limit.
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < math.inf
+    ):
+        raise InvalidReadArgument("timeout must be a positive, finite number of seconds")
     compiled = compile_pattern(pattern)
 
     def grep(artifact: Artifact) -> GrepResult:
@@ -527,7 +536,7 @@ def grep_result(
                 context=context,
                 max_matches=max_matches,
                 max_line_chars=max_line_chars,
-                timeout=float(timeout),
+                timeout=timeout,
             )
         except ArtifactNotFound:
             reader_for(artifact.store).forget(artifact.key)  # hashed again at its next read

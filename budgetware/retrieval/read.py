@@ -14,7 +14,15 @@ from budgetware.retrieval.errors import InvalidReadArgument
 from budgetware.store.base import ContentStore, named_stores
 from budgetware.store.select import store_for_config
 
-__all__ = ["DEFAULT_LIMIT", "Window", "count", "read_artifact", "read_ref", "read_window"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "LARGEST",
+    "Window",
+    "count",
+    "read_artifact",
+    "read_ref",
+    "read_window",
+]
 
 DEFAULT_LIMIT = 20_000
 T = TypeVar("T")
@@ -101,12 +109,20 @@ def _stores(store: ContentStore | None, config: BudgetConfig | None) -> list[Con
     return [configured, *(other for other in others if other is not configured)]
 
 
+# The largest count taken: a 64-bit index, and a number every message can print.
+LARGEST = 2**63 - 1
+
+
 def count(name: str, value: Any, *, minimum: int = 0) -> int:
-    """``value`` as a whole number of at least ``minimum`` (InvalidReadArgument if not)."""
+    """``value`` as a whole number from ``minimum`` to ``LARGEST`` (InvalidReadArgument if
+    not)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidReadArgument(f"{name} must be a whole number, not {type(value).__name__}")
     if value < minimum:
-        raise InvalidReadArgument(f"{name} must be {minimum} or more (got {value})")
+        got = f" (got {value})" if value > -LARGEST else ""
+        raise InvalidReadArgument(f"{name} must be {minimum} or more{got}")
+    if value > LARGEST:
+        raise InvalidReadArgument(f"{name} must be a whole number up to {LARGEST:,}")
     return value
 
 

@@ -12,6 +12,7 @@ import errno
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from budgetware.core.artifacts import ArtifactStoreError
@@ -28,7 +29,7 @@ from budgetware.store.lifecycle import (
     summarize,
 )
 
-__all__ = ["FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Retention"]
+__all__ = ["DELETE_BATCH", "FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Progress", "Retention"]
 
 # A write refused for the quota has the store counted again, at most once this often.
 RECOUNT_SECONDS = 60.0
@@ -36,6 +37,11 @@ RECOUNT_SECONDS = 60.0
 PENDING_ENTRIES = 4096
 # A process's first write waits this long at most for its count of the store.
 FIRST_COUNT_SECONDS = 1.0
+# Files deleted per call to the backend (S3's DeleteObjects takes 1,000), progress between.
+DELETE_BATCH = 1000
+
+Progress = Callable[[int, int], object]
+"""``progress(done, total)``: how many of the files to delete are deleted."""
 
 
 class _Store(Protocol):
@@ -198,8 +204,12 @@ class Retention:
 
     def usage(self) -> StoreUsage:
         """What the store holds (see ``StoreUsage``)."""
-        listing = self.store._scan()
+        listing = self.listing()
         return summarize(listing.artifacts, listing.temps)
+
+    def listing(self) -> Listing:
+        """One pass over the store: its artifacts, records and temporary files."""
+        return self.store._scan()
 
     def prune(
         self,
@@ -208,10 +218,12 @@ class Retention:
         max_total_bytes: int | None = None,
         now: float,
         dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> StoreUsage:
         """Delete artifacts unused for ``older_than`` seconds, then the least recently used
         until the rest fits ``max_total_bytes``, and crashed writers' temporary files;
-        returns what was (or would be) deleted.
+        returns what was (or would be) deleted. ``progress(deleted, total)`` follows the
+        deletions.
         """
         started = time.time()
         listing = self.store._scan()
@@ -219,14 +231,15 @@ class Retention:
             listing.artifacts, older_than=older_than, max_total_bytes=max_total_bytes, now=now
         )
         if not dry_run:
-            self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+            self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
             self._census(listing, doomed, started)
         return summarize(doomed)
 
-    def sweep(self, *, now: float | None = None) -> StoreUsage:
+    def sweep(self, *, now: float | None = None, progress: Progress | None = None) -> StoreUsage:
         """One sweep now: delete what is older than ``max_age``, then the least recently
         used down to ``SWEEP_TARGET`` of ``max_store_bytes`` (never one used within
-        ``min_age``), and stale temporary files; count the store. Returns what went."""
+        ``min_age``), and stale temporary files; count the store. Returns what went
+        (``progress``: see ``prune``)."""
         started = time.time()
         now = started if now is None else now
         listing = self.store._scan()
@@ -237,7 +250,7 @@ class Retention:
             min_age=self.min_age,
             now=now,
         )
-        self._remove(listing, doomed, stale_temps(listing.temps, now=now))
+        self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
         self._census(listing, doomed, started)
         try:
             self.store._write_marker(dumps_bytes({"started": started}))
@@ -245,12 +258,21 @@ class Retention:
             pass  # a read-only store is still swept (and counted) in memory
         return summarize(doomed)
 
-    def _remove(self, listing: Listing, doomed: list[Entry], temps: list[Entry]) -> None:
+    def _remove(
+        self,
+        listing: Listing,
+        doomed: list[Entry],
+        temps: list[Entry],
+        progress: Progress | None = None,
+    ) -> None:
         names = [e.name for e in doomed] + [t.name for t in temps]
         names += [e.name for e in listing.legacy]
         if not names:
             return
-        self.store._delete(names)
+        for start in range(0, len(names), DELETE_BATCH):
+            self.store._delete(names[start : start + DELETE_BATCH])
+            if progress is not None:
+                progress(min(start + DELETE_BATCH, len(names)), len(names))
         gone: set[str] = set()
         for entry in doomed:
             key = entry.name[: -len(".txt")]

@@ -1,5 +1,6 @@
-"""OpenTelemetry metrics and span attributes for every request budgetware handles
-(docs/observability.md), with ``opentelemetry-api`` only. The counters are observable and
+"""OpenTelemetry metrics and span attributes for every request budgetware handles, and the
+provider's token counters of their responses (docs/observability.md), with
+``opentelemetry-api`` only. The counters are observable and
 the bounding times are recorded when the SDK collects, so a request pays for its span
 attributes only. An SDK that raises never breaks the request.
 """
@@ -23,6 +24,9 @@ METRICS = (
     "budgetware.tool_results.cut",
     "budgetware.bytes.saved",
     "budgetware.bounding.duration",
+    "budgetware.provider.input_tokens",
+    "budgetware.provider.cache_read.input_tokens",
+    "budgetware.provider.cache_creation.input_tokens",
 )
 _OFF = frozenset({"0", "false", "off", "no"})
 
@@ -39,22 +43,23 @@ them to the SDK itself (nothing may ever collect)."""
 
 
 class _Totals:
-    """Per ``(api, entry)``, the requests bounded, tool results cut and bytes saved so far;
-    and the bounding times not yet handed to the histogram."""
+    """Per ``(api, entry)``, the requests bounded, tool results cut, bytes saved and the
+    provider's input tokens (all, read from its cache, written to it) so far; and the
+    bounding times not yet handed to the histogram."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str], list[int]] = {}
         self._durations: list[tuple[float, tuple[str, str]]] = []
 
-    def add(self, key: tuple[str, str], cut: int, saved: int) -> None:
+    def add(self, key: tuple[str, str], *counts: int, start: int = 0) -> None:
+        """Add ``counts`` to the totals from index ``start`` (that of ``METRICS``)."""
         with self._lock:
             values = self._values.get(key)
             if values is None:
-                values = self._values[key] = [0, 0, 0]
-            values[0] += 1
-            values[1] += cut
-            values[2] += saved
+                values = self._values[key] = [0] * 6
+            for index, count in enumerate(counts, start):
+                values[index] += count
 
     def add_duration(
         self, key: tuple[str, str], seconds: float
@@ -116,7 +121,7 @@ def enable(*, meter_provider: Any = None) -> bool:
             _meter_provider = meter_provider
             _instruments = None  # made again from the new provider at the next report
         if _subscription is None:
-            _subscription = observe.subscribe(request=_on_request)
+            _subscription = observe.subscribe(request=_on_request, usage=_on_usage)
     return True
 
 
@@ -148,6 +153,9 @@ def _create_instruments() -> tuple[_Totals, Any]:
         (METRICS[0], "{request}", "Requests whose tool results were bounded"),
         (METRICS[1], "{tool_result}", "Tool results shortened"),
         (METRICS[2], "By", "Request bytes not sent"),
+        (METRICS[4], "{token}", "Input tokens the provider counted, cached ones included"),
+        (METRICS[5], "{token}", "Input tokens the provider read from its prompt cache"),
+        (METRICS[6], "{token}", "Input tokens the provider wrote to its prompt cache"),
     )
     histogram = meter.create_histogram(
         METRICS[3], unit="s", description="Time spent bounding a request body"
@@ -230,11 +238,27 @@ def _on_request(report: observe.RequestReport) -> None:
         key = (report.api or "unknown", report.entry)
         totals, histogram = instruments
         if bounded:
-            totals.add(key, cut, report.bytes_saved)
+            totals.add(key, 1, cut, report.bytes_saved)
         if read:
             full = totals.add_duration(key, report.seconds)
             if full:
                 _record_durations(histogram, full)
+    except Exception as exc:
+        _failed(exc)
+
+
+def _on_usage(report: observe.UsageReport) -> None:
+    request = report.request
+    if request is not None and not request.telemetry:
+        return
+    global _instruments
+    try:
+        instruments = _instruments
+        if instruments is None:
+            instruments = _instruments = _create_instruments()
+        key = (report.api, request.entry if request is not None else "unknown")
+        written = report.cache_write_tokens or 0
+        instruments[0].add(key, report.input_tokens, report.cache_read_tokens, written, start=3)
     except Exception as exc:
         _failed(exc)
 

@@ -2,7 +2,8 @@
 
 ``FakeProvider`` answers the real client libraries on 127.0.0.1 and records every request
 byte for byte; a reply policy (``scripted_tool_calls`` for a scripted agent) decides the
-answers. Standard library only: it imports nothing of budgetware.
+answers, and it caches prompts as each provider does. Standard library only: it imports
+nothing of budgetware.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from budgetware.testing._apis import (
     Reply,
     ReplyPolicy,
     ToolCall,
+    Usage,
     scripted_tool_calls,
 )
 from budgetware.testing._provider import FakeProvider
@@ -24,5 +26,6 @@ __all__ = [
     "Reply",
     "ReplyPolicy",
     "ToolCall",
+    "Usage",
     "scripted_tool_calls",
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "Reply",
     "ReplyPolicy",
     "ToolCall",
+    "Usage",
     "count_tool_call_turns",
     "default_policy",
     "detect_api",
@@ -30,10 +31,8 @@ ToolCall = tuple[str, str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class Reply:
-    """What the fake model answers: plain text, tool calls (with optional text), or an error.
-
-    The server renders it in the wire format of the API that was called.
-    """
+    """What the fake model answers, in the wire format of the API called: text, tool calls
+    (with optional text), or an error."""
 
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
@@ -65,6 +64,25 @@ def default_policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The token counts the fake answered a request with, in the API's own usage fields
+    (4 bytes of the prompt a token; docs/pytest.md, "Prompt caching")."""
+
+    input_tokens: int
+    """Every token of the prompt, the ones read from or written to the cache included."""
+    output_tokens: int
+    cache_read_tokens: int = 0
+    """The prompt's prefix read from the cache."""
+    cache_write_tokens: int = 0
+    """Written to the cache by this request (Anthropic's ``cache_creation_input_tokens``)."""
+
+    @property
+    def uncached_tokens(self) -> int:
+        """The prompt's tokens neither read from nor written to the cache."""
+        return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
     """One request exactly as the fake provider received it."""
 
@@ -76,6 +94,8 @@ class RecordedRequest:
     body: bytes
     api: ApiName | None = None
     """The API the path was recognized as, or None (answered 404)."""
+    usage: Usage | None = None
+    """The usage it was answered with; None for an error answer."""
 
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""
@@ -87,7 +107,7 @@ class RecordedRequest:
         return urlsplit(self.path).path
 
 
-# --- routing -------------------------------------------------------------------------------
+# --- routing ---
 
 GEMINI_PATH: Final = re.compile(
     r"/v1(?:alpha|beta\d*)?/(?:.*/)?models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
@@ -95,12 +115,8 @@ GEMINI_PATH: Final = re.compile(
 
 
 def detect_api(path: str) -> tuple[ApiName, str] | None:
-    """Which API a request path belongs to, and the operation: None for an unknown path.
-
-    The operation is ``"chat"`` for the chat endpoints, ``"count_tokens"`` for Anthropic's
-    token counting, and the Gemini method name (``generateContent``,
-    ``streamGenerateContent``, ``countTokens``) for Gemini.
-    """
+    """The API of a request path and its operation (``chat``, ``count_tokens`` or a Gemini
+    method name), or None for an unknown path."""
     route = urlsplit(path).path.rstrip("/")
     if route.endswith("/chat/completions"):
         return "openai_chat", "chat"
@@ -120,7 +136,7 @@ def detect_api(path: str) -> tuple[ApiName, str] | None:
     return None
 
 
-# --- conversation inspection ---------------------------------------------------------------
+# --- conversation inspection ---
 
 _RESPONSES_CALL_TYPES: Final = frozenset(
     {
@@ -139,14 +155,8 @@ def _has_items(value: Any) -> bool:
 
 
 def count_tool_call_turns(api: ApiName, body: Mapping[str, Any] | None) -> int:
-    """How many assistant turns in the request's conversation asked for tools.
-
-    openai_chat, ollama, cohere: assistant messages with ``tool_calls``; anthropic:
-    assistant messages with a ``tool_use`` block; gemini: ``model`` contents with a
-    ``functionCall`` (or ``function_call``) part; openai_responses: runs of call items
-    (``function_call`` and kin), a new run starting at a call item whose predecessor is
-    not a call item.
-    """
+    """How many assistant turns in the request's conversation asked for tools (in the
+    Responses API: runs of call items)."""
     if not isinstance(body, Mapping):
         return 0
     turns = 0

@@ -1,10 +1,5 @@
-"""A local fake of the LLM provider APIs, so real SDKs can be driven and their requests inspected.
-
-Standard library only (``budgetware demo`` runs on it too). One ``ThreadingHTTPServer`` on
-127.0.0.1 answers just enough of OpenAI Chat Completions and Responses, Anthropic Messages,
-Gemini, Ollama and Cohere v2 for the real client libraries to complete a call, streaming or
-not, and records every request it receives, byte for byte.
-"""
+"""A ``ThreadingHTTPServer`` on 127.0.0.1 that answers just enough of each provider API for
+the real SDKs to complete a call, streaming or not, recording every request byte for byte."""
 
 from __future__ import annotations
 
@@ -14,6 +9,9 @@ import socket
 import socketserver
 import sys
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -25,8 +23,17 @@ from budgetware.testing._apis import (
     RecordedRequest,
     Reply,
     ReplyPolicy,
+    Usage,
     default_policy,
     detect_api,
+)
+from budgetware.testing._cache import (
+    BYTES_PER_TOKEN,
+    MAX_BREAKPOINTS,
+    TTLS,
+    Block,
+    PromptCache,
+    prompt_blocks,
 )
 from budgetware.testing._renderers import (
     anthropic,
@@ -36,18 +43,21 @@ from budgetware.testing._renderers import (
     openai_chat,
     openai_responses,
 )
-from budgetware.testing._renderers.common import Rendered, Usage, error, json_body
+from budgetware.testing._renderers.common import Rendered, args_json, error, json_body
 
 __all__ = ["FakeProvider"]
 
 
+def model_of(api: ApiName, path: str, body: dict[str, Any]) -> str:
+    """The model a request names (Gemini names it in the path)."""
+    m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/")) if api == "gemini" else None
+    return m.group("model") if m else str(body.get("model") or "fake-model")
+
+
 def render(
-    api: ApiName, operation: str, path: str, body: dict[str, Any], raw: bytes, reply: Reply
+    api: ApiName, operation: str, path: str, body: dict[str, Any], reply: Reply, usage: Usage
 ) -> Rendered:
-    if reply.status != 200:
-        return error(reply.status, reply.text or "fake provider error", "api_error")
-    usage = Usage(raw, reply)
-    model = str(body.get("model") or "fake-model")
+    model = model_of(api, path, body)
     stream = body.get("stream") is True
     if api == "openai_chat":
         return openai_chat.render(model, reply, usage, stream, body)
@@ -55,36 +65,27 @@ def render(
         return openai_responses.render(model, reply, usage, stream)
     if api == "anthropic":
         if operation == "count_tokens":
-            return json_body({"input_tokens": usage.input})
+            return json_body({"input_tokens": usage.input_tokens})
         return anthropic.render(model, reply, usage, stream)
     if api == "gemini":
-        m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/"))
-        model = m.group("model") if m else model
         if operation == "countTokens":
-            return json_body({"totalTokens": usage.input})
+            return json_body({"totalTokens": usage.input_tokens})
         query = parse_qs(urlsplit(path).query)
         return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
-    if api == "ollama":
-        # The raw Ollama API streams unless told otherwise.
+    if api == "ollama":  # streams unless told otherwise
         return ollama.render(model, reply, usage, body.get("stream", True) is not False)
     return cohere.render(reply, usage, stream)
 
 
-# --- server --------------------------------------------------------------------------------
+# --- server ---
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    # Clients keep connections alive in their pools; stop() closes them itself instead of
-    # waiting for handler threads that may sit on an idle keep-alive connection.
-    block_on_close = False
+    block_on_close = False  # stop() closes idle keep-alive connections itself
     allow_reuse_address = False
-    # handle_request() is called only when the listener is readable; this bounds its wait
-    # for a connection that vanished in between.
-    timeout = 0.05
-    # socketserver listens with a backlog of 5: a burst of connections (a test suite's
-    # 200 concurrent clients) would overflow it and the kernel would drop their SYNs,
-    # which clients retry only after a second or more. The kernel caps this at somaxconn.
+    timeout = 0.05  # bounds handle_request()'s wait for a connection that vanished
+    # socketserver's backlog of 5 drops the SYNs of a burst; clients retry after a second.
     request_queue_size = 1024
 
     def __init__(self, provider: FakeProvider) -> None:
@@ -95,15 +96,13 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that drops a kept-alive connection (a proxy process stopping) is not an
-        # error of the fake: only print what is.
+        # A client dropping a kept-alive connection is no error of the fake.
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
 
     def server_bind(self) -> None:
-        # HTTPServer.server_bind resolves the host name with socket.getfqdn, a reverse DNS
-        # lookup that can stall for seconds on a machine without a resolver.
+        # Not HTTPServer's: its reverse DNS lookup can stall for seconds without a resolver.
         socketserver.TCPServer.server_bind(self)
         self.server_name = "127.0.0.1"
         self.server_port = int(self.server_address[1])
@@ -111,21 +110,14 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    # HTTP/1.1 so the SDKs' keep-alive pools work as against a real API; every answer
-    # carries a Content-Length, so no chunked encoding is needed.
-    protocol_version = "HTTP/1.1"
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real API; every answer has a length
     server_version = "budgetware-fake-provider/1"
     sys_version = ""
-    # An idle keep-alive connection gives up after this long, so no thread waits forever.
-    timeout = 30
-    # A buffered writer: the status line, the headers and the body leave in one write
-    # (the default, unbuffered, sends the headers and then the body as two segments).
-    wbufsize = 64 * 1024
+    timeout = 30  # an idle keep-alive connection gives up, so no thread waits forever
+    wbufsize = 64 * 1024  # headers and body leave in one write
 
     def setup(self) -> None:
-        # Without TCP_NODELAY, Nagle's algorithm holds back a small segment until the
-        # previous one is acknowledged, and the client delays that ACK by about 40 ms:
-        # every answer on a kept-alive connection would wait for it.
+        # Else Nagle's algorithm waits for the client's delayed ACK (40 ms) on every answer.
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().setup()
         with self.server.conn_lock:
@@ -141,8 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.handler_threads.discard(threading.current_thread())
 
     def log_message(self, format: str, *args: Any) -> None:
-        # Quiet: the default handler writes a line to stderr for every request.
-        return
+        return  # quiet: no stderr line per request
 
     def do_POST(self) -> None:
         self._serve()
@@ -155,8 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
             while True:
                 size_line = self.rfile.readline(65537)
                 size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    # Trailers end with an empty line.
+                if size == 0:  # trailers end with an empty line
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
@@ -178,8 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         detected = detect_api(self.path)
         api = detected[0] if detected else None
-        self.server.provider._record(RecordedRequest(self.command, self.path, headers, raw, api))
-        self._send(self.server.provider._answer(self.command, self.path, raw, detected))
+        provider = self.server.provider
+        rendered, usage = provider._answer(self.command, self.path, raw, detected)
+        provider._record(RecordedRequest(self.command, self.path, headers, raw, api, usage))
+        self._send(rendered)
 
     def _send(self, rendered: Rendered) -> None:
         try:
@@ -194,8 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(rendered.body)
             self.wfile.flush()
-        except OSError:
-            # The client went away mid-answer: nothing to tell it.
+        except OSError:  # the client went away mid-answer
             self.close_connection = True
 
 
@@ -208,22 +199,29 @@ def _serve_until_woken(server: _Server, wake: socket.socket) -> None:
             for key, _ in selector.select():
                 if key.fileobj is wake:
                     return
-                # The listener is readable: accept and hand off (a connection that went
-                # away before accept() leaves it to wait at most ``server.timeout``).
                 server.handle_request()
 
 
 class FakeProvider:
     """A local fake of the LLM provider APIs that records every request.
 
-    Use it as a context manager (``with FakeProvider() as fp:``) or call ``start()`` and
-    ``stop()``. Point an SDK at ``fp.url``; read what it sent from ``fp.requests``.
-    ``reply`` decides each answer from ``(api, request_json)`` and may be swapped at any
-    time through the attribute of the same name.
+    Use it as a context manager or call ``start()`` and ``stop()``. Point an SDK at
+    ``fp.url``; read what it sent from ``fp.requests``. ``reply`` decides each answer from
+    ``(api, request_json)`` and may be swapped at any time. It caches prompts as each API
+    does unless ``caching=False``; ``clock`` (seconds, default ``time.monotonic``) times
+    the cache entries' lives.
     """
 
-    def __init__(self, reply: ReplyPolicy | None = None) -> None:
+    def __init__(
+        self,
+        reply: ReplyPolicy | None = None,
+        *,
+        caching: bool = True,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.reply: ReplyPolicy = reply or default_policy
+        self.caching = caching
+        self._cache = PromptCache(clock or time.monotonic)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._server: _Server | None = None
@@ -255,17 +253,13 @@ class FakeProvider:
             return
         self._server = self._thread = self._wake = None
         if wake is not None:
-            # Wakes the accept loop at once (socketserver's serve_forever would notice a
-            # shutdown only at its next poll, up to 50 ms later: a cost for every test).
-            wake.close()
+            wake.close()  # wakes the accept loop at once, not at a next poll
         if thread is not None:
             thread.join(timeout=5)
         with server.conn_lock:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
-        for conn in connections:
-            # Wakes handler threads blocked on an idle keep-alive connection; they close
-            # the socket themselves on the way out.
+        for conn in connections:  # wakes handlers blocked on idle keep-alive connections
             try:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -329,22 +323,53 @@ class FakeProvider:
 
     def _answer(
         self, method: str, path: str, raw: bytes, detected: tuple[ApiName, str] | None
-    ) -> Rendered:
+    ) -> tuple[Rendered, Usage | None]:
         if detected is None:
-            return error(404, f"no fake endpoint for {method} {urlsplit(path).path}", "not_found")
+            return error(
+                404, f"no fake endpoint for {method} {urlsplit(path).path}", "not_found"
+            ), None
         if method != "POST":
-            return error(405, f"{method} is not supported on {urlsplit(path).path}")
+            return error(405, f"{method} is not supported on {urlsplit(path).path}"), None
         api, operation = detected
         try:
             body = json.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError):
-            return error(400, "the request body is not valid JSON")
+            return error(400, "the request body is not valid JSON"), None
         if not isinstance(body, dict):
-            return error(400, "the request body must be a JSON object")
+            return error(400, "the request body must be a JSON object"), None
+        blocks = prompt_blocks(api, body)
+        marks = [ttl for _, ttl in blocks if ttl is not None]
+        if len(marks) > MAX_BREAKPOINTS:
+            found = f"Found {len(marks)}."
+            return error(
+                400, f"A maximum of 4 blocks with cache_control may be provided. {found}"
+            ), None
+        if any(ttl not in TTLS for ttl in marks):
+            return error(400, "cache_control.ttl: Input should be '5m' or '1h'"), None
         try:
             reply = self.reply(api, body)
         except Exception as exc:  # a broken test policy must not hang the SDK call
-            return error(500, f"reply policy failed: {exc!r}", "api_error")
+            return error(500, f"reply policy failed: {exc!r}", "api_error"), None
         if isinstance(reply, str):
             reply = Reply(reply)
-        return render(api, operation, path, body, raw, reply)
+        if reply.status != 200:
+            return error(reply.status, reply.text or "fake provider error", "api_error"), None
+        usage = self._usage(api, operation, model_of(api, path, body), blocks, reply)
+        return render(api, operation, path, body, reply, usage), usage
+
+    def _usage(
+        self, api: ApiName, operation: str, model: str, blocks: list[Block], reply: Reply
+    ) -> Usage:
+        """The request's token counts; a model request reads and writes the cache."""
+        prompt = b"".join(data for data, _ in blocks)
+        size = len(reply.text) + sum(len(args_json(c[2])) + len(c[1]) for c in reply.tool_calls)
+        output = max(1, size // BYTES_PER_TOKEN)
+        usage = Usage(max(1, len(prompt) // BYTES_PER_TOKEN), output)
+        if not self.caching or operation in ("count_tokens", "countTokens"):
+            return usage
+        if api == "anthropic":
+            read, written = self._cache.explicit(model, blocks)
+            return replace(usage, cache_read_tokens=read, cache_write_tokens=written)
+        if api in ("openai_chat", "openai_responses", "gemini"):
+            return replace(usage, cache_read_tokens=self._cache.automatic(model, prompt))
+        return usage

@@ -16,7 +16,7 @@ from budgetware.core.config import BudgetConfig
 from budgetware.core.errors import fail_open
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import GrepResult, grep_result
-from budgetware.retrieval.read import read_window
+from budgetware.retrieval.read import count, read_window
 from budgetware.store.base import ContentStore
 
 __all__ = [
@@ -173,13 +173,14 @@ def _number(args: Mapping[str, Any], name: str, default: int, minimum: int = 0) 
         return default
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
+    elif isinstance(value, str) and value.strip().lstrip("-").isascii():
+        try:  # ASCII digits only ("²" is a digit to str.isdigit), and no 5,000 of them
+            value = int(value.strip())
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadArgument(f"{name} must be a whole number")
-    if value < minimum:
-        raise _BadArgument(f"{name} must be {minimum} or more (got {value})")
-    return value
+    return count(name, value, minimum=minimum)
 
 
 def run_read_tool_output(

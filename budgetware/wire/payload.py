@@ -14,7 +14,7 @@ from budgetware.wire.body import _Seen, bound_batches, read_threshold
 from budgetware.wire.detect import SNIFF, format_for_url, sniff_format
 from budgetware.wire.splice import with_values
 
-__all__ = ["bound_payload"]
+__all__ = ["bound_payload", "bound_payload_reported"]
 
 
 def bound_payload(
@@ -31,18 +31,32 @@ def bound_payload(
     new payload shares every object outside the changed tool results with ``payload``,
     which is left as it was.
     """
+    return bound_payload_reported(
+        url, payload, config=config, request_overrides=request_overrides
+    )[0]
+
+
+def bound_payload_reported(
+    url: str,
+    payload: Any,
+    *,
+    config: BudgetConfig | None = None,
+    request_overrides: Mapping[str, Any] | None = None,
+) -> tuple[Any, observe.RequestReport | None]:
+    """``bound_payload``, and the report it delivered (None while nothing watches), for an
+    entry point that links the response's usage to it (the LiteLLM callback)."""
     observe.entry_setup()
     if not isinstance(payload, dict):
-        return payload
+        return payload, None
     effective = resolve_config(config, request_overrides=request_overrides, lenient=True)
     if not effective.enabled:
-        return payload
+        return payload, None
     if not observe.watching():
         try:
-            return _bound(url, payload, effective, None)
+            return _bound(url, payload, effective, None), None
         except Exception:
             fail_open("bound a request payload", config=effective)
-            return payload
+            return payload, None
     start = time.perf_counter()
     seen = _Seen()
     error: str | None = None
@@ -57,7 +71,7 @@ def bound_payload(
     after = before if out is payload else _size(out)
     report = seen.report(url, effective, max(before, 0), max(after, 0), seconds, error, "payload")
     observe.deliver_request(report)  # now: the caller's span is current
-    return out
+    return out, report
 
 
 def _bound(url: str, payload: dict[str, Any], config: BudgetConfig, seen: _Seen | None) -> Any:

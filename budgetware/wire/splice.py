@@ -55,8 +55,12 @@ def _child(container: object, key: str | int | None) -> object:
 
 
 def _string_end(body: bytes, start: int, value: object) -> int:
-    """One past the closing quote of the string token opening at ``start``: a long string
-    whose ``value`` is known is compared with its likely encodings, else scanned."""
+    """One past the closing quote of the string token opening at ``start``: walked quote to
+    quote when it has few escaped quotes; a long string whose ``value`` is known is compared
+    with its likely encodings; else scanned."""
+    end = _after_quotes(body, start)
+    if end is not None:
+        return end
     if isinstance(value, str) and len(value) >= _PREDICT_MIN:
         raw = encode_string(value, ascii_only=False)
         if body.startswith(raw, start):
@@ -69,6 +73,32 @@ def _string_end(body: bytes, start: int, value: object) -> int:
     if token is None:
         raise SpliceError("unterminated string")
     return token.end()
+
+
+# Escaped quotes walked past at most, and backslashes counted before one, before
+# _string_end compares or scans instead.
+_WALKED_QUOTES = 4096
+_BACKSLASH_RUN = 64
+
+
+def _after_quotes(body: bytes, start: int) -> int | None:
+    """One past the first quote after ``start`` that no backslash escapes (an odd run of
+    backslashes before a quote escapes it), or None after too many escaped ones."""
+    find = body.find
+    position = start + 1
+    for _ in range(_WALKED_QUOTES):
+        quote = find(b'"', position)
+        if quote < 0:
+            return None
+        run = quote - 1
+        while body[run] == _BACKSLASH:
+            run -= 1
+            if quote - run > _BACKSLASH_RUN:
+                return None
+        if (quote - 1 - run) % 2 == 0:
+            return quote + 1
+        position = quote + 1
+    return None
 
 
 def locate(

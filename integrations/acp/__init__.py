@@ -1,8 +1,6 @@
 """ACP integration: every outgoing ``session/update`` is projected before it reaches the editor.
 
-``acp`` (the agent-client-protocol package) is imported only when a helper needs it, so this
-module imports without it; the helpers then say how to install it. Everything lives in this
-one module: ``integrations/`` is mapped to ``budgetware.integrations`` only when installed.
+``acp`` (the agent-client-protocol package) is imported only when a helper needs it.
 """
 
 from __future__ import annotations
@@ -96,21 +94,14 @@ class ProjectingTransport:
 
 
 class NdjsonStreamTransport:
-    """Newline-delimited JSON over asyncio streams, written as compact UTF-8.
-
-    ``acp``'s own stdio transport writes with ``json.dumps``' default ASCII escaping, which
-    turns each CJK character into 6 bytes and each astral one into 12: a frame bounded in
-    UTF-8 bytes would grow up to threefold on the wire. This one writes exactly what the
-    projection measured (lone surrogates escaped, so it is always valid UTF-8), every other
-    value as ``json.dumps`` writes it (big integers exactly, ``NaN`` never turned into
-    ``null``), and reads lines of any length whatever the reader's buffer limit.
-    """
+    """Newline-delimited JSON over asyncio streams, written as compact UTF-8: exactly what the
+    projection measured (``acp``'s ASCII escaping would grow a frame up to threefold), and
+    read in lines of any length."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
         self._writer = writer
-        # Frames are written whole, one at a time: concurrent sends must not interleave
-        # or share a drain.
+        # One frame at a time: concurrent sends must not interleave or share a drain.
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -142,7 +133,7 @@ class NdjsonStreamTransport:
             logger.warning("dropping a JSON line that is not an object")
 
     async def close(self) -> None:
-        # Like acp's own sender, the stream stays open: it usually is the process's stdout.
+        # The stream stays open, as with acp's own sender: it usually is stdout.
         self._closed = True
 
     async def _read_line(self) -> bytes:

@@ -82,9 +82,8 @@ def _middleware_class() -> type[Any]:
                 return call_next(bounded)
 
         async def handle_async(self, request: Any, call_next: Any) -> Any:
-            # Bounding a large body (or one that may wait for an S3 store) happens in a
-            # worker thread: the SDK's event loop serves other requests meanwhile. Its JSON
-            # size decides (orjson, 0.15 ms a megabyte): the request has no content-length.
+            # A large body (or one that may wait for S3) is bounded in a worker thread; its
+            # JSON size decides, as the request has no content-length yet.
             size = _json_size(request.json) if request.method.lower() == "post" else 0
             overrides = split_headers(request.headers)[0] if size else None
             bounded = await off_loop_for_size(
@@ -101,17 +100,15 @@ def budget_middleware(*, config: BudgetConfig | None = None) -> Any:
 
     Pass it as ``Anthropic(middleware=[...])`` (also ``AnthropicBedrock``,
     ``AnthropicVertex`` and their async forms). ``x-budgetware-*`` headers given with
-    ``extra_headers`` apply to that request and are removed before it is signed. The HTTP
-    layer (``instrument()``, transports) leaves requests it bounded alone.
+    ``extra_headers`` apply to that request and are removed before it is signed. A bad
+    setting or an unusable store fails here, not on a request.
     """
-    # A configuration mistake (or an unusable store) fails here, not on a request.
     check_store(check_settings(config))
     return _middleware_class()(config)
 
 
 def _keepalive_socket_options() -> list[tuple[int, int, int]]:
-    # What anthropic.DefaultHttpxClient sets on the transport it builds itself; passing a
-    # transport of our own skips that, so the wrapped transport gets them here.
+    """The keep-alive options ``anthropic.DefaultHttpxClient`` sets on its own transport."""
     options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
     keepintvl = getattr(socket, "TCP_KEEPINTVL", None)
     if keepintvl is not None:

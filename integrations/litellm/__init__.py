@@ -1,23 +1,10 @@
-"""budgetware for litellm: per-call ``client=`` handlers whose transport bounds tool results.
-
-``instrument()`` covers litellm's default clients (classic httpx, sync and async). To bound
-one call only, pass a handler::
+"""budgetware for litellm: per-call ``client=`` handlers whose transport bounds tool results,
+and ``budget_callback()``, the ``CustomLogger`` for the Router and the Proxy
+(docs/litellm-proxy.md). ``instrument()`` already covers litellm's default clients::
 
     from budgetware.integrations.litellm import budget_http_handler
 
     litellm.completion(model="anthropic/...", messages=..., client=budget_http_handler())
-
-litellm's openai and azure providers take an ``openai.OpenAI`` client as ``client=``
-instead (a handler there fails: ``'HTTPHandler' object has no attribute 'api_key'``)::
-
-    from budgetware.integrations.openai import budget_http_client
-
-    client = openai.OpenAI(http_client=budget_http_client())
-    litellm.completion(model="openai/...", messages=..., client=client)
-
-For the LiteLLM Proxy and Router, ``budget_callback()`` is a litellm ``CustomLogger``
-(``BudgetCallback``); the proxy's config names the ready instance
-``budgetware.integrations.litellm.proxy.handler``. See docs/litellm-proxy.md.
 """
 
 from __future__ import annotations
@@ -46,7 +33,7 @@ def _handlers() -> Any:
 
 
 def _callback_module() -> Any:
-    # Imported on demand: importing this package must not import litellm.
+    """``_callback``, imported on demand: importing this package must not import litellm."""
     try:
         from . import _callback
     except ImportError as exc:
@@ -85,7 +72,7 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
     transport = BudgetTransport(httpx.HTTPTransport(), config=config)
     client = httpx.Client(transport=transport, follow_redirects=True)
     handler: HTTPHandler = http_handler.HTTPHandler(client=client)
-    # The handler did not create this client but is its only user: close() should close it.
+    # Its only user: close() should close it.
     if hasattr(handler, "_owns_client"):
         handler._owns_client = True
     return handler

@@ -1,9 +1,11 @@
-"""A litellm ``CustomLogger`` bounding tool results in the LiteLLM Proxy and async SDK calls."""
+"""A litellm ``CustomLogger`` bounding tool results in the LiteLLM Proxy and async SDK calls,
+and reporting the provider's token counters of the requests it reported."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,14 +15,17 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
-from budgetware.core.config import BudgetConfig, check_settings
+from budgetware.core import observe
+from budgetware.core.config import AUTO, BudgetConfig, check_settings, resolve_config
+from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
+from budgetware.http.usage import counters
 from budgetware.store.select import check_store
 from budgetware.wire.detect import format_for_path
-from budgetware.wire.payload import bound_payload
+from budgetware.wire.payload import bound_payload_reported
 
 from . import _passthrough
 
@@ -38,8 +43,7 @@ _GEMINI = ("/models/litellm:generateContent", "contents")
 _FORMATS: dict[str, tuple[str, str]] = {
     "completion": _CHAT,
     "acompletion": _CHAT,
-    # Text completions take a ``prompt``, never tool messages: listed so a ``messages``
-    # field some client sends anyway is bounded like a chat's.
+    # A ``messages`` field a client sends with a text completion anyway.
     "text_completion": _CHAT,
     "atext_completion": _CHAT,
     "anthropic_messages": _ANTHROPIC,
@@ -65,11 +69,8 @@ _LOGGED_MAX = 1024
 
 
 def log_warning(message: str) -> None:
-    """A ``BudgetwareWarning`` as a log line, once per message and process.
-
-    The LiteLLM Proxy replaces ``warnings.showwarning`` with a function that prints
-    nothing: a proxy operator would never see a warning. The log reaches the proxy's log.
-    """
+    """A ``BudgetwareWarning`` as a log line, once per message and process: the LiteLLM
+    Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
     if message in _LOGGED:
         return
     if len(_LOGGED) < _LOGGED_MAX:
@@ -78,7 +79,8 @@ def log_warning(message: str) -> None:
 
 
 def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
-    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``."""
+    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``, and
+    those it put in the body's ``extra_headers`` (the real headers win)."""
     found: Any = None
     server_request = data.get("proxy_server_request")
     if isinstance(server_request, Mapping):
@@ -90,13 +92,15 @@ def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(metadata, Mapping) and isinstance(metadata.get("headers"), Mapping):
                 found = metadata["headers"]
                 break
-    if not isinstance(found, Mapping):
-        return {}
-    return {
-        name: value
-        for name, value in found.items()
-        if _is_own_header(name) and isinstance(value, str)
-    }
+    own: dict[str, str] = {}
+    for headers in (data.get("extra_headers"), found):
+        if isinstance(headers, Mapping):
+            own.update(
+                (name, value)
+                for name, value in headers.items()
+                if _is_own_header(name) and isinstance(value, str)
+            )
+    return own
 
 
 def _is_own_header(name: object) -> bool:
@@ -104,17 +108,83 @@ def _is_own_header(name: object) -> bool:
 
 
 def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
-    """``data`` without ``x-budgetware-*`` entries in the headers the proxy forwards.
+    """``data`` without ``x-budgetware-*`` entries in the headers litellm sends to the
+    provider: those the proxy forwards (``forward_client_headers_to_llm_api``) and the
+    body's ``extra_headers``. They are settings for the gateway."""
+    for field in ("headers", "extra_headers"):
+        forwarded = data.get(field)
+        if isinstance(forwarded, Mapping) and any(map(_is_own_header, forwarded)):
+            kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
+            data = {**data, field: kept}
+    return data
 
-    With ``forward_client_headers_to_llm_api`` the proxy copies a client's ``x-*`` headers
-    into ``data["headers"]``, which litellm sends to the provider: budgetware's own are
-    settings for the gateway, never for the provider.
-    """
-    forwarded = data.get("headers")
-    if not isinstance(forwarded, Mapping) or not any(map(_is_own_header, forwarded)):
-        return data
-    kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
-    return {**data, "headers": kept}
+
+# (a client's unit, the operator's unit) -> f: a text measuring n in the first measures at
+# most f * n in the second (chars <= UTF-8 bytes <= 4 chars; an estimated token is 4 bytes,
+# rounded up). Exact token units convert to none of them.
+_UNIT_FACTORS = {
+    ("utf8_bytes", "chars"): 1,
+    ("tokens", "chars"): 4,
+    ("chars", "utf8_bytes"): 4,
+    ("tokens", "utf8_bytes"): 4,
+    ("chars", "tokens"): 1,
+    ("utf8_bytes", "tokens"): 1,
+}
+_CLAMPED = (
+    "budgetware: holding a client's x-budgetware-* headers to the operator's bounds "
+    "(client_overrides is 'clamp'): it asked for a larger budget, none, or a unit that "
+    "cannot be compared"
+)
+
+
+def client_settings(
+    client: Mapping[str, Any], operator: Mapping[str, Any], config: BudgetConfig | None
+) -> dict[str, Any]:
+    """The request's settings from the client's headers and the operator's key and team
+    metadata, by the ``client_overrides`` policy in effect."""
+    if not client:
+        return dict(operator)
+    bounds = resolve_config(config, request_overrides=operator, lenient=True)
+    if bounds.client_overrides == "allow":
+        return {**client, **operator}
+    if bounds.client_overrides == "ignore":
+        log_warning("budgetware: ignoring clients' x-budgetware-* headers (client_overrides)")
+        return dict(operator)
+    kept = dict(client)
+    unit = kept.get("unit", bounds.unit)
+    factor = 1 if unit == bounds.unit else _UNIT_FACTORS.get((unit, bounds.unit))
+    if factor is None:
+        del kept["unit"]
+        factor = 1
+        log_warning(_CLAMPED)
+    for name in ("batch_budget", "mcp_result_budget"):
+        bound = getattr(bounds, name)
+        if bound <= 0:
+            continue  # the operator set no bound: any budget is within it
+        most = max(bound // factor, 1)
+        asked = kept.get(name, bound)
+        if not 0 < asked <= most:
+            kept[name] = most
+            log_warning(_CLAMPED)
+    _clamp_history(kept, bounds, factor)
+    return {**operator, **kept}
+
+
+def _clamp_history(kept: dict[str, Any], bounds: BudgetConfig, factor: int) -> None:
+    """Under ``clamp``, a client may tighten the operator's history budget (a smaller one,
+    fewer kept batches), never loosen or turn it off; ``auto`` is held as it is."""
+    bound = bounds.history_budget
+    if bound is None:
+        return  # the operator set no history budget: any is within it
+    if "history_budget" in kept:
+        asked = kept["history_budget"]
+        most: int | str = max(bound // factor, 1) if isinstance(bound, int) else AUTO
+        if not (isinstance(asked, int) and isinstance(most, int) and asked <= most):
+            kept["history_budget"] = most
+            log_warning(_CLAMPED)
+    if kept.get("history_keep_batches", 0) > bounds.history_keep_batches:
+        kept["history_keep_batches"] = bounds.history_keep_batches
+        log_warning(_CLAMPED)
 
 
 def _request_size(data: Mapping[str, Any]) -> int:
@@ -130,8 +200,7 @@ def _request_size(data: Mapping[str, Any]) -> int:
 
 
 def _plain(value: Any) -> Any:
-    # An SDK caller may put pydantic objects in its history (litellm's ``Message`` from a
-    # previous response): the wire layer reads JSON, so those are bounded as their dumps.
+    """``value`` with pydantic objects (litellm's ``Message`` in a history) as their dumps."""
     if isinstance(value, list):
         return [_plain(item) for item in value]
     dump = getattr(value, "model_dump", None)
@@ -152,11 +221,8 @@ _TEXT_FIELDS = ("input", "contents")
 def _conversation(
     fields: Mapping[str, Any], path: str, field: str, warn: Callable[[str], None]
 ) -> dict[str, Any] | None:
-    """``{field: value}`` to bound, or None: no such field, or one of an unexpected shape.
-
-    What budgetware cannot read is left as it is (a tool result it cannot read is not
-    bounded), with a warning naming the shape (types only, never content).
-    """
+    """``{field: value}`` to bound, or None; what cannot be read is left as it is, with a
+    warning naming its shape (types only, never content)."""
     if field not in fields:
         return None
     value = fields[field]
@@ -235,34 +301,79 @@ def _bound_conversation(
     payload: dict[str, Any],
     config: BudgetConfig | None,
     overrides: Mapping[str, Any],
-) -> Any:
-    """The bounded value of the payload's one field, or None when unchanged."""
-    bounded = bound_payload(path, payload, config=config, request_overrides=overrides)
+) -> tuple[Any, observe.RequestReport | None]:
+    """The bounded value of the payload's one field (None when unchanged), and its report."""
+    bounded, report = bound_payload_reported(
+        path, payload, config=config, request_overrides=overrides
+    )
     if bounded is payload:
-        return None
+        return None, report
     field = next(iter(payload))  # the conversation, before the context beside it
-    return bounded[field]
+    return bounded[field], report
+
+
+# The reports of requests whose response is still to come, by litellm call id: their
+# usage is reported with them (bounded: past it, the oldest are forgotten).
+_REPORTS: dict[str, observe.RequestReport] = {}
+_REPORTS_MAX = 4096
+
+
+def _remember(call_id: object, report: observe.RequestReport | None) -> None:
+    if report is None or not isinstance(call_id, str):
+        return
+    if len(_REPORTS) >= _REPORTS_MAX:
+        del _REPORTS[next(iter(_REPORTS))]
+    _REPORTS[call_id] = report
+
+
+def _usage_of(response: Any) -> Mapping[str, Any] | None:
+    """The usage object of a litellm response (a model or a dict), as a mapping."""
+    for name in ("usage", "usageMetadata"):
+        found = (
+            response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+        )
+        if found is not None:
+            dump = getattr(found, "model_dump", None)
+            found = dump() if callable(dump) else found
+            return found if isinstance(found, Mapping) else None
+    return None
+
+
+def _announce(config: BudgetConfig) -> None:
+    """One line in the LiteLLM Proxy's log at start: budgetware is loaded, and how (the
+    proxy configures no logging for it: then on stderr)."""
+    budget = f"{config.batch_budget:,} {config.unit}" if config.enabled else "off"
+    line = (
+        f"budgetware {version()} loaded: bounding tool results of this LiteLLM Proxy's "
+        f"requests, batch budget {budget}; clients' x-budgetware-* headers: "
+        f"{config.client_overrides} (client_overrides)"
+    )
+    if logger.hasHandlers():
+        logger.info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 class BudgetCallback(CustomLogger):
     """Bounds the tool results of each request before litellm sends it.
 
-    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request (on the unified
-    routes, and on pass-through routes whose path is a model API), with settings from the
-    callback's ``config`` < ``x-budgetware-*`` request headers < team metadata < key
-    metadata (what the proxy's admin set wins over what a client asks). For async SDK and
-    Router calls ``async_pre_call_deployment_hook``
-    bounds the OpenAI-format ``messages`` (and a Responses ``input``) with ``config``.
-    Neither hook ever fails a request: an internal error sends it unchanged.
+    In the LiteLLM Proxy ``async_pre_call_hook`` bounds the client's request with settings
+    from ``config`` < team metadata < key metadata, and the client's ``x-budgetware-*``
+    headers as ``client_overrides`` says (``client_settings``); for async
+    SDK and Router calls ``async_pre_call_deployment_hook`` does, with ``config``. Neither
+    ever fails a request: an internal error sends it unchanged.
     """
 
     def __init__(self, config: BudgetConfig | None = None) -> None:
         super().__init__()
-        # A configuration mistake (or an unusable store) fails here, not on a request.
-        check_store(check_settings(config))
+        # A bad setting or an unusable store fails here, not on a request.
+        resolved = check_settings(config)
+        check_store(resolved)
         self.config = config
         # Pass-through routes forward the client's headers before any hook runs.
         _passthrough.guard_forwarded_headers()
+        if "litellm.proxy.proxy_server" in sys.modules:
+            _announce(resolved)
 
     async def async_pre_call_hook(
         self,
@@ -271,6 +382,7 @@ class BudgetCallback(CustomLogger):
         data: dict[Any, Any],
         call_type: CallTypesLiteral,
     ) -> dict[Any, Any]:
+        given = data  # the client's x-budgetware-* headers are read from it
         try:
             data = without_own_headers(data)
         except Exception:
@@ -288,24 +400,21 @@ class BudgetCallback(CustomLogger):
                 wire = _FORMATS.get(name)
                 if wire is None:
                     return data
-                headers, size = request_headers(data), _request_size(data)
+                headers, size = request_headers(given), _request_size(data)
             if wire is None:
                 return data
             team = getattr(user_api_key_dict, "team_metadata", None)
             key = getattr(user_api_key_dict, "metadata", None)
-            # The client's headers, then what the proxy's admin set on its team and key.
-            overrides = header_overrides(headers, warn=log_warning)
-            overrides.update(metadata_overrides(team, "team metadata", warn=log_warning))
-            overrides.update(metadata_overrides(key, "key metadata", warn=log_warning))
+            operator = metadata_overrides(team, "team metadata", warn=log_warning)
+            operator.update(metadata_overrides(key, "key metadata", warn=log_warning))
+            asked = header_overrides(headers, warn=log_warning)
+            overrides = client_settings(asked, operator, self.config)
             path, field = wire
             payload = _conversation(data, path, field, log_warning)
             if payload is None:
                 return data
-            # Hashing, cutting and writing artifacts take milliseconds to tens of them (an
-            # fsync), an S3 store seconds if it hangs: a large request (by its
-            # content-length) is bounded in a worker thread, never on the event loop that
-            # serves every other request.
-            bounded = await off_loop_for_size(
+            # A large request (by its content-length) is bounded off the proxy's event loop.
+            bounded, report = await off_loop_for_size(
                 size,
                 _bound_conversation,
                 path,
@@ -315,6 +424,7 @@ class BudgetCallback(CustomLogger):
                 config=self.config,
                 overrides=overrides,
             )
+            _remember(data.get("litellm_call_id"), report)
             if bounded is None:
                 return data
             return {**data, field: bounded}
@@ -325,8 +435,7 @@ class BudgetCallback(CustomLogger):
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: CallTypes | None
     ) -> dict[Any, Any] | None:
-        # A proxy request was bounded by async_pre_call_hook with its own per-request
-        # settings (which may disable bounding): bounding it again here would undo them.
+        # A proxy request was bounded by async_pre_call_hook with its own settings.
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
@@ -337,15 +446,35 @@ class BudgetCallback(CustomLogger):
             payload = _conversation(kwargs, path, field, _warn)
             if payload is None:
                 return kwargs
-            # No content-length here: its JSON size (orjson, 0.15 ms a megabyte) decides
-            # whether the bounding (and a store's I/O) leaves the event loop.
+            # No content-length here: its JSON size decides whether bounding leaves the loop.
             bound = functools.partial(_bound_conversation, config=self.config, overrides={})
-            bounded = await off_loop_for_size(
+            bounded, report = await off_loop_for_size(
                 _json_size(payload), bound, path, payload, config=self.config
             )
+            _remember(kwargs.get("litellm_call_id"), report)
             if bounded is None:
                 return kwargs
             return {**kwargs, field: bounded}
         except Exception:
             fail_open("bound a litellm request", config=self.config)
             return kwargs
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        """Report the provider's counters of a request this callback reported."""
+        report = _REPORTS.pop(kwargs.get("litellm_call_id"), None)
+        if report is None or report.api is None:
+            return
+        try:
+            usage = _usage_of(response_obj)
+            found = counters(report.api, usage) if usage is not None else None
+            if found is not None:
+                observe.deliver_usage(observe.UsageReport(report.api, *found, request=report))
+        except Exception:
+            fail_open("report a litellm response's usage", config=self.config)
+
+    async def async_log_failure_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        _REPORTS.pop(kwargs.get("litellm_call_id"), None)

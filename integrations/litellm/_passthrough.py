@@ -1,17 +1,9 @@
 """The LiteLLM Proxy's pass-through routes (``/anthropic/...``, ``/openai/...``, ...).
 
-On a pass-through route the proxy sends the client's body to the provider as it is, with
-the client's headers: it calls the pre-call hook with ``call_type="pass_through_endpoint"``
-and the body alone (no URL, no headers). The route is on the caller's ``UserAPIKeyAuth``
-(``request_route``): a route whose path is a known model API has a wire format, and its
-conversation field is bounded like the unified routes'.
-
-The headers are another matter: litellm takes the headers it forwards on every
-pass-through route from one function, ``BasePassthroughUtils.forward_headers_from_request``,
-before any hook runs, and shows them to no callback. ``guard_forwarded_headers()`` wraps
-that function (once per process): it keeps the client's ``x-budgetware-*`` headers out of
-what is forwarded and leaves them (with the body's size) for the hook of the same request,
-in a context variable.
+The pre-call hook gets the body alone; its route (``request_route``) picks the wire format.
+litellm forwards the client's headers before any hook runs and shows them to none:
+``guard_forwarded_headers()`` wraps that function to keep ``x-budgetware-*`` headers from
+the provider and hand them (with the body's size) to the same request's hook.
 """
 
 from __future__ import annotations
@@ -48,8 +40,7 @@ _FIELDS = {
     "cohere_v2": "messages",
     "ollama_chat": "messages",
 }
-# Routes whose body litellm signs itself (SigV4) and sends as the signed bytes, whatever
-# a hook returns: bounding it would change nothing that is sent.
+# Routes litellm signs (SigV4) and sends as signed, whatever a hook returns.
 _SIGNED_ROUTES = ("/bedrock",)
 _GUARD_MARK = "__budgetware_guard__"
 
@@ -129,9 +120,8 @@ def _guarded(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def guard_forwarded_headers() -> bool:
-    """Wrap litellm's pass-through header forwarding (idempotent); False when this litellm
-    has no such function (then pass-through routes forward ``x-budgetware-*`` headers and
-    the hook cannot read them: logged once)."""
+    """Wrap litellm's pass-through header forwarding (idempotent); False, logged once, when
+    this litellm has no such function."""
     try:
         from litellm.passthrough.utils import BasePassthroughUtils
     except ImportError:

@@ -6,6 +6,5 @@ from ._callback import BudgetCallback
 
 __all__ = ["handler"]
 
-# Settings come from the proxy's environment (BUDGETWARE_BATCH_BUDGET, ...), then from key
-# and team metadata, then from each request's x-budgetware-* headers.
+# Settings: the proxy's environment, then key and team metadata, then request headers.
 handler = BudgetCallback()

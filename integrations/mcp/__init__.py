@@ -1,15 +1,8 @@
-"""MCP integration: bound tool results where they enter the agent (the producer boundary).
+"""MCP integration: bound ``tools/call`` results where they enter the agent (docs/mcp.md).
 
-Three ways in, all bounding ``tools/call`` results the same way (the ``mcp_*`` settings of
-``BudgetConfig``):
-
-- ``budgetware.instrument()``: every httpx2 client in the process, so the streamable HTTP
-  transport of any ``mcp`` client, with the process-wide settings;
-- ``budget_http_client()``: one ``streamable_http_client(url, http_client=...)``;
-- ``BoundedTransport(transport)`` / ``bound_streams(read, write)``: any transport, stdio
-  included, at the message level.
-
-``mcp`` and ``httpx2`` are imported only when used (``pip install "budgetware[mcp]"``).
+``budget_http_client()`` for one streamable HTTP client (``instrument()`` covers them all),
+``BoundedTransport`` / ``bound_streams`` for any transport, stdio included. ``mcp`` and
+``httpx2`` are imported only when used.
 """
 
 from __future__ import annotations

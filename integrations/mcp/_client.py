@@ -58,10 +58,7 @@ _CLASS: dict[str, type] = {}
 
 class McpBoundTransport:
     """Wraps an async httpx2 (or httpx) transport; bounds the ``tools/call`` results it returns.
-
-    ``McpBoundTransport(inner)`` is an instance of a subclass that also derives from the
-    inner transport's library ``AsyncBaseTransport``, so clients accept it.
-    """
+    Its instances also derive from the inner library's ``AsyncBaseTransport``."""
 
     @overload
     def __new__(cls, inner: httpx.AsyncBaseTransport, **kwargs: Any) -> _HttpxMcpTransport: ...
@@ -91,8 +88,7 @@ class McpBoundTransport:
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
     ) -> None:
-        # A configuration mistake (or an unusable store) fails here, not on a call.
-        check_store(check_settings(config))
+        check_store(check_settings(config))  # a bad setting fails here, not on a call
         if inner is None:
             inner = require("httpx2").AsyncHTTPTransport()
         self.inner = inner
@@ -126,14 +122,12 @@ def budget_http_client(
     transport: Any = None,
     **client_kwargs: Any,
 ) -> httpx2.AsyncClient:
-    """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)``.
+    """An ``httpx2.AsyncClient`` for ``streamable_http_client(url, http_client=...)`` whose
+    ``tools/call`` results arrive bounded by the ``mcp_*`` settings.
 
-    Its ``tools/call`` results arrive bounded by the ``mcp_*`` settings (``config``, over
-    the environment; ``budget(...)`` blocks and ``x-budgetware-*`` headers narrow them),
-    with their full output persisted once. ``server`` names the server for per-server
-    overrides (default: matched by URL). ``transport`` is the
-    transport to wrap (default ``httpx2.AsyncHTTPTransport()``); other keyword arguments go
-    to the client, whose timeouts default to the mcp SDK's (30 s, 300 s to read a stream).
+    ``server`` names the server for per-server overrides (default: matched by URL);
+    ``transport`` is the one to wrap; other keyword arguments go to the client, whose
+    timeouts default to the mcp SDK's.
     """
     library = require("httpx2")
     if "timeout" not in client_kwargs:
@@ -278,25 +272,17 @@ def bound_streams(
     store: ArtifactStore | None = None,
     config: BudgetConfig | None = None,
 ) -> tuple[Any, Any]:
-    """Wrap a transport's (read, write) stream pair so ``tools/call`` results arrive bounded.
-
-    Pass the pair to ``ClientSession(read, write)``. ``server`` names the server for
-    per-server overrides; by default the name the server gives in ``initialize``.
-    ``config`` picks the artifact store (default: environment and ``budget(...)`` blocks).
+    """Wrap a transport's (read, write) stream pair for ``ClientSession`` so ``tools/call``
+    results arrive bounded; ``server`` defaults to the name the server gives itself.
     """
-    # A configuration mistake (or an unusable store) fails here, not on a call.
     check_store(check_settings(config))
     state = _State(server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
 
 class BoundedTransport:
-    """An MCP client transport whose ``tools/call`` results arrive bounded.
-
-    Wraps any transport (an async context manager yielding ``(read, write)``):
-    ``BoundedTransport(stdio_client(params))``, ``BoundedTransport(streamable_http_client(
-    url))``. Use it as the transport itself (``mcp.Client(BoundedTransport(...))``) or
-    enter it for the pair ``ClientSession`` takes.
+    """An MCP client transport whose ``tools/call`` results arrive bounded: wraps any async
+    context manager yielding ``(read, write)``, e.g. ``BoundedTransport(stdio_client(p))``.
     """
 
     def __init__(
@@ -307,8 +293,7 @@ class BoundedTransport:
         store: ArtifactStore | None = None,
         config: BudgetConfig | None = None,
     ) -> None:
-        # A configuration mistake (or an unusable store) fails here, not on a call.
-        check_store(check_settings(config))
+        check_store(check_settings(config))  # a bad setting fails here, not on a call
         self._transport = transport
         self._server = server
         self._store = store

@@ -1,15 +1,8 @@
-"""An MCP server exposing ``read_tool_output`` over the configured artifact store, so any
-MCP-capable agent (or a LiteLLM Proxy's MCP gateway) reads full outputs with no code.
+"""An MCP server exposing ``read_tool_output`` over the configured artifact store
+(``budgetware mcp-server``), so any MCP-capable agent or gateway reads full outputs.
 
-Run it with ``budgetware mcp-server`` (stdio) or ``budgetware mcp-server --http HOST:PORT``
-(streamable HTTP at ``/mcp``); its settings come from ``BUDGETWARE_*`` variables, like every
-entry point. Built on the official ``mcp`` package's low-level server, so the tool's input
-schema is exactly ``read_tool_output``'s and every answer, an error included, is the
-executor's text (``isError`` set for ``error:`` answers). Reads and searches run in worker
-threads of their own (``_Threads``): slow searches never hold a read.
-
-``mcp`` (and ``uvicorn`` for HTTP) are imported only when used
-(``pip install "budgetware[mcp-server]"``).
+Built on the ``mcp`` package's low-level server (imported only when used); every answer is
+the executor's text. Reads and searches run in worker threads of their own.
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from budgetware.core.config import BudgetConfig
+from budgetware.core.environment import version
 from budgetware.store.base import ContentStore
 from budgetware.tools import (
     TOOL_DESCRIPTION,
@@ -42,8 +36,7 @@ __all__ = [
 ]
 
 SERVER_NAME = "budgetware"
-# When set, every HTTP request must carry ``Authorization: Bearer <token>`` (an environment
-# variable, not an option: a command line is visible to every user of the machine).
+# Set: every HTTP request needs this bearer token (not an option: command lines are public).
 TOKEN_ENV = "BUDGETWARE_MCP_SERVER_TOKEN"
 _INSTALL = 'the budgetware MCP server needs the mcp package: pip install "budgetware[mcp-server]"'
 _INSTRUCTIONS = (
@@ -51,9 +44,8 @@ _INSTRUCTIONS = (
     "('Full output: <ref>'). Call read_tool_output with that ref to read any part of it "
     "(offset, limit) or the lines matching a pattern."
 )
-# Worker threads: reads (a window costs the window) apart from searches (a regular
-# expression may backtrack until its time limit), and at most CLIENT_SEARCHES searches of
-# one client at a time, so that one client's searches leave room for everyone else's.
+# Reads apart from searches (which may backtrack until their time limit), and at most
+# CLIENT_SEARCHES of one client's searches at a time, leaving room for everyone else's.
 READ_THREADS = 8
 SEARCH_THREADS = 4
 CLIENT_SEARCHES = 2
@@ -110,6 +102,7 @@ def build_server(
 
     return server_class(
         name,
+        version=version(),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -265,13 +258,21 @@ async def serve_http(
     port: int = 8765,
     path: str = "/mcp",
     token: str | None = None,
+    on_ready: Callable[[], object] | None = None,
 ) -> None:
     """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
-    see ``http_app``)."""
+    see ``http_app``); ``on_ready()`` once the port is bound."""
     try:
         import uvicorn
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
+
+    class Uvicorn(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
     app = http_app(server, host=host, path=path, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
-    await uvicorn.Server(config).serve()
+    await Uvicorn(config).serve()

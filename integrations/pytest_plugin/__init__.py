@@ -1,18 +1,9 @@
 """budgetware's pytest plugin: assert an agent's budgets in its own test suite.
 
-Registered by installing budgetware (the ``pytest11`` entry point ``budgetware``); nothing
-happens in a test run that does not use it. Importing it imports neither budgetware's
-HTTP layer nor any SDK: that happens when a test asks for it.
-
-- ``budgetware_capture``: a fixture that runs the test with ``budgetware.instrument()`` on
-  and records every request budgetware saw (sizes before and after, per batch: results,
-  sizes, the budget, the artifacts written and referenced). ``assert_within_budget()``
-  checks them. Artifacts go to a directory of the test's own (under ``tmp_path``) unless
-  the marker or the environment names a store: a user's cache is never written, and every
-  run of a test starts from an empty store.
-- ``@pytest.mark.budgetware(batch_budget=..., unit=..., ...)``: the settings for that test
-  (any field of ``budgetware.BudgetConfig``); a marked test gets ``budgetware_capture``
-  without asking for it.
+Registered by installing budgetware (docs/pytest.md); it imports nothing heavy until a test
+uses it. ``budgetware_capture`` runs the test with ``instrument()`` on and records every
+request (artifacts in the test's own directory unless a store is named);
+``@pytest.mark.budgetware(...)`` gives a test its settings and the fixture.
 
 ::
 
@@ -33,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from budgetware.core.observe import BatchReport, RequestReport
+    from budgetware.core.observe import BatchReport, RequestReport, UsageReport
 
 __all__ = ["BudgetwareCapture", "budgetware_capture"]
 
@@ -51,10 +42,17 @@ class BudgetwareCapture:
         """The test's own artifact directory (None when the marker or the environment
         names the store)."""
         self.requests: list[RequestReport] = []
-        """One report per request, in the order they reached the network."""
+        """One report per request, in the order they reached the network; ``usage`` holds
+        the provider's counters once its response has ended."""
+        self.usage: list[UsageReport] = []
+        """The provider's counters of each response that carried them, in the order the
+        responses ended (each names its ``request``)."""
 
     def _record(self, report: RequestReport) -> None:
         self.requests.append(report)
+
+    def _record_usage(self, report: UsageReport) -> None:
+        self.usage.append(report)
 
     @property
     def batches(self) -> list[BatchReport]:
@@ -87,12 +85,14 @@ class BudgetwareCapture:
     def clear(self) -> None:
         """Forget what was recorded so far."""
         self.requests.clear()
+        self.usage.clear()
 
     def assert_within_budget(self, budget: int | None = None, *, min_requests: int = 1) -> None:
         """Fail unless every batch that was sent fits its budget (or ``budget``, in the same
         unit), no request went out unchanged because budgetware failed on it, and at least
         ``min_requests`` requests were recorded (nothing recorded is no proof: the agent
         may send through a client budgetware does not see, such as aiohttp)."""
+        __tracebackhide__ = True  # a failure shows the test's line, not this method's source
         if len(self.requests) < min_requests:
             raise AssertionError(
                 f"budgetware saw {len(self.requests)} request(s), expected at least "
@@ -169,5 +169,6 @@ def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCap
     # A bad setting is a ConfigError naming it, at setup: the test errors, it does not fail.
     config = BudgetConfig(**check_overrides(overrides))
     capture = BudgetwareCapture(settings, artifact_dir)
-    with observe.subscribe(request=capture._record), instrument(config=config):
+    subscription = observe.subscribe(request=capture._record, usage=capture._record_usage)
+    with subscription, instrument(config=config):
         yield capture

@@ -1,14 +1,8 @@
-"""``read_tool_output`` as a ready-made tool for the agent frameworks users run: the OpenAI
-Agents SDK, LangChain / LangGraph, pydantic-ai, and a plain function any other framework
-can wrap (CrewAI, smolagents, AutoGen, Google ADK ... take a typed, documented function).
+"""``read_tool_output`` as a ready-made tool for the OpenAI Agents SDK, LangChain / LangGraph,
+pydantic-ai, and as a plain typed function any other framework can wrap.
 
-Every tool declares the same parameters (``budgetware.tools.read_tool_output_parameters``)
-and runs the same executor, so every mistake comes back to the model as one ``error:``
-line, never as an exception in the agent loop. Each reads ``store`` if given, else the
-store the configuration names when the call arrives (``config``, then the environment).
-
-Each framework is imported only when its tool is built: ``pip install
-"budgetware[openai-agents]"``, ``"budgetware[langchain]"``, ``"budgetware[pydantic-ai]"``.
+Every tool runs the same executor, so a mistake reaches the model as one ``error:`` line,
+never an exception in the agent loop. Each framework is imported only when its tool is built.
 """
 
 from __future__ import annotations
@@ -87,8 +81,7 @@ async def aread_tool_output(
     return await arun_read_tool_output(_arguments(ref, offset, limit, pattern, context))
 
 
-# Frameworks name a tool after its function: the async one is read_tool_output too, the
-# name previews give the model.
+# Frameworks name a tool after its function: the name previews give the model.
 aread_tool_output.__doc__ = read_tool_output.__doc__
 aread_tool_output.__name__ = aread_tool_output.__qualname__ = TOOL_NAME
 

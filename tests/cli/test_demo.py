@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 
 
-def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
+def run_demo(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "BUDGETWARE_"))
     }
+    env.update(variables)
     return subprocess.run(
         [sys.executable, "-m", "budgetware", "demo", *args],
         capture_output=True,
@@ -64,3 +66,20 @@ def test_demo_takes_batch_budget_as_run_does(tmp_path: Path) -> None:
     assert done.stdout.count("batch on the wire: 30,000 chars (budget 30,000)") == 3
     shown = run_demo("--help")
     assert "--budget N, --batch-budget N" in shown.stdout
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_real_providers_settings_in_the_environment_are_not_used(
+    provider: str, tmp_path: Path
+) -> None:
+    # A developer's shell often has them: the demo stays offline (and free) unless --real.
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
+        prefix = provider.upper()
+        variables = {f"{prefix}_API_KEY": "sk-real-and-paid", f"{prefix}_BASE_URL": nowhere}
+        done = run_demo(
+            "--plain", "--provider", provider, "--artifact-dir", str(tmp_path), **variables
+        )
+    assert done.returncode == 0, done.stderr
+    assert "embedded fake provider (offline)" in done.stdout

@@ -21,12 +21,18 @@ from budgetware.cli.run import (
     BOOTSTRAP_DIR,
     child_environment,
     is_python_program,
-    parse,
+    parse_command_line,
     python_flags_skipping_the_hook,
 )
 from budgetware.testing import FakeProvider
 
 BIN = os.path.dirname(sys.executable)
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
+    parsed = parse_command_line(argv)
+    return parsed if isinstance(parsed, int) else (parsed.settings, parsed.command)
+
 
 # An agent's last turn: ten 300,000-char tool results, sent with the real openai SDK. It
 # never imports budgetware; it prints what it saw of it.

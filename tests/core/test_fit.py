@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from budgetware import BudgetConfig
+from budgetware.core.artifacts import text_key
 from budgetware.core.notice import DEFAULT_WORDING
-from budgetware.finalizer import fit_text, measure
+from budgetware.finalizer import ToolResult, finalize_batch, fit_text, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True
@@ -83,7 +85,7 @@ def test_a_small_room_uses_the_compact_notice_with_the_same_facts() -> None:
     preview = fit_text("q" * 16_014, 150)
     notice, rest = preview.split("\n", 1)
     omitted = 16_014 - rest.count("q")
-    assert notice == f"[{omitted:,} of 16,014 chars omitted.]"
+    assert notice == f"[{omitted:,} of 16,014 chars omitted.] #{text_key('q' * 16_014)[:8]}"
     assert rest.startswith("q")
     assert rest.endswith("q")
     assert "\n[...]\n" in rest
@@ -174,3 +176,40 @@ def test_count_dependent_phrases_agree_with_their_count() -> None:
     lines[1_500] = "ERROR: disk full"
     preview = fit_text("\n".join(lines) + "\n", 2_000)
     assert "; 1 matching line from it follows, with line numbers ...]\n1501: ERROR" in preview
+
+
+# -- distinct outputs, distinct previews (issue 30, item 10) -----------------------------
+
+
+def _pages(count: int) -> list[str]:
+    # The same head and tail, told apart only in the middle: what small rooms keep is alike.
+    return [
+        "Fetched https://example.com/docs\n<html>"
+        + "<p>same paragraph</p>" * 40
+        + f"<p>page {i}</p>"
+        + "<p>same paragraph</p>" * 40
+        + "</html>\nstatus 200\n"
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("unit", ["chars", "utf8_bytes", "tokens"])
+def test_distinct_outputs_give_distinct_previews_in_any_room(unit: str) -> None:
+    pages = _pages(12)
+    for room in [*range(30, 400, 3), *range(400, 2_000, 97)]:
+        previews = [fit_text(page, room, unit=unit) for page in pages]  # type: ignore[arg-type]
+        assert all(measure(p, unit) <= room for p in previews)  # type: ignore[arg-type]
+        assert len(set(previews)) == len(pages), (room, previews[:2])
+        assert previews == [fit_text(page, room, unit=unit) for page in pages]  # type: ignore[arg-type]
+
+
+def test_twelve_results_in_a_small_batch_read_apart() -> None:
+    entries = [
+        ToolResult(call_id=f"call_{i}", tool_name="web_fetch", slots=(page,))
+        for i, page in enumerate(_pages(12))
+    ]
+    for budget in (400, 1_000, 3_000):
+        out = finalize_batch(entries, config=BudgetConfig(batch_budget=budget, persist=False))
+        slots = [entry.slots[0] for entry in out]
+        assert sum(len(s) for s in slots) <= budget
+        assert len(set(slots)) == 12, (budget, slots[:2])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -244,3 +246,111 @@ def test_every_number_in_a_preview_is_spelled_as_in_the_output(
     for literal in _literals(rest):
         assert literal in remaining, literal  # byte-identical to a literal of the output
         remaining.remove(literal)
+
+
+# -- escapes cost their bytes once (issue 30, item 9) ------------------------------------
+
+
+@pytest.mark.parametrize("piece", ['"\\\n', '\\"\n\t', 'C:\\dir\\"quoted"\n', "\n"])
+@pytest.mark.parametrize("room", [500, 2_000, 10_000])
+def test_a_document_made_mostly_of_escapes_stays_json(piece: str, room: int) -> None:
+    # An 80 KB object whose strings are mostly quotes, backslashes and newlines: each
+    # costs two bytes in JSON, and the strings still get their share of the room.
+    count = 40_000 // (len(json.dumps(piece)) - 2)
+    doc = {"cwd": "C:\\work", "stdout": piece * count, "stderr": piece * count, "exit_code": 1}
+    text = json.dumps(doc)
+    assert len(text) > 80_000
+    preview = fit_text(text, room)
+    assert len(preview) <= room
+    value = _json_body(preview)
+    assert list(value) == list(doc)
+    assert value["exit_code"] == 1
+    for key in ("stdout", "stderr"):
+        head = value[key].split(" [... ")[0]
+        assert doc[key].startswith(head)
+        assert len(json.dumps(value[key])) >= room // 5, (key, value[key])
+
+
+# -- elements that carry a failure take the salient share (issue 30, item 13) ------------
+
+OUTPUTS = Path(__file__).parent / "outputs"
+
+
+def _markers(items: list[Any]) -> int:
+    """How many elements the marker elements of a previewed array say were omitted."""
+    found = [
+        re.fullmatch(r"\.\.\. ([\d,]+) items omitted \.\.\.", x)
+        for x in items
+        if isinstance(x, str)
+    ]
+    return sum(int(m.group(1).replace(",", "")) for m in found if m is not None)
+
+
+@pytest.mark.parametrize("room", [1_500, 2_500, 4_000, 8_000])
+def test_failed_results_from_the_middle_of_an_array_are_kept(room: int) -> None:
+    # pytest's per-test results as JSON (81 of them, 8 failed), from a real run.
+    text = (OUTPUTS / "pytest_results.json").read_text()
+    results = json.loads(text)
+    failed = [r["nodeid"] for r in results if r["outcome"] == "failed"]
+    preview = fit_text(text, room)
+    assert len(preview) <= room
+    shown = _json_body(preview)
+    elements = [x for x in shown if isinstance(x, dict)]
+    assert len(elements) + _markers(shown) == len(results)  # the markers count the rest
+    order = [
+        next(i for i, r in enumerate(results) if r["nodeid"] == e["nodeid"]) for e in elements
+    ]
+    assert order == sorted(order)  # document order
+    kept = [e["nodeid"] for e in elements if e["outcome"] == "failed"]
+    # A quarter of the room goes to them: the more room, the more of them.
+    assert len(kept) >= {1_500: 1, 2_500: 4, 4_000: 5, 8_000: 8}[room], kept
+    if room == 8_000:
+        assert kept == failed
+
+
+def _jobs(failed: set[int]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": 9_100 + i,
+            "name": f"test (shard {i})",
+            "status": "completed",
+            "conclusion": "failure" if i in failed else "success",
+            "url": f"https://ci.example.com/runs/9{i:03d}",
+        }
+        for i in range(60)
+    ]
+
+
+@pytest.mark.parametrize(("room", "least"), [(2_000, 5), (3_000, 6), (4_000, 8)])
+def test_failed_jobs_in_the_middle_are_shown_between_their_markers(room: int, least: int) -> None:
+    # Kept to its first and last elements, the array showed 4 of its 8 failed jobs.
+    failed = {3, 11, 19, 27, 33, 41, 49, 57}
+    preview = fit_text(json.dumps(_jobs(failed), indent=2), room)
+    assert len(preview) <= room
+    shown = _json_body(preview)
+    ids = [x["id"] - 9_100 for x in shown if isinstance(x, dict)]
+    assert len(set(ids) & failed) >= least, ids
+    assert ids[:2] == [0, 1]  # the ends stay
+    assert ids[-1] == 59
+    assert ids == sorted(ids)
+    assert len(ids) + _markers(shown) == 60
+
+
+def test_an_error_member_marks_an_element_and_an_empty_one_does_not() -> None:
+    replies = [{"id": i, "result": {"rows": [i] * 20}, "error": None} for i in range(200)]
+    replies[97] = {"id": 97, "result": None, "error": {"code": -32000, "message": "db down"}}
+    replies[120]["error"] = []
+    preview = fit_text(json.dumps(replies), 3_000)
+    shown = [x["id"] for x in _json_body(preview) if isinstance(x, dict)]
+    assert 97 in shown
+    assert 120 not in shown
+
+
+def test_a_traceback_inside_a_string_marks_its_element() -> None:
+    runs = [{"step": i, "log": f"step {i} ok\n" * 3} for i in range(300)]
+    runs[150]["log"] = "starting\nTraceback (most recent call last):\n  File ...\nValueError: x\n"
+    preview = fit_text(json.dumps(runs), 2_500)
+    assert 150 in [x["step"] for x in _json_body(preview) if isinstance(x, dict)]
+    # Turned off with salient lines, as for text.
+    plain = fit_text(json.dumps(runs), 2_500, options=PreviewOptions(salient_percent=0))
+    assert 150 not in [x["step"] for x in _json_body(plain) if isinstance(x, dict)]

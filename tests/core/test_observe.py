@@ -78,3 +78,23 @@ def test_watching_follows_listeners_and_the_info_log_level(
     assert not observe.watching()
     caplog.set_level("INFO", logger="budgetware")
     assert observe.watching()
+
+
+def test_a_printed_report_shows_sizes_never_the_tool_output(tmp_path: Path) -> None:
+    config = BudgetConfig(batch_budget=1_000, artifact_dir=tmp_path)
+    secret = "SECRET-TOOL-OUTPUT " * 500
+    seen: list[observe.BatchReport] = []
+    with observe.subscribe(batch=seen.append):
+        finalize_batch(
+            [ToolResult("a", "read", (secret,))], config=config, store=LocalArtifactStore(tmp_path)
+        )
+    (batch,) = seen
+    request = observe.RequestReport("openai_chat", 20_000, 1_500, 1_000, "chars", 0.01, (batch,))
+    shown = repr(request)
+    assert "SECRET" not in shown
+    assert str(tmp_path) not in shown  # nor where the output went
+    assert len(shown) < 400
+    assert "bytes_before=20000" in shown
+    batch_shown = f"BatchReport(boundary='finalizer', results=1, cut=1, size_before={len(secret)}"
+    assert batch_shown in shown
+    assert "written=1" in shown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -564,3 +565,51 @@ def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
         tracemalloc.stop()
     assert len(scanned) == lines
     assert peak < 48 * lines
+
+
+# -- the frame that raised goes with the exception (issue 30, item 14) ------------------
+
+OUTPUTS = Path(__file__).parent / "outputs"
+_CARETS = re.compile(r"[ \t]*[~^]+[ \t]*")
+
+
+def _shown(preview: str) -> dict[int, str]:
+    """The salient lines a preview lists, by line number."""
+    if "matching line" not in preview:
+        return {}
+    block = preview.split(" with line numbers ...]\n", 1)[1].split("\n[...]\n", 1)[0]
+    return {int(n): line for n, line in re.findall(r"^(\d+): (.*)$", block, re.MULTILINE)}
+
+
+def _frame_of(lines: list[str], number: int) -> list[int]:
+    """The line numbers of the frame that raised the exception on line ``number``: Python's
+    ``File ...`` line and its source line, or pytest's ``>`` line; [] if none ends there."""
+    if lines[number - 1].startswith((" ", ">")):
+        return []  # a frame's own line
+    at = number - 2  # the index of the line before
+    if at >= 0 and _CARETS.fullmatch(lines[at]):
+        at -= 1
+    if at >= 0 and lines[at].startswith(">"):
+        return [at + 1]
+    if at >= 1 and lines[at].startswith("    ") and lines[at - 1].startswith('  File "'):
+        return [at, at + 1]
+    return []
+
+
+@pytest.mark.parametrize(
+    "name", ["service_py310.log", "service_py311.log", "pytest_native.txt", "pytest_long.txt"]
+)
+def test_an_exception_from_the_middle_keeps_the_frame_that_raised(name: str) -> None:
+    text = (OUTPUTS / name).read_text()
+    lines = text.splitlines()
+    exceptions = 0
+    for room in range(600, 4_001, 200):
+        preview = fit_text(text, room)
+        assert len(preview) <= room
+        shown = _shown(preview)
+        for number in shown:
+            frame = _frame_of(lines, number)
+            exceptions += bool(frame)
+            for line in frame:
+                assert shown.get(line) == lines[line - 1].rstrip(), (room, number, line)
+    assert exceptions > 0  # the outputs hold exceptions that the previews show

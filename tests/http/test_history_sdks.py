@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_helpers import tool_result_texts
+from http_helpers import one_breakpoint, tool_result_texts
 from testing import drivers
 from wire import _bodies
 
@@ -80,7 +80,7 @@ def send_anthropic(url: str, batches: list[list[str]], headers: dict[str, str]) 
         client.messages.create(
             model=drivers.ANTHROPIC_MODEL,
             max_tokens=64,
-            messages=_bodies.anthropic(batches)[0]["messages"],
+            messages=one_breakpoint(_bodies.anthropic(batches)[0]["messages"]),
             extra_headers=headers,
         )
 
@@ -331,7 +331,7 @@ def test_anthropic_context_management_keeps_the_history_for_the_provider(
         client.beta.messages.create(
             model=drivers.ANTHROPIC_MODEL,
             max_tokens=64,
-            messages=_bodies.anthropic(batches)[0]["messages"],
+            messages=one_breakpoint(_bodies.anthropic(batches)[0]["messages"]),
             context_management=edits,
             betas=["context-management-2025-06-27"],
         )

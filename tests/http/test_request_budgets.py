@@ -194,3 +194,46 @@ def test_invalid_header_warning_lists_every_unit() -> None:
     for message in messages:
         assert f"x-budgetware-unit: {'|'.join(UNIT_NAMES)}," in message
         assert "x-budgetware-history-budget: <integer, or auto" in message
+
+
+UNUSED_BLOCK = """
+import openai
+import budgetware
+from budgetware.testing import FakeProvider
+
+with FakeProvider() as fake:
+    client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
+    if INSTRUMENT:
+        budgetware.instrument()
+    for _ in range(2):
+        with budgetware.budget(batch_budget=10):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+"""
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize("instrumented", [False, True])
+def test_a_budget_block_nothing_reads_is_warned_about_once(
+    instrumented: bool, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    script = f"INSTRUMENT = {instrumented}\n" + UNUSED_BLOCK
+    env = {"BUDGETWARE_ARTIFACT_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    if instrumented:
+        assert "BudgetwareWarning" not in done.stderr
+    else:
+        assert done.stderr.count("BudgetwareWarning") == 1, done.stderr
+        assert "budget() block" in done.stderr
+        assert "instrument()" in done.stderr

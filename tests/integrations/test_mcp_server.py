@@ -93,6 +93,38 @@ async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) 
         await exercise(session, ref)
 
 
+async def test_it_says_where_it_listens_and_which_version_it_is(stored: tuple[Path, str]) -> None:
+    from local_servers import free_port
+
+    import budgetware
+
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "budgetware", "mcp-server", "--http", f"127.0.0.1:{port}"],
+        env=server_env(stored[0]),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None
+        # The line comes once the port is bound: a client may connect at once.
+        line = await asyncio.wait_for(process.stderr.readline(), timeout=60)
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert line.decode().strip() == (
+            f"budgetware mcp-server {budgetware.__version__}: listening on {url} "
+            f"(store {stored[0]})"
+        )
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            hello = await session.initialize()
+        assert hello.server_info.name == "budgetware"
+        assert hello.server_info.version == budgetware.__version__
+    finally:
+        process.kill()
+        await process.wait()
+
+
 TOKEN = "s3cret-token-for-the-test"
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -82,6 +82,27 @@ def test_agent(budgetware_capture, fake):
     result.assert_outcomes(passed=1)
 
 
+def test_the_capture_pairs_each_request_with_the_providers_counters(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url, size=3_000, count=2)
+    agent_turn(fake.url, size=3_000, count=2)  # the same prompt: read from the cache
+    first, second = budgetware_capture.requests
+    assert first.usage.cache_read_tokens == 0
+    assert second.usage.cache_read_tokens >= 1024
+    assert second.usage.input_tokens == fake.last.usage.input_tokens
+    assert budgetware_capture.usage == [first.usage, second.usage]
+    assert second.usage.request is second
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_assert_within_budget_says_which_batch_is_over(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         HEADER
@@ -99,6 +120,43 @@ def test_agent(budgetware_capture, fake):
             "*tool results over budget:*",
             "*request 1 (openai_chat), batch 1: *chars sent, budget 10,000*",
         ]
+    )
+
+
+def test_a_failing_budget_shows_the_users_line_not_the_plugins_source(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+@pytest.mark.budgetware(batch_budget=50_000)
+def test_agent(budgetware_capture, fake):
+    agent_turn(fake.url)
+    budgetware_capture.assert_within_budget(budget=10_000)
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    shown = result.stdout.str()
+    assert ">       budgetware_capture.assert_within_budget(budget=10_000)" in shown
+    assert "problems.append" not in shown  # the plugin's own source stays out of it
+    assert "pytest_plugin/__init__.py" not in shown
+
+
+def test_a_mistyped_setting_in_the_marker_says_what_was_meant(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.budgetware(batch_budgett=5)
+def test_typo(budgetware_capture):
+    pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*unknown budgetware setting(s): batch_budgett (did you mean batch_budget?)*"]
     )
 
 

@@ -250,7 +250,18 @@ def test_catastrophic_backtracking_is_stopped_at_the_time_limit(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("name", "value"), [("context", -1), ("max_matches", 0), ("context", "2")]
+    ("name", "value"),
+    [
+        ("context", -1),
+        ("max_matches", 0),
+        ("context", "2"),
+        pytest.param("context", 10**5000, id="context-5000-digits"),
+        pytest.param("max_line_chars", 10**5000, id="max_line_chars-5000-digits"),
+        ("timeout", float("nan")),
+        ("timeout", float("inf")),
+        ("timeout", 0),
+        ("timeout", "10"),
+    ],
 )
 def test_counts_are_checked(any_store: ContentStore, name: str, value: object) -> None:
     ref = any_store.put("abc")

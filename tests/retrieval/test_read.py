@@ -317,6 +317,16 @@ def test_an_offset_past_the_end_says_where_the_end_is(any_store: ContentStore) -
         read_artifact(ref, offset=10**30, store=any_store)
 
 
+@pytest.mark.parametrize("value", [10**5000, -(10**5000)], ids=["huge", "huge-negative"])
+@pytest.mark.parametrize("name", ["offset", "limit"])
+def test_a_number_too_long_to_print_is_an_invalid_argument(
+    any_store: ContentStore, name: str, value: int
+) -> None:
+    ref = any_store.put("abc")
+    with pytest.raises(InvalidReadArgument, match=f"^{name} must be"):
+        read_artifact(ref, store=any_store, **{name: value})
+
+
 def test_the_sweep_deletes_the_indexes_earlier_versions_kept(any_store: ContentStore) -> None:
     # Earlier versions wrote "<key>.index" beside each artifact they read: nothing writes
     # them now, and the next sweep takes them.

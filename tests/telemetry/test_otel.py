@@ -386,3 +386,37 @@ def test_no_subscriber_when_telemetry_is_off_by_environment() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.sdk
+def test_the_providers_input_tokens_and_cache_counters_are_counted(
+    telemetry: Telemetry, fake_provider: FakeProvider
+) -> None:
+    import anthropic
+
+    system = [{"type": "text", "text": "x " * 3000, "cache_control": {"type": "ephemeral"}}]
+    with (
+        instrument(config=BudgetConfig(batch_budget=BUDGET)),
+        anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0) as client,
+    ):
+        for _ in range(2):
+            client.messages.create(
+                model="claude-sonnet-4-5",
+                max_tokens=9,
+                system=system,  # type: ignore[arg-type]
+                messages=[{"role": "user", "content": "hi"}],
+            )
+    first, second = (request.usage for request in fake_provider.requests)
+    assert first is not None
+    assert second is not None
+    assert telemetry.total("budgetware.provider.input_tokens") == 2 * first.input_tokens
+    assert (
+        telemetry.total("budgetware.provider.cache_read.input_tokens") == second.cache_read_tokens
+    )
+    written = telemetry.total("budgetware.provider.cache_creation.input_tokens")
+    assert written == first.cache_write_tokens > 0
+    (point,) = telemetry.metrics()["budgetware.provider.input_tokens"]
+    assert dict(point.attributes) == {
+        "budgetware.api": "anthropic_messages",
+        "budgetware.entry": "http",
+    }

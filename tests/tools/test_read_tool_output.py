@@ -174,6 +174,26 @@ def test_every_mistake_is_one_line_for_the_model(tmp_path: Path) -> None:
         assert "\n" not in answer
 
 
+@pytest.mark.parametrize("name", ["offset", "limit", "context"])
+@pytest.mark.parametrize(
+    "value",
+    ["²", "9" * 5000, "-" + "9" * 5000, 10**5000, -(10**5000), 1e300, float("nan")],
+    ids=["superscript", "digits", "negative-digits", "int", "negative-int", "1e300", "nan"],
+)
+def test_a_number_no_int_can_hold_is_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, value: object
+) -> None:
+    # Under the suite internal errors raise: an answer here is no internal error.
+    store = LocalArtifactStore(tmp_path / "a")
+    ref = store.put(LOG)
+    arguments = {"ref": ref, name: value, **({"pattern": "FAILED"} if name == "context" else {})}
+    answer = run_read_tool_output(arguments, store=store)
+    assert re.fullmatch(rf"error: {name} must be (a whole number|1? ?[01] or more)\b.*", answer)
+    assert len(answer) < 200
+    assert "\n" not in answer
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
 def test_an_evicted_artifact_is_one_line(tmp_path: Path) -> None:
     store = LocalArtifactStore(tmp_path / "a")
     ref = store.put(LOG)

@@ -74,6 +74,7 @@ from budgetware.integrations import mcp_server
 from budgetware.integrations import openai as budget_openai
 from budgetware.integrations import tools as framework_tools
 from budgetware.integrations.litellm.proxy import handler
+from budgetware.integrations.opentelemetry import BudgetwareInstrumentor
 from budgetware.integrations.pytest_plugin import BudgetwareCapture
 from budgetware.testing import FakeProvider, scripted_tool_calls
 from budgetware.tools import (
@@ -279,6 +280,12 @@ async def serve_read_tool_output(store: LocalArtifactStore) -> None:
     await mcp_server.serve_stdio(server)
     await mcp_server.serve_http(server, host="127.0.0.1", port=8765)
     print(mcp_server.SERVER_NAME, mcp_server.TOKEN_ENV)
+
+
+def opentelemetry_runner(config: BudgetConfig) -> None:
+    instrumentor = BudgetwareInstrumentor()
+    instrumentor.instrument(config=config)
+    instrumentor.uninstrument()
 
 
 async def acp_agent(agent: Any) -> None:

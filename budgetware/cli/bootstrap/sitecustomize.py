@@ -1,16 +1,8 @@
-"""Started by ``budgetware run``: ``instrument()`` before the program's first import.
+"""Run by Python at start-up in every process ``budgetware run`` starts: ``instrument()``
+before the program's first import, then the ``sitecustomize`` this one shadows.
 
-Python imports ``sitecustomize`` at start-up; ``budgetware run`` puts this folder first on
-``PYTHONPATH``, so this module runs in every Python process the command starts (the command
-checked the settings before). It instruments, then runs the ``sitecustomize`` it shadows (a
-virtualenv's, a distribution's, opentelemetry-instrument's), under the same name, as Python
-would have. A Python without budgetware runs unbounded (the program ``budgetware run``
-started says so once); any other failure to start is one line, and the program runs
-unbounded. Whatever happens here, the shadowed ``sitecustomize`` runs.
-
-Another copy of this folder on ``PYTHONPATH`` (a nested ``budgetware run`` of another
-install, a symbolic link to this one) is never chained to: budgetware starts once per
-process, then the first ``sitecustomize`` that is not budgetware's runs.
+A failure to start is one line on stderr and the program runs unbounded; budgetware starts
+once per process, and other copies of this hook on ``PYTHONPATH`` are skipped.
 """
 
 import os
@@ -41,7 +33,7 @@ def _start() -> None:
         return
     try:
         start()
-    except Exception as exc:  # the program runs, unbounded; its own sitecustomize still does
+    except Exception as exc:
         sys.stderr.write(
             f"budgetware run: budgetware could not start ({type(exc).__name__}); "
             "this program runs unbounded\n"
@@ -64,8 +56,7 @@ def _is_bootstrap(origin: str) -> bool:
 
 
 def _chain(here: str) -> None:
-    """Run the next ``sitecustomize`` on ``sys.path`` (after this folder), if there is one,
-    skipping every budgetware start-up hook (copies of this folder, symbolic links to it)."""
+    """Run the next ``sitecustomize`` on ``sys.path`` that is not a budgetware hook."""
     import importlib.machinery
     import importlib.util
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware.testing._apis import Reply
-from budgetware.testing._renderers.common import Rendered, Usage, args_json, json_body, sse, uid
+from budgetware.testing._apis import Reply, Usage
+from budgetware.testing._renderers.common import Rendered, args_json, json_body, sse, uid
 
 __all__ = ["render"]
 
@@ -27,10 +27,10 @@ def render(model: str, reply: Reply, usage: Usage, stream: bool) -> Rendered:
         "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": {
-            "input_tokens": usage.input,
-            "output_tokens": usage.output,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "input_tokens": usage.uncached_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": usage.cache_write_tokens,
+            "cache_read_input_tokens": usage.cache_read_tokens,
         },
     }
     if not stream:
@@ -75,7 +75,7 @@ def render(model: str, reply: Reply, usage: Usage, stream: bool) -> Rendered:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": usage.output},
+                "usage": {"output_tokens": usage.output_tokens},
             },
         )
     )

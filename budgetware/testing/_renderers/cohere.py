@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware.testing._apis import Reply
-from budgetware.testing._renderers.common import Rendered, Usage, args_json, json_body, sse, uid
+from budgetware.testing._apis import Reply, Usage
+from budgetware.testing._renderers.common import Rendered, args_json, json_body, sse, uid
 
 __all__ = ["render"]
 
@@ -23,10 +23,8 @@ def render(reply: Reply, usage: Usage, stream: bool) -> Rendered:
             for cid, name, a in reply.tool_calls
         ]
     finish = "TOOL_CALL" if reply.tool_calls else "COMPLETE"
-    usage_obj = {
-        "billed_units": {"input_tokens": usage.input, "output_tokens": usage.output},
-        "tokens": {"input_tokens": usage.input, "output_tokens": usage.output},
-    }
+    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    usage_obj = {"billed_units": tokens, "tokens": tokens}
     if not stream:
         return json_body(
             {"id": mid, "finish_reason": finish, "message": message, "usage": usage_obj}

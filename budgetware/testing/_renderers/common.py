@@ -1,4 +1,4 @@
-"""What every renderer shares: the rendered answer, JSON, SSE and NDJSON bodies, ids, usage."""
+"""What every renderer shares: the rendered answer, JSON, SSE and NDJSON bodies, ids."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from budgetware.testing._apis import Reply
-
-__all__ = ["Rendered", "Usage", "args_json", "dumps", "error", "json_body", "ndjson", "sse", "uid"]
+__all__ = ["Rendered", "args_json", "dumps", "error", "json_body", "ndjson", "sse", "uid"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +43,7 @@ def ndjson(lines: Iterable[Any]) -> Rendered:
 
 
 def error(status: int, message: str, kind: str = "invalid_request_error") -> Rendered:
-    # One shape that every SDK here turns into its own APIError/HTTP error: OpenAI-style
-    # "error" object, plus the "type" Anthropic expects at the top level.
+    # One shape every SDK turns into its own error: OpenAI's "error", Anthropic's "type".
     return json_body(
         {"type": "error", "error": {"type": kind, "message": message, "code": status}},
         status,
@@ -59,14 +56,3 @@ def args_json(args: Mapping[str, Any]) -> str:
 
 def uid(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
-
-
-class Usage:
-    """Plausible token counts for a request and its reply."""
-
-    def __init__(self, raw_body: bytes, reply: Reply) -> None:
-        # Roughly 4 bytes a token: the numbers only have to be plausible and monotonic.
-        self.input = max(1, len(raw_body) // 4)
-        size = len(reply.text) + sum(len(args_json(c[2])) + len(c[1]) for c in reply.tool_calls)
-        self.output = max(1, size // 4)
-        self.total = self.input + self.output

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from budgetware.testing._apis import Reply
-from budgetware.testing._renderers.common import Rendered, Usage, json_body, sse, uid
+from budgetware.testing._apis import Reply, Usage
+from budgetware.testing._renderers.common import Rendered, json_body, sse, uid
 
 __all__ = ["render"]
 
@@ -25,9 +25,15 @@ def render(model: str, reply: Reply, usage: Usage, method: str, as_sse: bool) ->
             }
         ],
         "usageMetadata": {
-            "promptTokenCount": usage.input,
-            "candidatesTokenCount": usage.output,
-            "totalTokenCount": usage.total,
+            "promptTokenCount": usage.input_tokens,
+            "candidatesTokenCount": usage.output_tokens,
+            "totalTokenCount": usage.input_tokens + usage.output_tokens,
+            # Like the real API: the field is there only when something was read from the cache.
+            **(
+                {"cachedContentTokenCount": usage.cache_read_tokens}
+                if usage.cache_read_tokens
+                else {}
+            ),
         },
         "modelVersion": model,
         "responseId": uid("fake-"),

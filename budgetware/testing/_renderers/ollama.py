@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from budgetware.testing._apis import Reply
-from budgetware.testing._renderers.common import Rendered, Usage, json_body, ndjson
+from budgetware.testing._apis import Reply, Usage
+from budgetware.testing._renderers.common import Rendered, json_body, ndjson
 
 __all__ = ["render"]
 
@@ -27,9 +27,9 @@ def render(model: str, reply: Reply, usage: Usage, stream: bool) -> Rendered:
         "done_reason": "stop",
         "total_duration": 1000,
         "load_duration": 10,
-        "prompt_eval_count": usage.input,
+        "prompt_eval_count": usage.input_tokens,
         "prompt_eval_duration": 100,
-        "eval_count": usage.output,
+        "eval_count": usage.output_tokens,
         "eval_duration": 100,
     }
     if not stream:

@@ -6,8 +6,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.testing._apis import Reply
-from budgetware.testing._renderers.common import Rendered, Usage, args_json, json_body, sse, uid
+from budgetware.testing._apis import Reply, Usage
+from budgetware.testing._renderers.common import Rendered, args_json, json_body, sse, uid
 
 __all__ = ["render"]
 
@@ -19,9 +19,10 @@ def render(
     cid = uid("chatcmpl-")
     finish = "tool_calls" if reply.tool_calls else "stop"
     usage_obj = {
-        "prompt_tokens": usage.input,
-        "completion_tokens": usage.output,
-        "total_tokens": usage.total,
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
     }
     calls = [
         {"id": cid_, "type": "function", "function": {"name": name, "arguments": args_json(a)}}

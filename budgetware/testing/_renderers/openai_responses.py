@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from budgetware.testing._apis import Reply
+from budgetware.testing._apis import Reply, Usage
 from budgetware.testing._renderers.common import (
     Rendered,
-    Usage,
     args_json,
     json_body,
     sse,
@@ -65,11 +64,11 @@ def render(model: str, reply: Reply, usage: Usage, stream: bool) -> Rendered:
             "top_p": 1.0,
             "text": {"format": {"type": "text"}},
             "usage": {
-                "input_tokens": usage.input,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": usage.output,
+                "input_tokens": usage.input_tokens,
+                "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+                "output_tokens": usage.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": usage.total,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
             }
             if status == "completed"
             else None,

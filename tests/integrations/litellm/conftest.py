@@ -42,6 +42,15 @@ def callback(config: BudgetConfig) -> Any:
 
 
 @pytest.fixture
+def permissive(artifact_dir: Path) -> Any:
+    """A callback whose operator lets clients' headers set anything (``allow``)."""
+    from budgetware.integrations.litellm import budget_callback
+
+    config = BudgetConfig(batch_budget=BUDGET, artifact_dir=artifact_dir, client_overrides="allow")
+    return budget_callback(config=config)
+
+
+@pytest.fixture
 def registered(callback: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The callback as litellm's only callback, for this test only."""
     import litellm

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from http_helpers import one_breakpoint
 from litellm_proxy_helpers import proxy_data, tool_texts
 from proxy_server_helpers import chat, messages_call, only_request, proxy_config, proxy_env
 from testing.litellm_proxy import LiteLLMProxy
@@ -63,6 +64,10 @@ def _masked_count(data: dict[str, Any]) -> int:
     return sum(is_masked((_text(t),)) for t in tool_texts("messages", data["messages"]))
 
 
+def _history_total(data: dict[str, Any]) -> int:
+    return sum(len(_text(t)) for t in tool_texts("messages", data["messages"]))
+
+
 async def test_key_and_team_metadata_set_the_history_budget(artifact_dir: Path) -> None:
     from budgetware.integrations.litellm import budget_callback
 
@@ -77,14 +82,50 @@ async def test_key_and_team_metadata_set_the_history_budget(artifact_dir: Path) 
     assert _masked_count(team) > 0
     texts = tool_texts("messages", team["messages"])
     assert sum(len(_text(t)) for t in texts) <= HISTORY
-    # The key's metadata wins over the team's, and over a client's header.
+    # The key's metadata wins over the team's: 0 turns the team's history budget off...
     key = _key(
         metadata={"budgetware_history_budget": 0, "budgetware_history_step": 0.5},
         team_metadata={"budgetware_history_budget": HISTORY},
     )
-    headers = {"x-budgetware-history-budget": "1000"}
+    assert (await _hook(callback, proxy_data("messages", messages), key))["messages"] == messages
+    # ...and where the operator set none, a client may set one (client_overrides: clamp).
+    headers = {"x-budgetware-history-budget": str(HISTORY * 3 // 4)}
     result = await _hook(callback, proxy_data("messages", messages, headers=headers), key)
-    assert result["messages"] == messages
+    assert _history_total(result) <= HISTORY * 3 // 4
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-budgetware-disable": "1"},
+        {"x-budgetware-history-budget": "0"},
+        {"x-budgetware-history-budget": str(10**9)},
+        {"x-budgetware-history-keep-batches": "50"},
+    ],
+)
+async def test_by_default_a_client_cannot_loosen_the_operators_history_budget(
+    artifact_dir: Path, headers: dict[str, str]
+) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    config = BudgetConfig(artifact_dir=artifact_dir, history_budget=HISTORY)
+    callback = budget_callback(config=config)
+    data = proxy_data("messages", openai_chat(conversation())[0]["messages"], headers=headers)
+    result = await _hook(callback, data, _key())
+    assert _history_total(result) <= HISTORY
+    assert _masked_count(result) > 0
+
+
+async def test_a_client_may_tighten_the_history_budget_or_set_one(artifact_dir: Path) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    messages = openai_chat(conversation())[0]["messages"]
+    tighter = {"x-budgetware-history-budget": str(HISTORY * 3 // 4)}
+    for operator in (HISTORY, None):  # a history budget of the operator's, or none
+        config = BudgetConfig(artifact_dir=artifact_dir, history_budget=operator)
+        callback = budget_callback(config=config)
+        result = await _hook(callback, proxy_data("messages", messages, headers=tighter), _key())
+        assert _history_total(result) <= HISTORY * 3 // 4
 
 
 async def test_auto_looks_up_the_model_the_request_names(artifact_dir: Path) -> None:
@@ -145,7 +186,7 @@ def test_replicas_taking_turns_send_the_same_bytes_and_extend_each_other(
     batches = conversation()
     sent: list[list[str]] = []
     for n in range(1, TURNS + 1):
-        messages = build(batches[:n])[0]["messages"]
+        messages = one_breakpoint(build(batches[:n])[0]["messages"])
         first = _send(route, proxies[n % 2], messages, upstream)
         again = _send(route, proxies[1 - n % 2], messages, upstream)
         assert again.body == first.body

@@ -89,17 +89,17 @@ async def test_request_header_budget_applies(callback: Any) -> None:
     assert _within_budget(result, 8000)
 
 
-async def test_request_header_disable_leaves_the_request_unbounded(callback: Any) -> None:
+async def test_request_header_disable_leaves_the_request_unbounded(permissive: Any) -> None:
     data = _chat({"x-budgetware-disable": "1"})
-    assert await _hook(callback, data) is data
+    assert await _hook(permissive, data) is data
 
 
 async def test_headers_copied_into_metadata_are_read_without_proxy_server_request(
-    callback: Any,
+    permissive: Any,
 ) -> None:
     data = _chat({"x-budgetware-disable": "1"})
     del data["proxy_server_request"]
-    assert await _hook(callback, data) is data
+    assert await _hook(permissive, data) is data
 
 
 async def test_key_metadata_budget_overrides_the_callback_config(artifact_dir: Path) -> None:
@@ -139,6 +139,100 @@ async def test_key_and_team_metadata_win_over_a_request_header(callback: Any) ->
     team = _key(team_metadata={"budgetware_batch_budget": 6000})
     result = await _hook(callback, _chat({"x-budgetware-batch-budget": "20000"}), key=team)
     assert _within_budget(result, 6000)
+
+
+# --- the operator's policy for clients' headers (client_overrides) ---------------------------
+
+
+def _sent(result: dict[str, Any]) -> list[str]:
+    return tool_texts("messages", result["messages"])
+
+
+def _policy(artifact_dir: Path, policy: str, budget: int = BUDGET, **settings: Any) -> Any:
+    from budgetware.integrations.litellm import budget_callback
+
+    config = BudgetConfig(
+        batch_budget=budget, artifact_dir=artifact_dir, client_overrides=policy, **settings
+    )
+    return budget_callback(config=config)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-budgetware-disable": "1"},
+        {"x-budgetware-batch-budget": "0"},
+        {"x-budgetware-batch-budget": "inf"},
+        {"x-budgetware-batch-budget": str(10**9)},
+    ],
+)
+async def test_by_default_a_client_cannot_loosen_the_operators_budget(
+    callback: Any, headers: dict[str, str]
+) -> None:
+    result = await _hook(callback, _chat(headers))
+    assert _within_budget(result, BUDGET)
+
+
+async def test_by_default_a_client_may_tighten_the_operators_budget(callback: Any) -> None:
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}))
+    assert _within_budget(result, 8000)
+    # Below the key's bound too: the key's metadata is the operator's bound, not a floor.
+    key = _key(metadata={"budgetware_batch_budget": 20_000})
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}), key=key)
+    assert _within_budget(result, 8000)
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "30000"}), key=key)
+    assert _within_budget(result, 20_000)
+    assert not _within_budget(result, 8000)
+
+
+async def test_a_clamped_unit_keeps_the_operators_bound_in_the_operators_unit(
+    artifact_dir: Path,
+) -> None:
+    callback = _policy(artifact_dir, "clamp")  # 50,000 chars
+    # 50,000 estimated tokens could be 200,000 chars: held to 12,500 tokens.
+    result = await _hook(callback, _chat({"x-budgetware-unit": "tokens"}))
+    sent = _sent(result)
+    assert sum(len(t) for t in sent) <= BUDGET
+    assert sum(len(t) for t in sent) > BUDGET // 2  # in tokens: not cut further than it had to
+    # Bytes are never fewer than characters: a budget in bytes fits one in characters.
+    result = await _hook(
+        callback, _chat({"x-budgetware-unit": "utf8_bytes", "x-budgetware-batch-budget": "30000"})
+    )
+    assert sum(len(t.encode()) for t in _sent(result)) <= 30_000
+
+
+async def test_an_operator_without_a_bound_lets_a_client_set_one(artifact_dir: Path) -> None:
+    callback = _policy(artifact_dir, "clamp", budget=0)
+    assert await _hook(callback, _chat()) is not None
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}))
+    assert _within_budget(result, 8000)
+
+
+async def test_ignore_drops_the_clients_headers(artifact_dir: Path) -> None:
+    callback = _policy(artifact_dir, "ignore")
+    result = await _hook(callback, _chat({"x-budgetware-batch-budget": "8000"}))
+    assert _within_budget(result, BUDGET)
+    assert not _within_budget(result, 8000)
+    data = _chat({"x-budgetware-disable": "1"})
+    assert _within_budget(await _hook(callback, data), BUDGET)
+
+
+async def test_allow_lets_a_client_disable_but_key_metadata_still_wins(permissive: Any) -> None:
+    data = _chat({"x-budgetware-batch-budget": str(10**9)})
+    assert await _hook(permissive, data) is data
+    key = _key(metadata={"budgetware_batch_budget": 8000})
+    result = await _hook(permissive, _chat({"x-budgetware-disable": "1"}), key=key)
+    assert _within_budget(result, 8000)
+
+
+async def test_budgetware_entries_of_the_body_extra_headers_are_read_and_removed(
+    callback: Any,
+) -> None:
+    data = _chat()
+    data["extra_headers"] = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-1"}
+    result = await _hook(callback, data)
+    assert result["extra_headers"] == {"x-request-tag": "t-1"}
+    assert _within_budget(result, 8000)
 
 
 @pytest.fixture
@@ -280,7 +374,7 @@ async def test_internal_error_sends_the_request_unchanged_and_logs_no_content(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("HEAD-0: secret tool output")
 
-    monkeypatch.setattr(_callback, "bound_payload", broken)
+    monkeypatch.setattr(_callback, "bound_payload_reported", broken)
     cb = budget_callback(
         config=BudgetConfig(batch_budget=BUDGET, artifact_dir=artifact_dir, raise_errors=False)
     )
@@ -315,11 +409,11 @@ async def test_forwarded_headers_without_ours_leave_the_request_as_it_is(callbac
 
 
 async def test_disable_header_removed_from_forwarded_headers_leaves_messages_whole(
-    callback: Any,
+    permissive: Any,
 ) -> None:
     headers = {"x-budgetware-disable": "1"}
     data = _forwarding(_chat(headers), headers)
-    result = await _hook(callback, data)
+    result = await _hook(permissive, data)
     assert result["headers"] == {}
     assert result["messages"] is data["messages"]
 
@@ -354,10 +448,10 @@ async def test_anthropic_request_header_budget_applies(callback: Any) -> None:
 
 
 async def test_anthropic_request_header_disable_leaves_the_request_unbounded(
-    callback: Any,
+    permissive: Any,
 ) -> None:
     data = _messages({"x-budgetware-disable": "1"})
-    assert await _hook(callback, data, "anthropic_messages") is data
+    assert await _hook(permissive, data, "anthropic_messages") is data
 
 
 async def test_anthropic_key_metadata_budget_applies(callback: Any) -> None:
@@ -607,14 +701,14 @@ async def test_pass_through_forwarding_drops_our_headers_and_hands_them_to_the_h
     assert _within_budget(result, 8000)
 
 
-async def test_pass_through_headers_are_read_once(callback: Any) -> None:
+async def test_pass_through_headers_are_read_once(permissive: Any) -> None:
     _forward({"x-budgetware-disable": "1"}, {})
     key = _pass_through("/anthropic/v1/messages")
     first = _body("messages", drivers.anthropic_messages(BIG))
-    assert await _hook(callback, first, "pass_through_endpoint", key=key) is first
+    assert await _hook(permissive, first, "pass_through_endpoint", key=key) is first
     # The next request (without the header) gets the proxy's budget.
     result = await _hook(
-        callback,
+        permissive,
         _body("messages", drivers.anthropic_messages(BIG)),
         "pass_through_endpoint",
         key=key,
@@ -655,3 +749,37 @@ async def test_the_deployment_hook_warns_of_an_unexpected_shape(callback: Any) -
         assert (
             await callback.async_pre_call_deployment_hook(kwargs, CallTypes.acompletion) is kwargs
         )
+
+
+async def test_a_proxy_responses_counters_are_reported_with_its_request(callback: Any) -> None:
+    from litellm.types.utils import ModelResponse
+
+    from budgetware.core import observe
+
+    requests: list[observe.RequestReport] = []
+    usage: list[observe.UsageReport] = []
+    response = ModelResponse(
+        usage={
+            "prompt_tokens": 9000,
+            "completion_tokens": 3,
+            "total_tokens": 9003,
+            "prompt_tokens_details": {"cached_tokens": 8192},
+            "cache_creation_input_tokens": 700,
+        }
+    )
+    with observe.subscribe(request=requests.append, usage=usage.append):
+        await _hook(callback, {**_chat(), "litellm_call_id": "call-1"})
+        await callback.async_log_success_event({"litellm_call_id": "call-1"}, response, None, None)
+        # Once only, and never for a call it did not report.
+        await callback.async_log_success_event({"litellm_call_id": "call-1"}, response, None, None)
+        await callback.async_log_success_event({"litellm_call_id": "other"}, response, None, None)
+    (request,) = requests
+    (report,) = usage
+    assert (report.api, report.input_tokens, report.cache_read_tokens) == (
+        "openai_chat",
+        9000,
+        8192,
+    )
+    assert (report.cache_write_tokens, report.output_tokens) == (700, 3)
+    assert report.request is request
+    assert request.usage is report

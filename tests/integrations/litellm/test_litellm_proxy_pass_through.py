@@ -95,22 +95,25 @@ def test_pass_through_budget_header_is_honored_and_never_forwarded(
     assert not [name for name in request.headers if name.startswith("x-budgetware-")]
 
 
-def test_pass_through_disable_header_leaves_the_request_whole(
+def test_pass_through_disable_header_is_held_to_the_operators_budget(
     gateway: LiteLLMProxy, upstream: FakeProvider
 ) -> None:
     pass_through_messages(gateway, drivers.anthropic_messages(BIG), {"x-budgetware-disable": "1"})
     request = only_request(upstream)
-    assert upstream_tool_texts(request) == BIG
+    assert sum(map(len, upstream_tool_texts(request))) <= BUDGET  # client_overrides: clamp
     assert "x-budgetware-disable" not in request.headers
 
 
 def test_pass_through_headers_apply_to_their_own_request_only(
     gateway: LiteLLMProxy, upstream: FakeProvider
 ) -> None:
-    pass_through_messages(gateway, drivers.anthropic_messages(BIG), {"x-budgetware-disable": "1"})
+    tight = {"x-budgetware-batch-budget": "8000"}
+    pass_through_messages(gateway, drivers.anthropic_messages(BIG), tight)
+    assert sum(map(len, upstream_tool_texts(only_request(upstream)))) <= 8000
     upstream.clear()
     pass_through_messages(gateway, drivers.anthropic_messages(BIG))
-    assert sum(map(len, upstream_tool_texts(only_request(upstream)))) <= BUDGET
+    sent = sum(map(len, upstream_tool_texts(only_request(upstream))))
+    assert 8000 < sent <= BUDGET
 
 
 @pytest.mark.parametrize(("key", "budget"), [("sk-key-8000", 8000), ("sk-team-6000", 6000)])

@@ -6,7 +6,7 @@ One proxy pair (with the callback and without) serves the whole session: see con
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,14 +181,68 @@ def test_budget_header_is_honored_and_never_forwarded(
     assert not [name for name in request.headers if name.startswith("x-budgetware-")]
 
 
-@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
-def test_disable_header_leaves_the_request_whole(
+@pytest.mark.parametrize("route", ["chat", "responses"])
+def test_budgetware_headers_in_the_body_extra_headers_never_reach_the_provider(
     gateway: LiteLLMProxy, upstream: FakeProvider, route: str
 ) -> None:
-    send_route(route, gateway, BIG, {"x-budgetware-disable": "1"})
+    # litellm sends a body's `extra_headers` to the provider as headers: budgetware's own
+    # are settings for the gateway (read as the client's, under its policy), never sent on.
+    own = {"x-budgetware-batch-budget": "8000", "x-request-tag": "t-2"}
+    with openai_client(gateway) as client:
+        if route == "chat":
+            client.chat.completions.create(
+                model=OPENAI_MODEL,
+                messages=drivers.openai_chat_messages(BIG),
+                extra_body={"extra_headers": own},
+            )
+        else:
+            client.responses.create(
+                model=OPENAI_MODEL,
+                input=drivers.openai_responses_input(BIG),
+                extra_body={"extra_headers": own},
+            )
+    request = only_request(upstream)
+    assert not [name for name in request.headers if name.startswith("x-budgetware-")]
+    assert request.headers.get("x-request-tag") == "t-2"  # the others go on, as litellm does
+    assert sum(map(len, upstream_tool_texts(request))) <= 8000
+
+
+@pytest.mark.parametrize("route", ["chat", "messages", "responses"])
+def test_by_default_a_client_cannot_switch_bounding_off_or_loosen_it(
+    gateway: LiteLLMProxy, upstream: FakeProvider, route: str
+) -> None:
+    for asked in ({"x-budgetware-disable": "1"}, {"x-budgetware-batch-budget": "inf"}):
+        upstream.clear()
+        send_route(route, gateway, BIG, asked)
+        request = only_request(upstream)
+        assert sum(map(len, upstream_tool_texts(request))) <= BUDGET
+        assert not [name for name in request.headers if name.startswith("x-budgetware-")]
+    assert "headers to the operator's bounds (client_overrides is 'clamp')" in gateway.log_since(0)
+
+
+@pytest.fixture(scope="module")
+def permissive(
+    start_proxies: Callable[..., list[LiteLLMProxy]],
+    proxy_upstream: FakeProvider,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> LiteLLMProxy:
+    """A proxy whose operator lets clients decide, in its config.yaml."""
+    config = proxy_config(proxy_upstream.url)
+    config["environment_variables"] = {"BUDGETWARE_CLIENT_OVERRIDES": "allow"}
+    artifacts = tmp_path_factory.mktemp("permissive") / "artifacts"
+    env = proxy_env(artifacts, batch_budget=str(BUDGET), raise_errors="1")
+    (proxy,) = start_proxies(("permissive", config, env))
+    return proxy
+
+
+def test_the_operator_may_let_clients_switch_bounding_off_in_the_proxy_config(
+    permissive: LiteLLMProxy, upstream: FakeProvider
+) -> None:
+    send_route("chat", permissive, BIG, {"x-budgetware-disable": "1"})
     request = only_request(upstream)
     assert upstream_tool_texts(request) == BIG
     assert "x-budgetware-disable" not in request.headers
+    assert "headers: allow (client_overrides)" in permissive.log_since(0)
 
 
 def test_unit_header_is_honored(gateway: LiteLLMProxy, upstream: FakeProvider) -> None:
@@ -336,6 +390,18 @@ def test_an_unwritable_store_never_fails_a_request(
 
 
 # --- setup ----------------------------------------------------------------------------------
+
+
+def test_the_proxy_log_says_budgetware_is_loaded_and_how(gateway: LiteLLMProxy) -> None:
+    import budgetware
+
+    log = gateway.log_since(0)
+    assert (
+        f"budgetware {budgetware.__version__} loaded: bounding tool results of this "
+        f"LiteLLM Proxy's requests, batch budget {BUDGET:,} chars; clients' x-budgetware-* "
+        "headers: clamp (client_overrides)"
+    ) in log
+    assert log.count("budgetware " + budgetware.__version__ + " loaded") == 1
 
 
 def test_a_bad_setting_stops_the_proxy_at_start_naming_the_variable(

@@ -148,3 +148,34 @@ async def test_deployment_hook_leaves_a_proxy_request_to_the_proxy_hook(callback
     }
     result = await callback.async_pre_call_deployment_hook(kwargs, litellm.CallTypes.acompletion)
     assert result is kwargs
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_the_providers_counters_are_reported_with_the_request(
+    registered: Any, fake_provider: FakeProvider, provider: drivers.LitellmProvider
+) -> None:
+    import asyncio
+
+    from budgetware.core import observe
+
+    requests: list[observe.RequestReport] = []
+    usage: list[observe.UsageReport] = []
+    with observe.subscribe(request=requests.append, usage=usage.append):
+        for _ in range(2):  # the same conversation again: its prefix is read from the cache
+            await drivers.asend_litellm(fake_provider.url, BIG, provider=provider)
+        for _ in range(200):  # litellm runs its success callbacks in a task of their own
+            if len(usage) == 2:
+                break
+            await asyncio.sleep(0.01)
+    assert [report.request for report in usage] == requests
+    assert all(request.usage is report for request, report in zip(requests, usage))
+    first, second = (recorded.usage for recorded in fake_provider.requests)
+    assert first is not None
+    assert second is not None
+    # OpenAI caches by itself; Anthropic only what a request marks (this one marks nothing).
+    assert (second.cache_read_tokens > 0) == (provider == "openai")
+    # As litellm reports them: the prompt's tokens, the cached ones included.
+    assert [(r.input_tokens, r.cache_read_tokens) for r in usage] == [
+        (first.input_tokens, 0),
+        (second.input_tokens, second.cache_read_tokens),
+    ]
