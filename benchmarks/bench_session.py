@@ -43,11 +43,13 @@ from budgetware.core.config import BudgetConfig
 from budgetware.core.measure import measure
 from budgetware.testing import FakeProvider
 from budgetware.wire.body import finalize_body, observed_finalize_body
+from budgetware.wire.history import input_window
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = "tokens"
 BATCH_BUDGET = 8_000  # tokens per batch
-HISTORY_BUDGET = 60_000  # tokens of tool results per request
+# history_budget="auto": half the input window of the model each SDK names.
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 PRICES = {"input": 1.0, "write": 1.25, "read": 0.1}
 SYSTEM = (
     "You are a careful coding agent working in a Python repository. Use the tools to run "
@@ -287,6 +289,13 @@ def _cut(text: str, room_chars: int) -> str:
     return text[:head] + marker + text[len(text) - (room_chars - head) :]
 
 
+def history_budget(api: str) -> int:
+    """What ``history_budget="auto"`` gives the model the SDK names, in tokens."""
+    window = input_window(MODELS[api])
+    assert window is not None, MODELS[api]
+    return window // 2
+
+
 def naive(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every turn, every tool result cut to an equal share of the history budget (the
     newest batch to the batch budget first): what re-truncating peers send."""
@@ -297,7 +306,7 @@ def naive(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             slots.append((message, "content"))
         elif api == "anthropic" and isinstance(message.get("content"), list):
             slots += [(b, "content") for b in message["content"] if b.get("type") == "tool_result"]
-    chars = HISTORY_BUDGET * 4
+    chars = history_budget(api) * 4
     share = max(chars // max(len(slots), 1), 200)
     for holder, key in slots:
         holder[key] = _cut(holder[key], min(share, BATCH_BUDGET * 4))
@@ -350,7 +359,7 @@ def _policy(policy: str, artifacts: Path) -> Iterator[None]:
         "artifact_dir": artifacts,
     }
     if policy == "history":
-        settings["history_budget"] = HISTORY_BUDGET
+        settings["history_budget"] = "auto"
     with budgetware.instrument(config=BudgetConfig(**settings)):
         yield
 
@@ -384,13 +393,11 @@ def run_session(api: str, policy: str, turns: list[Turn], workdir: Path) -> Resu
                     messages = naive(api, messages)
                 provider.clear()
                 if api == "openai":
-                    response = client.chat.completions.create(
-                        model="gpt-4o-mini", messages=messages
-                    )
+                    response = client.chat.completions.create(model=MODELS[api], messages=messages)
                     usage = openai_usage(response)
                 else:
                     response = client.messages.create(
-                        model="claude-haiku-4-5",
+                        model=MODELS[api],
                         max_tokens=256,
                         system=[
                             {
@@ -441,7 +448,7 @@ def speed(outputs: dict[str, list[str]]) -> tuple[float, float, int]:
         history = BudgetConfig(
             unit=UNIT,
             batch_budget=BATCH_BUDGET,
-            history_budget=HISTORY_BUDGET,
+            history_budget="auto",
             artifact_dir=directory,
         )
         _, report = observed_finalize_body(url, body, config=history)
@@ -481,8 +488,8 @@ def main() -> None:
         ).hexdigest()[:12]
         print(
             f"session: {len(turns)} turns, {sum(len(t.calls) for t in turns)} tool calls "
-            f"(content {digest}); batch budget {BATCH_BUDGET:,} and history budget "
-            f"{HISTORY_BUDGET:,} {UNIT}"
+            f"(content {digest}); batch budget {BATCH_BUDGET:,} {UNIT}, history budget auto: "
+            + ", ".join(f"{MODELS[api]} {history_budget(api):,}" for api in MODELS)
         )
         results: dict[tuple[str, str], Result] = {}
         for api in ("openai", "anthropic"):
@@ -524,8 +531,8 @@ def main() -> None:
             checks = [
                 (
                     f"{api}: no request's tool results over the history budget "
-                    f"({h.largest_tools:,} <= {HISTORY_BUDGET:,} + {BATCH_BUDGET:,})",
-                    h.largest_tools <= HISTORY_BUDGET + BATCH_BUDGET,
+                    f"({h.largest_tools:,} <= {history_budget(api):,} + {BATCH_BUDGET:,})",
+                    h.largest_tools <= history_budget(api) + BATCH_BUDGET,
                 ),
                 (
                     f"{api}: at least 85% of input tokens read from cache ({h.read_share:.1%})",

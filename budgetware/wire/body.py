@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, cast
 
@@ -218,26 +218,44 @@ def bound_batches(
     """Bound every batch over budget, then the history of the request (``url`` and the
     decoded ``body``); the slots that changed, by path (old, new). With ``seen``, a report
     of every batch is added to it, even if an error stops it."""
-    over_budget = config.batch_budget > 0
-    batches = [b for b in all_batches if over_budget and _over_budget(b, config)]
+    budget = config.batch_budget
+    history = config.history_budget is not None and bool(all_batches)
+    sizes: list[list[int]] = []
+    if history:  # every result is measured anyway: once, for both passes
+        sizes = [[_measure(found.slots, config.unit) for found in b] for b in all_batches]
+        batches = [b for b, s in zip(all_batches, sizes) if 0 < budget < sum(s)]
+    else:
+        batches = [b for b in all_batches if budget > 0 and _over_budget(b, config)]
     bounded: dict[int, BatchReport] | None = None if seen is None else {}
     sent: dict[int, list[ToolResult]] = {}
     try:
         changes = _bound(batches, config, bounded, sent) if batches else {}
-        if config.history_budget is not None and all_batches:
-            as_sent = [
-                sent[id(b)] if id(b) in sent else [found.entry() for found in b]
-                for b in all_batches
-            ]
-            history = mask_history(
-                url, body, all_batches, as_sent, config, partial(store_for_config, config), changes
+        if history:
+            as_sent = []
+            for batch, batch_sizes in zip(all_batches, sizes):
+                entries = sent.get(id(batch))
+                if entries is None:
+                    as_sent.append([found.entry() for found in batch])
+                    continue
+                as_sent.append(entries)
+                for index, (found, entry) in enumerate(zip(batch, entries)):
+                    if any(new is not old for new, old in zip(entry.slots, found.slots)):
+                        batch_sizes[index] = _measure(entry.slots, config.unit)
+            report = mask_history(
+                url, body, all_batches, as_sent, sizes, config, partial(store_for_config, config)
             )
-            if seen is not None:
-                seen.history = history
+            if report is not None:
+                changes.update(report[1])
+                if seen is not None:
+                    seen.history = report[0]
         return changes
     finally:
         if seen is not None and bounded is not None:
             seen.batches.extend(_report_batches(all_batches, bounded, config))
+
+
+def _measure(slots: Sequence[str], unit: Unit) -> int:
+    return sum(measure(slot, unit) for slot in slots)
 
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:

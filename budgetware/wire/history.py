@@ -51,40 +51,36 @@ def mask_history(
     body: Mapping[str, Any],
     batches: Sequence[Batch],
     sent: Sequence[Sequence[ToolResult]],
+    sizes: Sequence[Sequence[int]],
     config: BudgetConfig,
     store: Callable[[], ArtifactStore | None],
-    changes: Changes,
-) -> HistoryReport | None:
-    """Mask what the replay decides in ``changes`` (the per-batch pass's, by path), and
-    report it; None when the history has no budget. ``sent`` is each batch's results as
-    the per-batch finalizer leaves them; ``store`` gives the store when a stub needs it."""
+) -> tuple[HistoryReport, Changes] | None:
+    """What the history pass does to a request: its report, and the slots it masks, by path
+    (old, new); None when the history has no budget. ``sent`` is each batch's results as the
+    per-batch finalizer leaves them, ``sizes`` their sizes in the unit; ``store`` gives the
+    store when a stub needs one."""
     if config.history_budget is None:
         return None
     budget = history_budget(config, url, body)
     if budget is None:
-        return HistoryReport(0, skipped=UNKNOWN_MODEL)
+        return HistoryReport(0, skipped=UNKNOWN_MODEL), {}
     if _provider_clears_tool_results(body):
         # The provider edits this history itself: never fight it over the same results.
-        return HistoryReport(budget, skipped=CONTEXT_MANAGEMENT)
-    unit = config.unit
+        return HistoryReport(budget, skipped=CONTEXT_MANAGEMENT), {}
+    total = sum(map(sum, sizes))
+    if total <= budget:  # every shorter request of the conversation was within it too
+        return HistoryReport(budget, before=total, after=total), {}
     order = sorted(range(len(batches)), key=lambda b: _position(batches[b]))
     results = [
         [
-            Result(
-                sum(measure(slot, unit) for slot in entry.slots),
-                tool_priority(config, entry.tool_name) == "high",
-                is_masked(entry.slots),
-            )
-            for entry in sent[b]
+            Result(size, tool_priority(config, entry.tool_name) == "high", is_masked(entry.slots))
+            for entry, size in zip(sent[b], sizes[b])
         ]
         for b in order
     ]
-    total = sum(result.size for batch in results for result in batch)
-    if total <= budget:  # every shorter request of the conversation was within it too
-        return HistoryReport(budget, before=total, after=total)
-    stubs = _Stubs(batches, sent, order, config, store)
+    stubs = _Stubs(batches, sent, results, order, config, store)
     decided = replay(results, budget, config.history_keep_batches, config.history_step, stubs.size)
-    return stubs.apply(decided, budget, changes)
+    return stubs.apply(decided, budget)
 
 
 def _position(batch: Batch) -> tuple[str | int, ...]:
@@ -99,13 +95,14 @@ class _Stub:
     """What a masked result becomes: its stub with the references expected, counted as the
     longer of that and the stub that names none (if the store then fails)."""
 
-    __slots__ = ("chars", "counted", "refs", "size", "whole")
+    __slots__ = ("chars", "counted", "refs", "size", "text", "whole")
 
     def __init__(self, size: int, chars: int, refs: tuple[str, ...], whole: WholeOutput | None):
         self.size = size
         self.chars = chars
         self.refs = refs
         self.whole = whole
+        self.text = ""
         self.counted = 0
 
 
@@ -116,15 +113,19 @@ class _Stubs:
         self,
         batches: Sequence[Batch],
         sent: Sequence[Sequence[ToolResult]],
+        results: Sequence[Sequence[Result]],
         order: list[int],
         config: BudgetConfig,
         store: Callable[[], ArtifactStore | None],
     ) -> None:
         self.batches = batches
         self.sent = sent
+        self.results = results
         self.order = order
         self.config = config
-        self.store = store
+        self.get_store = store
+        self.store: ArtifactStore | None = None
+        self.store_asked = False
         self.wording = preview_options(config).wording
         self.made: dict[tuple[int, int], _Stub] = {}
 
@@ -136,47 +137,54 @@ class _Stubs:
         stub = self.made.get((b, i))
         if stub is not None:
             return stub.counted
+        unit = self.config.unit
         batch = self.order[b]
         found = self.batches[batch][i]
         entry = self.sent[batch][i]
-        full = "\n\n".join(found.slots)  # the output as the agent sent it
         refs: tuple[str, ...] = ()
         whole = None
         if entry.persisted_output_files is not None:  # the finalizer cut it and decided
             refs = entry.persisted_output_files
-        elif self.config.persist:
-            store = self.store()
-            if store is not None:
-                whole = WholeOutput(entry, store)
-                refs = whole.expected
-        stub = _Stub(measure(full, self.config.unit), len(full), refs, whole)
-        unit = self.config.unit
+            size = sum(measure(slot, unit) for slot in found.slots)
+        else:  # sent whole: its size is known
+            size = self.results[b][i].size
+            if self.config.persist:
+                if not self.store_asked:
+                    self.store, self.store_asked = self.get_store(), True
+                if self.store is not None:
+                    whole = WholeOutput(entry, self.store)
+                    refs = whole.expected
+        stub = _Stub(size, sum(map(len, found.slots)), refs, whole)  # as the agent sent it
         stub.counted = measure(self.text(stub, ()), unit)
         if refs:
-            stub.counted = max(stub.counted, measure(self.text(stub, refs), unit))
+            stub.text = self.text(stub, refs)
+            stub.counted = max(stub.counted, measure(stub.text, unit))
         self.made[(b, i)] = stub
         return stub.counted
 
-    def apply(self, decided: Replay, budget: int, changes: Changes) -> HistoryReport:
-        """Write the masked results' stubs into ``changes``; persist the outputs they name."""
+    def apply(self, decided: Replay, budget: int) -> tuple[HistoryReport, Changes]:
+        """The masked results' stubs, by path; the outputs they name persisted."""
         unit = self.config.unit
         after = decided.after
         written: list[str] = []
+        changes: Changes = {}
         for b, i in sorted(decided.masked):
             stub = self.made[(b, i)]
-            refs = stub.refs
+            refs, text = stub.refs, stub.text
             if stub.whole is not None:
                 refs, wrote = stub.whole.persist()
                 written.extend(wrote)
-            text = self.text(stub, refs)
-            if refs and measure(text, unit) > stub.counted:
-                text = self.text(stub, ())  # a reference longer than any the store predicted
+                if refs != stub.refs:
+                    text = self.text(stub, refs) if refs else ""
+            if not text or measure(text, unit) > stub.counted:
+                # Nothing named, or a reference longer than any the store predicted.
+                text = self.text(stub, ())
             after += measure(text, unit) - stub.counted
             found = self.batches[self.order[b]][i]
             slots = zip(found.paths, found.kept, found.slots, found.tail)
             for position, (path, kept, old, tail) in enumerate(slots):
                 changes[path] = (kept + old + tail, kept + (text if position == 0 else "") + tail)
-        return HistoryReport(
+        report = HistoryReport(
             budget,
             masked=len(decided.masked),
             before=decided.before,
@@ -185,6 +193,7 @@ class _Stubs:
             steps=decided.steps,
             written=tuple(written),
         )
+        return report, changes
 
 
 def _provider_clears_tool_results(body: Mapping[str, Any]) -> bool:
