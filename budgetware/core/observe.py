@@ -262,7 +262,8 @@ class _RequestFields:
     entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
     history: HistoryReport | None
-    """What the history pass did; None when the request has no ``history_budget``."""
+    """What the history pass did; None when the request has no ``history_budget``, or its
+    body was within every budget (not read)."""
 
 
 class RequestReport(_RequestFields, _Frozen):
