@@ -191,8 +191,9 @@ class _HistoryFields:
     written: tuple[str, ...]
     """References of the artifacts written for masked results (not the ones reused)."""
     skipped: str | None
-    """Why the history was left alone: ``context_management`` (the provider clears old tool
-    results itself) or ``unknown_model`` (``auto`` found no input window)."""
+    """Why the history was left alone (``before`` and ``after`` are then its total):
+    ``context_management`` (the provider clears old tool results itself) or
+    ``unknown_model`` (``auto`` found no input window)."""
 
 
 class HistoryReport(_HistoryFields, _Frozen):
@@ -224,6 +225,14 @@ class HistoryReport(_HistoryFields, _Frozen):
         fields.skipped = skipped
         fields.__class__ = cls  # read-only from here on
         return fields  # type: ignore[return-value]  # a HistoryReport now
+
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps paths.
+        shown = ", ".join(
+            f"{name}={len(self.written) if name == 'written' else getattr(self, name)!r}"
+            for name in self._fields
+        )
+        return f"HistoryReport({shown})"
 
 
 class _RequestFields:

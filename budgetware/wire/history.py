@@ -61,13 +61,14 @@ def mask_history(
     store when a stub needs one."""
     if config.history_budget is None:
         return None
+    total = sum(map(sum, sizes))
     budget = history_budget(config, url, body)
     if budget is None:
-        return HistoryReport(0, skipped=UNKNOWN_MODEL), {}
+        return HistoryReport(0, before=total, after=total, skipped=UNKNOWN_MODEL), {}
     if _provider_clears_tool_results(body):
         # The provider edits this history itself: never fight it over the same results.
-        return HistoryReport(budget, skipped=CONTEXT_MANAGEMENT), {}
-    total = sum(map(sum, sizes))
+        skipped = CONTEXT_MANAGEMENT
+        return HistoryReport(budget, before=total, after=total, skipped=skipped), {}
     if total <= budget:  # every shorter request of the conversation was within it too
         return HistoryReport(budget, before=total, after=total), {}
     order = sorted(range(len(batches)), key=lambda b: _position(batches[b]))

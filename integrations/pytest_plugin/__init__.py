@@ -110,7 +110,8 @@ class BudgetwareCapture:
                     f"({request.error}) and sent it unchanged"
                 )
             history = request.history
-            if history is not None and 0 < history.budget < history.after:
+            # A history left to the provider (context_management) is the provider's to bound.
+            if history is not None and history.skipped is None and history.budget < history.after:
                 problems.append(
                     f"request {number} ({request.api or 'unknown format'}): history of "
                     f"{history.after:,} {request.unit} sent, history budget {history.budget:,} "
