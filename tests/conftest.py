@@ -61,7 +61,8 @@ otel.disable()
 # xdist_group on one worker under scripts/test. s3_server's fixtures are registered here,
 # once: a session fixture imported into several test modules or conftest files is a
 # separate fixture in each, and each started its own moto server (16 a run, not 2).
-pytest_plugins = ["pytester", "xdist_groups", "s3_server"]
+# docs_run runs the Python blocks of README.md and docs/ (testpaths).
+pytest_plugins = ["pytester", "xdist_groups", "s3_server", "docs_run"]
 
 
 @pytest.fixture
