@@ -41,6 +41,8 @@ def _cell(text: str) -> str:
 def describe_type(annotation: Any) -> str:
     """A reader's name for a field's type: ``integer``, ``path``, ```a`, `b```, ..."""
     origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:  # Count, Number: the type with its validators
+        return describe_type(typing.get_args(annotation)[0])
     if origin is typing.Literal:
         return ", ".join(f"`{value}`" for value in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):

@@ -91,3 +91,17 @@ def assert_bounded(
         artifact = Path(refs[0])
         assert artifact.parent == artifact_dir
         assert artifact.read_text(encoding="utf-8") == original
+
+
+def one_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with only the newest ``cache_control`` breakpoint (Anthropic takes 4)."""
+    marked = [
+        block
+        for message in messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if "cache_control" in block
+    ]
+    for block in marked[:-1]:
+        del block["cache_control"]
+    return messages

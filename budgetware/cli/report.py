@@ -40,12 +40,14 @@ def load(name: str | None) -> Session:
 def table(session: Session) -> list[list[Any]]:
     """One row per request, for the page: time, api, unit, budget, body bytes before and
     after, tool-result size before and after (in the unit), results, cut, seconds, error;
-    the provider's input tokens and cache reads when its response reported them."""
+    the provider's input tokens and cache reads when its response reported them; the
+    results the history pass masked and whether it took a new step, when it ran."""
     rows = []
     for request in session.requests:
         batches = [session.batches[i] for i in request["batches"]]
         results = [r for b in batches for r in b["results"]]
         usage = request.get("usage", {})
+        history = request.get("history") or {}
         rows.append(
             [
                 request.get("time", 0.0),
@@ -55,13 +57,16 @@ def table(session: Session) -> list[list[Any]]:
                 request.get("bytes_before", 0),
                 request.get("bytes_after", 0),
                 sum(b["size_before"] for b in batches),
-                sum(b["size_after"] for b in batches),
+                # What was sent: after the history pass's stubs, when it ran.
+                history.get("after", sum(b["size_after"] for b in batches)),
                 len(results),
                 sum(1 for r in results if r.get("cut")),
                 request.get("seconds", 0.0),
                 request.get("error"),
                 usage.get("input_tokens"),
                 usage.get("cache_read_tokens"),
+                history.get("masked"),
+                history.get("new_step", False),
             ]
         )
     return rows
@@ -114,6 +119,13 @@ def summary(session: Session) -> str:
             f"  provider's cache    {read:,} of {tokens:,} input tokens read from it"
             + (f" ({read * 100 // tokens}%)" if tokens else "")
             + f", {len(usage):,} responses"
+        )
+    masked = [r for r in rows if r[14] is not None]
+    if masked:
+        steps = sum(1 for r in masked if r[15])
+        lines.append(
+            f"  history steps       {steps:,} (each a provider cache miss); "
+            f"{masked[-1][14]:,} results masked in the last request"
         )
     errors = sum(1 for r in rows if r[11])
     if errors:

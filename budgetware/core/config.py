@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pydantic_settings import BaseSettings
 
 __all__ = [
+    "AUTO",
     "DEFAULT_MCP_MESSAGE_BYTES",
     "DEFAULT_MCP_RESULT_BUDGET",
     "ENV_PREFIX",
@@ -69,6 +70,8 @@ __all__ = [
 logger = logging.getLogger("budgetware")
 
 ENV_PREFIX = "BUDGETWARE_"
+# ``history_budget="auto"``: half the input window of the model a request names.
+AUTO = "auto"
 MIB = 1024 * 1024
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -373,6 +376,26 @@ class BudgetConfig(BaseModel):
             "which always holds."
         ),
     )
+    history_budget: Count | Literal["auto"] | None = Field(
+        default=None,
+        description="Budget for the tool results of a whole request (every batch, as sent), "
+        "in `unit`; over it, whole results of older batches become one-line stubs naming "
+        "their full output. 'auto': half the input window of the model the request names. "
+        "Unset, 0 or less: off (docs/history.md).",
+    )
+    history_keep_batches: Count = Field(
+        default=2,
+        ge=1,
+        description="The newest batches of a request that history_budget never masks.",
+    )
+    history_step: Number = Field(
+        default=0.25,
+        gt=0,
+        lt=1,
+        description="Over history_budget, results are masked until the history is at most "
+        "(1 - step) x the budget, so that many turns pass between two steps (each step "
+        "changes the prompt prefix once).",
+    )
     preview_salient_percent: Count = Field(
         default=25,
         ge=0,
@@ -428,6 +451,25 @@ class BudgetConfig(BaseModel):
         if isinstance(value, str) and value.strip().lower() in {"inf", "infinity", "nan"}:
             return 0
         return value
+
+    @field_validator("history_budget", mode="before")
+    @classmethod
+    def _history_budget(cls, value: Any) -> Any:
+        # "auto", a number, or off: unset, 0 or less, inf, nan.
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text in ("", "off", "none", "inf", "infinity", "nan"):
+                return None
+            if text == AUTO:
+                return AUTO
+        return value
+
+    @field_validator("history_budget")
+    @classmethod
+    def _history_off(cls, value: int | str | None) -> int | str | None:
+        return None if isinstance(value, int) and value <= 0 else value
 
     @field_validator("unit")
     @classmethod
@@ -583,7 +625,7 @@ class BudgetConfig(BaseModel):
     @property
     def enabled(self) -> bool:
         """Whether this configuration bounds anything at all."""
-        return self.batch_budget > 0
+        return self.batch_budget > 0 or self.history_budget is not None
 
     def resolved_artifact_dir(self) -> Path:
         """The artifact directory in effect (configured, or the default)."""

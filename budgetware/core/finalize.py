@@ -26,12 +26,13 @@ from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING, may_be_pr
 from budgetware.core.salient import compile_salient
 
 __all__ = [
+    "WholeOutput",
     "finalize_batch",
     "finalize_batch_written",
     "guard_batch",
     "preview_options",
-    "priority_of",
     "rooms",
+    "tool_priority",
 ]
 
 logger = logging.getLogger("budgetware")
@@ -217,7 +218,7 @@ def _bound(
     entries: Sequence[ToolResult], config: BudgetConfig, resolve: _Resolve
 ) -> list[ToolResult]:
     out = list(entries)
-    if not config.enabled or not out:
+    if config.batch_budget <= 0 or not out:
         return out
     unit = config.unit
     lengths = [measure(slot, unit) for entry in out for slot in entry.slots]
@@ -257,13 +258,6 @@ def rooms(entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfi
     if config.tool_policies:
         return _allocate_by_policy(entries, lengths, config)
     return allocate(lengths, config.batch_budget)
-
-
-def priority_of(config: BudgetConfig, tool_name: str | None) -> str:
-    """The priority ``tool_policies`` give a tool's results."""
-    if not config.tool_policies:
-        return "normal"
-    return _policy_for(tuple(config.tool_policies.items()), tool_name).priority
 
 
 # The room every result keeps first when priorities or ``min_room`` apply: a compact
@@ -314,6 +308,13 @@ def _policy_for(table: tuple[tuple[str, ToolPolicy], ...], name: str | None) -> 
 _NORMAL = ToolPolicy()
 
 
+def tool_priority(config: BudgetConfig, name: str | None) -> str:
+    """The priority ``tool_policies`` gives a tool's results (``normal`` when none)."""
+    if not config.tool_policies:
+        return "normal"
+    return _policy_for(tuple(config.tool_policies.items()), name).priority
+
+
 def preview_options(config: BudgetConfig) -> PreviewOptions:
     """How the previews of a configuration are made (cached: configurations recur)."""
     return _preview_options(
@@ -344,19 +345,7 @@ def _persist(
         key = text_key(full)
         if len(entry.slots) == 1:  # the one slot is the full text: its key is known
             cut[0].key = cut[0].preview.key = key
-        # Only a text that may be a producer's preview can have a decision: the others skip
-        # the lookup (a round trip on S3).
-        decidable = _may_be_preview(full, key)
-        decided = store.lookup_decision(key) if decidable else None
-        if decided is None and len(entry.slots) > 1:
-            for slot in entry.slots:
-                slot_key = text_key(slot)
-                if not _may_be_preview(slot, slot_key):
-                    continue
-                decidable = True
-                decided = store.lookup_decision(slot_key)
-                if decided is not None:
-                    break
+        decided, decidable = _decision(entry, full, key, store)
         if decided is not None:
             _fit_all(cut, decided)
             return decided
@@ -384,12 +373,83 @@ def _persist(
             _fit_all(cut, (ref,))
         return (ref,)
     except Exception as exc:  # a store must never fail the request
-        logger.warning(
-            "budgetware could not persist a tool output (%s); bounded without a reference",
-            type(exc).__name__,
-        )
+        _persist_failed(exc)
         _fit_all(cut, ())
         return ()
+
+
+def _decision(
+    entry: ToolResult, full: str, key: str, store: ArtifactStore
+) -> tuple[tuple[str, ...] | None, bool]:
+    """A producer's decision for the entry's text, if any, and whether it could have one.
+
+    Only a text that may be a producer's preview can have a decision: the others skip the
+    lookup (a round trip on S3)."""
+    decidable = _may_be_preview(full, key)
+    decided = store.lookup_decision(key) if decidable else None
+    if decided is None and len(entry.slots) > 1:
+        for slot in entry.slots:
+            slot_key = text_key(slot)
+            if not _may_be_preview(slot, slot_key):
+                continue
+            decidable = True
+            decided = store.lookup_decision(slot_key)
+            if decided is not None:
+                break
+    return decided, decidable
+
+
+class WholeOutput:
+    """A result the finalizer left whole, which the history pass may mask: the references
+    its stub would name, known without writing anything, and persisting it once if masked.
+    """
+
+    __slots__ = ("decided", "expected", "full", "key", "store")
+
+    def __init__(self, entry: ToolResult, store: ArtifactStore) -> None:
+        self.full = entry.full_text
+        self.store = store
+        self.key = text_key(self.full)
+        decided: tuple[str, ...] | None = None
+        predicted: str | None = None
+        try:
+            decided = _decision(entry, self.full, self.key, store)[0]
+            if decided is None:
+                predicted = _predict(store, self.key)
+        except Exception as exc:  # a store must never fail the request
+            _persist_failed(exc)
+        self.decided = decided
+        # Else a placeholder as long as the longest reference: the real one is no longer.
+        self.expected: tuple[str, ...] = (
+            decided if decided is not None else (predicted or _placeholder(store),)
+        )
+
+    def persist(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the references to name, those written now); nothing named if the store fails."""
+        if self.decided is not None:
+            return self.decided, ()
+        store, key = self.store, self.key
+        try:
+            if _supports(store, FindsArtifacts):
+                found = cast(FindsArtifacts, store).stored_reference(key)
+                if found is not None:
+                    return (found,), ()
+            put_reporting = _reporting_put(store)
+            if put_reporting is not None:
+                ref, wrote = put_reporting(self.full, key=key)
+            else:
+                ref, wrote = store.put(self.full, key=key), True
+        except Exception as exc:  # a store must never fail the request
+            _persist_failed(exc)
+            return (), ()
+        return (ref,), ((ref,) if wrote else ())
+
+
+def _persist_failed(exc: Exception) -> None:
+    logger.warning(
+        "budgetware could not persist a tool output (%s); bounded without a reference",
+        type(exc).__name__,
+    )
 
 
 def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | None:

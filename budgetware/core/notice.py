@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_WORDING",
+    "MASKED_PREFIX",
     "PREVIEW_PHRASES",
     "TOOL_HINT",
     "TOOL_HINT_WORDING",
     "ToolHintWording",
     "Wording",
+    "is_masked",
     "may_be_preview",
     "unit_word",
 ]
@@ -129,6 +131,15 @@ class Wording:
             return f"{{... object with {size:,} keys ...}}"
         return f"[... array of {size:,} items ...]"
 
+    def masked(self, size: int, unit: str, chars: int, refs: Sequence[str]) -> str:
+        """The one line an older tool result becomes when the request is over its history
+        budget (``history_budget``): its size, and where its full output is."""
+        amount = f"{size:,} {unit_word(unit, size)}"
+        if unit != "chars":
+            amount += f" ({chars:,} {unit_word('chars', chars)})"
+        where = self.references(refs) if refs else " The full output is not stored."
+        return f"{MASKED_PREFIX}{amount}.{where}]"
+
 
 DEFAULT_WORDING = Wording()
 
@@ -156,6 +167,19 @@ TOOL_HINT_WORDING = ToolHintWording()
 # "[JSON of "; the text forms have a "[..." marker, the minimal form is "[...", its digest
 # and the tail. tests/store/test_preview_decisions.py holds every form to it.
 PREVIEW_PHRASES = ("[Tool output truncated: ", "[JSON of ", "[...")
+
+# How every masked result begins (``Wording.masked``).
+MASKED_PREFIX = "[Earlier tool output masked (history budget): "
+_MASKED = re.compile(
+    re.escape(MASKED_PREFIX) + r"[0-9,]+ [a-z]+(?: \([0-9,]+ chars?\))?\. [^\n]*\]"
+)
+
+
+def is_masked(slots: Sequence[str]) -> bool:
+    """Whether a result's slots are a masked result's: one stub line, the others empty."""
+    return bool(slots) and _MASKED.fullmatch(slots[0]) is not None and not any(slots[1:])
+
+
 _MINIMAL = DEFAULT_WORDING.minimal()
 # One search finds any of them: they share the "[" the engine looks for first.
 _ANY_PHRASE = re.compile("|".join(map(re.escape, PREVIEW_PHRASES)))

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchObserver",
     "BatchReport",
+    "HistoryReport",
     "RequestReport",
     "Subscription",
     "UsageReport",
@@ -171,6 +172,69 @@ class BatchReport(_BatchFields, _Frozen):
         )
 
 
+class _HistoryFields:
+    __slots__ = ("after", "before", "budget", "masked", "new_step", "skipped", "steps", "written")
+
+    budget: int
+    """The request's history budget in the unit (0: none, e.g. ``auto`` on an unknown model)."""
+    masked: int
+    """How many tool results this request sends masked (all of them, not only new ones)."""
+    before: int
+    """The history total (every batch as sent by the per-batch finalizer), nothing masked."""
+    after: int
+    """The history total as sent: masked results count as their stubs."""
+    new_step: bool
+    """Whether this request took a new step: it masks more than the request before it did,
+    so its prompt prefix differs from that request's (one provider cache miss)."""
+    steps: int
+    """How many steps the conversation took up to this request."""
+    written: tuple[str, ...]
+    """References of the artifacts written for masked results (not the ones reused)."""
+    skipped: str | None
+    """Why the history was left alone (``before`` and ``after`` are then its total):
+    ``context_management`` (the provider clears old tool results itself) or
+    ``unknown_model`` (``auto`` found no input window)."""
+
+
+class HistoryReport(_HistoryFields, _Frozen):
+    """What the history pass (``history_budget``, docs/history.md) did to one request."""
+
+    __slots__ = ()
+    _fields = ("budget", "masked", "before", "after", "new_step", "steps", "written", "skipped")
+
+    def __new__(
+        cls,
+        budget: int,
+        *,
+        masked: int = 0,
+        before: int = 0,
+        after: int = 0,
+        new_step: bool = False,
+        steps: int = 0,
+        written: tuple[str, ...] = (),
+        skipped: str | None = None,
+    ) -> HistoryReport:
+        fields = object.__new__(_HistoryFields)
+        fields.budget = budget
+        fields.masked = masked
+        fields.before = before
+        fields.after = after
+        fields.new_step = new_step
+        fields.steps = steps
+        fields.written = written
+        fields.skipped = skipped
+        fields.__class__ = cls  # read-only from here on
+        return fields  # type: ignore[return-value]  # a HistoryReport now
+
+    def __repr__(self) -> str:
+        # Sizes and counts only: printing a report never dumps paths.
+        shown = ", ".join(
+            f"{name}={len(self.written) if name == 'written' else getattr(self, name)!r}"
+            for name in self._fields
+        )
+        return f"HistoryReport({shown})"
+
+
 class _RequestFields:
     """The fields of a RequestReport, assignable: ``RequestReport(...)`` fills one in, then
     makes it a RequestReport (the same layout), whose fields are read-only."""
@@ -185,6 +249,7 @@ class _RequestFields:
         "config",
         "entry",
         "error",
+        "history",
         "seconds",
         "telemetry",
         "unit",
@@ -208,6 +273,9 @@ class _RequestFields:
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
     config: BudgetConfig | None
     """The settings the request was bounded with (the session log reads its policies)."""
+    history: HistoryReport | None
+    """What the history pass did; None when the request has no ``history_budget``, or its
+    body was within every budget (not read)."""
 
 
 class RequestReport(_RequestFields, _Frozen):
@@ -225,6 +293,7 @@ class RequestReport(_RequestFields, _Frozen):
         "error",
         "telemetry",
         "entry",
+        "history",
     )
 
     def __new__(
@@ -240,6 +309,7 @@ class RequestReport(_RequestFields, _Frozen):
         telemetry: bool = True,
         entry: str = "http",
         config: BudgetConfig | None = None,
+        history: HistoryReport | None = None,
     ) -> RequestReport:
         fields = object.__new__(_RequestFields)
         fields._api = api
@@ -254,6 +324,7 @@ class RequestReport(_RequestFields, _Frozen):
         fields.telemetry = telemetry
         fields.entry = entry
         fields.config = config
+        fields.history = history
         fields.__class__ = cls  # read-only from here on
         return fields  # type: ignore[return-value]  # a RequestReport now
 
@@ -276,7 +347,13 @@ class RequestReport(_RequestFields, _Frozen):
     @property
     def bounded(self) -> bool:
         """Whether the body that was sent differs from the one that was given."""
-        return any(batch.cut for batch in self.batches)
+        return self.results_masked > 0 or any(batch.cut for batch in self.batches)
+
+    @property
+    def results_masked(self) -> int:
+        """How many tool results the history pass masked."""
+        history = self.history
+        return history.masked if history is not None else 0
 
     @property
     def results(self) -> int:
@@ -288,7 +365,8 @@ class RequestReport(_RequestFields, _Frozen):
 
     @property
     def artifacts_written(self) -> int:
-        return sum(len(batch.written) for batch in self.batches)
+        history = len(self.history.written) if self.history is not None else 0
+        return history + sum(len(batch.written) for batch in self.batches)
 
     @property
     def bytes_saved(self) -> int:
@@ -549,7 +627,7 @@ def _log_request(report: RequestReport) -> None:
     if report.bounded:
         logger.info(
             "budgetware bounded a request (%s): %s -> %s bytes; %d of %d tool results cut "
-            "in %d batch(es) over %s %s; %d artifact(s) written; %.1f ms",
+            "in %d batch(es) over %s %s; %d artifact(s) written; %.1f ms%s",
             report.api or "unknown format",
             f"{report.bytes_before:,}",
             f"{report.bytes_after:,}",
@@ -560,6 +638,7 @@ def _log_request(report: RequestReport) -> None:
             unit,
             report.artifacts_written,
             report.seconds * 1000,
+            _history_clause(report.history, unit),
             extra={"budgetware": _summary(report)},
         )
     if not logger.isEnabledFor(_DEBUG):
@@ -590,6 +669,17 @@ def _log_request(report: RequestReport) -> None:
         )
 
 
+def _history_clause(history: HistoryReport | None, unit: str) -> str:
+    """The log line's words for the history pass, when it masked anything."""
+    if history is None or not history.masked:
+        return ""
+    step = "a new step" if history.new_step else "no new step"
+    return (
+        f"; history {history.before:,} -> {history.after:,} {unit} (budget "
+        f"{history.budget:,}): {history.masked} result(s) masked, {step}"
+    )
+
+
 def _log_usage(report: UsageReport) -> None:
     logger = _logger or _log()
     if logger is None or not logger.isEnabledFor(_INFO):
@@ -597,8 +687,8 @@ def _log_usage(report: UsageReport) -> None:
     written = report.cache_write_tokens
     share = report.cache_read_tokens / report.input_tokens if report.input_tokens else 0.0
     # Beside the counters, what the history budget did to this request: a new masking
-    # step is the one cache miss budgetware causes (the field comes with history_budget).
-    history = getattr(report.request, "history", None)
+    # step is the one cache miss budgetware causes.
+    history = report.request.history if report.request is not None else None
     logger.info(
         "budgetware: the provider's usage (%s): %s input tokens, %s read from its cache "
         "(%.0f%%)%s%s",
@@ -625,7 +715,7 @@ def _log_usage(report: UsageReport) -> None:
 
 def _summary(report: RequestReport) -> dict[str, object]:
     """The request's sizes and counts, for structured log handlers (``record.budgetware``)."""
-    return {
+    summary: dict[str, object] = {
         "api": report.api,
         "bytes_before": report.bytes_before,
         "bytes_after": report.bytes_after,
@@ -636,3 +726,13 @@ def _summary(report: RequestReport) -> dict[str, object]:
         "artifacts_written": report.artifacts_written,
         "seconds": report.seconds,
     }
+    history = report.history
+    if history is not None:
+        summary.update(
+            history_budget=history.budget,
+            history_before=history.before,
+            history_after=history.after,
+            history_masked=history.masked,
+            history_new_step=history.new_step,
+        )
+    return summary

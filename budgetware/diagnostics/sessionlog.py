@@ -20,7 +20,7 @@ from typing import Any
 
 from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
-from budgetware.core.finalize import priority_of, rooms
+from budgetware.core.finalize import rooms, tool_priority
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.core.measure import measure
 from budgetware.core.paths import default_sessions_path, new_session_id
@@ -151,6 +151,18 @@ class _Log:
         }
         if report.error:
             request["error"] = report.error
+        history = report.history
+        if history is not None:
+            request["history"] = {
+                "budget": history.budget,
+                "masked": history.masked,
+                "before": history.before,
+                "after": history.after,
+                "new_step": history.new_step,
+                "steps": history.steps,
+                "written": len(history.written),
+                "skipped": history.skipped,
+            }
         preview = {
             name: getattr(config, name)
             for name in _PREVIEW_SETTINGS
@@ -258,7 +270,7 @@ def _batch_record(batch: observe.BatchReport, config: BudgetConfig) -> dict[str,
             "size": sum(sizes),
             "room": sum(mine),
             "sent": sent,
-            "priority": priority_of(config, old.tool_name),
+            "priority": tool_priority(config, old.tool_name),
             "cut": cut,
         }
         refs = new.persisted_output_files if cut else None

@@ -28,8 +28,15 @@ METADATA_PREFIX = "budgetware_"
 OVERRIDES_EXTENSION = "budgetware.overrides"
 
 # What one request may set: the budgets and their unit, never where artifacts go (behind a
-# gateway, clients send these). ``disable`` turns both budgets off.
-_SETTINGS = ("batch_budget", "mcp_result_budget", "unit")
+# gateway, clients send these). ``disable`` turns every budget off.
+_SETTINGS = (
+    "batch_budget",
+    "mcp_result_budget",
+    "unit",
+    "history_budget",
+    "history_keep_batches",
+    "history_step",
+)
 _DISABLE = "disable"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -39,7 +46,9 @@ def _expected(spell: Callable[[str], str]) -> str:
     return (
         f"expected {spell('batch_budget')}: <integer, or inf; 0 or less disables>, "
         f"{spell('mcp_result_budget')}: <integer>, {spell(_DISABLE)}: 1, "
-        f"{spell('unit')}: {'|'.join(UNIT_NAMES)}"
+        f"{spell('unit')}: {'|'.join(UNIT_NAMES)}, {spell('history_budget')}: <integer, or "
+        f"auto; 0 or less disables>, {spell('history_keep_batches')}: <integer, at least 1>, "
+        f"{spell('history_step')}: <number between 0 and 1>"
     )
 
 
@@ -116,7 +125,7 @@ def _overrides(
             continue
         overrides.update(parsed)
     if disable:  # an explicit off switch wins over a budget beside it
-        overrides.update(batch_budget=0, mcp_result_budget=0)
+        overrides.update(batch_budget=0, mcp_result_budget=0, history_budget=None)
     return overrides
 
 

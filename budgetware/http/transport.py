@@ -28,7 +28,7 @@ from budgetware.http.delivery import attach_report, settle
 from budgetware.http.headers import OVERRIDES_EXTENSION, REQUEST_HEADER_PREFIX, header_overrides
 from budgetware.http.hooks import response_may_wait, rewrite_response
 from budgetware.store.select import check_store, remote_store_in_use
-from budgetware.wire.body import finalize_body, observed_finalize_body
+from budgetware.wire.body import finalize_body, observed_finalize_body, read_threshold
 from budgetware.wire.signing import signed_header_names
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ def _offload(
 ) -> bool:
     """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
     ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
-    longer than its batch budget; any body when ``config`` is not given).
+    longer than its smallest budget; any body when ``config`` is not given).
     """
     if size >= OFFLOAD_BYTES:
         return True
@@ -348,7 +348,8 @@ def _offload(
         return True
     try:
         effective = resolve_config(config, request_overrides=overrides, lenient=True)
-        if not effective.enabled or not effective.persist or size <= effective.batch_budget:
+        threshold = read_threshold(effective)
+        if threshold is None or not effective.persist or size <= threshold:
             return False
         return _names_remote_store(effective)
     except Exception:  # undecidable: a thread hop costs far less than a blocked loop

@@ -215,6 +215,15 @@ def _on_request(report: observe.RequestReport) -> None:
                     "budgetware.artifacts.written": written,
                 }
             )
+            history = report.history
+            if history is not None:
+                span.set_attributes(
+                    {
+                        "budgetware.history.budget": history.budget,
+                        "budgetware.history.masked": history.masked,
+                        "budgetware.history.new_step": history.new_step,
+                    }
+                )
     except Exception as exc:  # the application's SDK: never the request's problem
         _failed(exc)
     global _instruments

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, cast
 
@@ -13,7 +13,8 @@ from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
 from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
-from budgetware.core.observe import BatchReport, RequestReport, count_cut
+from budgetware.core.models import ToolResult
+from budgetware.core.observe import BatchReport, HistoryReport, RequestReport, count_cut
 from budgetware.store.select import store_for_config
 from budgetware.wire.detect import (
     SNIFF,
@@ -23,10 +24,17 @@ from budgetware.wire.detect import (
     format_for_url,
     read_body_as,
 )
+from budgetware.wire.history import mask_history, smallest_history_budget
 from budgetware.wire.signing import signed_header_names
 from budgetware.wire.splice import patch_json, replace_values, with_values
 
-__all__ = ["bound_batches", "finalize_body", "is_untouchable", "observed_finalize_body"]
+__all__ = [
+    "bound_batches",
+    "finalize_body",
+    "is_untouchable",
+    "observed_finalize_body",
+    "read_threshold",
+]
 
 logger = logging.getLogger("budgetware")
 
@@ -50,10 +58,8 @@ def finalize_body(
         return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
         config = resolve_config(lenient=True)  # a setting gone bad never breaks a call
-    budget = config.batch_budget
-    # A string takes at least as many bytes in JSON as it measures in any unit: a body
-    # within the budget holds no batch over it.
-    if budget <= 0 or len(body) <= budget:
+    threshold = read_threshold(config)
+    if threshold is None or len(body) <= threshold:
         return body
     try:
         return _finalize(url, body, headers, config, None)
@@ -78,7 +84,8 @@ def observed_finalize_body(
     seen = _Seen()
     error: str | None = None
     new_body = body
-    if config.batch_budget > 0 and len(body) > config.batch_budget:
+    threshold = read_threshold(config)
+    if threshold is not None and len(body) > threshold:
         try:
             new_body = _finalize(url, body, headers, config, seen)
         except Exception as exc:
@@ -90,6 +97,19 @@ def observed_finalize_body(
     return new_body, report
 
 
+def read_threshold(config: BudgetConfig) -> int | None:
+    """The size in bytes up to which a body (or a payload's JSON) cannot be over any of its
+    budgets, so is not read; None when nothing is bounded."""
+    # A string takes at least as many bytes in JSON as it measures in any unit: a body
+    # within a budget holds no batch, and no history, over it.
+    budgets = [config.batch_budget] if config.batch_budget > 0 else []
+    if config.history_budget is not None:
+        least = smallest_history_budget(config)
+        if least is not None:
+            budgets.append(least)
+    return min(budgets) if budgets else None
+
+
 _UNSEEN: Any = object()
 """The wire format of a body bounding stopped short of reading."""
 
@@ -97,12 +117,13 @@ _UNSEEN: Any = object()
 class _Seen:
     """What bounding learns of a body or payload on its way, for its report."""
 
-    __slots__ = ("batches", "fmt", "size")
+    __slots__ = ("batches", "fmt", "history", "size")
 
     def __init__(self) -> None:
         self.batches: list[BatchReport] = []
         self.fmt: WireFormat | None = _UNSEEN
         self.size: int | None = None
+        self.history: HistoryReport | None = None
 
     def report(
         self,
@@ -130,6 +151,7 @@ class _Seen:
             telemetry=config.telemetry,
             entry=entry,
             config=config,
+            history=self.history,
         )
 
 
@@ -177,7 +199,7 @@ def _finalize(
     if read is None:
         return body
     decoded, all_batches = read
-    changes = bound_batches(all_batches, config, None if seen is None else seen.batches)
+    changes = bound_batches(all_batches, config, seen, url=url, body=decoded)
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
@@ -187,17 +209,54 @@ def _finalize(
 
 
 def bound_batches(
-    all_batches: list[Batch], config: BudgetConfig, reports: list[BatchReport] | None
+    all_batches: list[Batch],
+    config: BudgetConfig,
+    seen: _Seen | None,
+    *,
+    url: str,
+    body: Mapping[str, Any],
 ) -> dict[JsonPath, tuple[str, str]]:
-    """Bound every batch over budget; the slots that changed, by path (old, new). With
-    ``reports``, a report of every batch is appended to it, even if an error stops it."""
-    batches = [batch for batch in all_batches if _over_budget(batch, config)]
-    bounded: dict[int, BatchReport] | None = None if reports is None else {}
+    """Bound every batch over budget, then the history of the request (``url`` and the
+    decoded ``body``); the slots that changed, by path (old, new). With ``seen``, a report
+    of every batch is added to it, even if an error stops it."""
+    budget = config.batch_budget
+    history = config.history_budget is not None and bool(all_batches)
+    sizes: list[list[int]] = []
+    if history:  # every result is measured anyway: once, for both passes
+        sizes = [[_measure(found.slots, config.unit) for found in b] for b in all_batches]
+        batches = [b for b, s in zip(all_batches, sizes) if 0 < budget < sum(s)]
+    else:
+        batches = [b for b in all_batches if budget > 0 and _over_budget(b, config)]
+    bounded: dict[int, BatchReport] | None = None if seen is None else {}
+    sent: dict[int, list[ToolResult]] = {}
     try:
-        return _bound(batches, config, bounded) if batches else {}
+        changes = _bound(batches, config, bounded, sent) if batches else {}
+        if history:
+            as_sent = []
+            for batch, batch_sizes in zip(all_batches, sizes):
+                entries = sent.get(id(batch))
+                if entries is None:
+                    as_sent.append([found.entry() for found in batch])
+                    continue
+                as_sent.append(entries)
+                for index, (found, entry) in enumerate(zip(batch, entries)):
+                    if any(new is not old for new, old in zip(entry.slots, found.slots)):
+                        batch_sizes[index] = _measure(entry.slots, config.unit)
+            report = mask_history(
+                url, body, all_batches, as_sent, sizes, config, partial(store_for_config, config)
+            )
+            if report is not None:
+                changes.update(report[1])
+                if seen is not None:
+                    seen.history = report[0]
+        return changes
     finally:
-        if reports is not None and bounded is not None:
-            reports.extend(_report_batches(all_batches, bounded, config))
+        if seen is not None and bounded is not None:
+            seen.batches.extend(_report_batches(all_batches, bounded, config))
+
+
+def _measure(slots: Sequence[str], unit: Unit) -> int:
+    return sum(measure(slot, unit) for slot in slots)
 
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
@@ -235,9 +294,13 @@ def _report_batches(
 
 
 def _bound(
-    batches: list[Batch], config: BudgetConfig, reports: dict[int, BatchReport] | None = None
+    batches: list[Batch],
+    config: BudgetConfig,
+    reports: dict[int, BatchReport] | None,
+    sent: dict[int, list[ToolResult]],
 ) -> dict[JsonPath, tuple[str, str]]:
-    """Finalize every batch, then guard every result; the slots that changed, by path."""
+    """Finalize every batch, then guard every result; the slots that changed, by path.
+    ``sent`` gets each batch's results as they will be sent."""
     store = store_for_config(config)
     originals = [[found.entry() for found in batch] for batch in batches]
     finalized = [
@@ -257,6 +320,7 @@ def _bound(
             )
     changes: dict[JsonPath, tuple[str, str]] = {}
     for batch, entries in zip(batches, guarded):
+        sent[id(batch)] = entries
         for found, entry in zip(batch, entries):
             slots = zip(found.paths, found.kept, found.slots, entry.slots, found.tail)
             for path, kept, old, new, tail in slots:

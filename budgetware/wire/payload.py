@@ -10,7 +10,7 @@ from budgetware.core import observe
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_bytes
-from budgetware.wire.body import _Seen, bound_batches
+from budgetware.wire.body import _Seen, bound_batches, read_threshold
 from budgetware.wire.detect import SNIFF, format_for_url, sniff_format
 from budgetware.wire.splice import with_values
 
@@ -79,7 +79,8 @@ def _bound(url: str, payload: dict[str, Any], config: BudgetConfig, seen: _Seen 
     size = _size(payload)
     if seen is not None:
         seen.size = size
-    if 0 <= size <= config.batch_budget:
+    threshold = read_threshold(config)
+    if threshold is None or 0 <= size <= threshold:
         return payload
     fmt = format_for_url(url, config)
     if fmt is SNIFF:
@@ -88,7 +89,7 @@ def _bound(url: str, payload: dict[str, Any], config: BudgetConfig, seen: _Seen 
         seen.fmt = fmt
     if fmt is None or fmt is SNIFF:
         return payload
-    changes = bound_batches(fmt.batches(payload), config, None if seen is None else seen.batches)
+    changes = bound_batches(fmt.batches(payload), config, seen, url=url, body=payload)
     if not changes:
         return payload
     return with_values(payload, {path: new for path, (_, new) in changes.items()})

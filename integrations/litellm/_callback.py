@@ -16,7 +16,7 @@ from litellm.proxy._types import UserAPIKeyAuth
 from litellm.types.utils import CallTypes, CallTypesLiteral
 
 from budgetware.core import observe
-from budgetware.core.config import BudgetConfig, check_settings, resolve_config
+from budgetware.core.config import AUTO, BudgetConfig, check_settings, resolve_config
 from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
 from budgetware.core.jsonio import dumps_bytes
@@ -166,7 +166,25 @@ def client_settings(
         if not 0 < asked <= most:
             kept[name] = most
             log_warning(_CLAMPED)
+    _clamp_history(kept, bounds, factor)
     return {**operator, **kept}
+
+
+def _clamp_history(kept: dict[str, Any], bounds: BudgetConfig, factor: int) -> None:
+    """Under ``clamp``, a client may tighten the operator's history budget (a smaller one,
+    fewer kept batches), never loosen or turn it off; ``auto`` is held as it is."""
+    bound = bounds.history_budget
+    if bound is None:
+        return  # the operator set no history budget: any is within it
+    if "history_budget" in kept:
+        asked = kept["history_budget"]
+        most: int | str = max(bound // factor, 1) if isinstance(bound, int) else AUTO
+        if not (isinstance(asked, int) and isinstance(most, int) and asked <= most):
+            kept["history_budget"] = most
+            log_warning(_CLAMPED)
+    if kept.get("history_keep_batches", 0) > bounds.history_keep_batches:
+        kept["history_keep_batches"] = bounds.history_keep_batches
+        log_warning(_CLAMPED)
 
 
 def _request_size(data: Mapping[str, Any]) -> int:
@@ -226,7 +244,16 @@ def _conversation(
     odd = _unreadable_tool_result(api, items)
     if odd is not None:
         warn(f"budgetware: in a request ({api}), {odd}: it is left as it is, not bounded")
-    return {field: items}
+    payload = {field: items}
+    # What the history budget reads besides the conversation: the model ("auto") and
+    # whether the provider clears old tool results itself.
+    for name, kind in _CONTEXT:
+        if isinstance(fields.get(name), kind):
+            payload[name] = fields[name]
+    return payload
+
+
+_CONTEXT = (("model", str), ("context_management", dict))
 
 
 _TEXT = (str, list)
@@ -281,8 +308,8 @@ def _bound_conversation(
     )
     if bounded is payload:
         return None, report
-    ((_, value),) = bounded.items()
-    return value, report
+    field = next(iter(payload))  # the conversation, before the context beside it
+    return bounded[field], report
 
 
 # The reports of requests whose response is still to come, by litellm call id: their

@@ -89,9 +89,10 @@ class BudgetwareCapture:
 
     def assert_within_budget(self, budget: int | None = None, *, min_requests: int = 1) -> None:
         """Fail unless every batch that was sent fits its budget (or ``budget``, in the same
-        unit), no request went out unchanged because budgetware failed on it, and at least
-        ``min_requests`` requests were recorded (nothing recorded is no proof: the agent
-        may send through a client budgetware does not see, such as aiohttp)."""
+        unit), every request's history its ``history_budget``, no request went out unchanged
+        because budgetware failed on it, and at least ``min_requests`` requests were
+        recorded (nothing recorded is no proof: the agent may send through a client
+        budgetware does not see, such as aiohttp)."""
         __tracebackhide__ = True  # a failure shows the test's line, not this method's source
         if len(self.requests) < min_requests:
             raise AssertionError(
@@ -107,6 +108,14 @@ class BudgetwareCapture:
                 problems.append(
                     f"request {number} ({request.api or 'unknown format'}): budgetware failed "
                     f"({request.error}) and sent it unchanged"
+                )
+            history = request.history
+            # A history left to the provider (context_management) is the provider's to bound.
+            if history is not None and history.skipped is None and history.budget < history.after:
+                problems.append(
+                    f"request {number} ({request.api or 'unknown format'}): history of "
+                    f"{history.after:,} {request.unit} sent, history budget {history.budget:,} "
+                    "(its newest batches alone are over it)"
                 )
             for index, batch in enumerate(request.batches, 1):
                 limit = batch.budget if budget is None else budget

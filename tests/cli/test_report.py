@@ -13,6 +13,7 @@ import pytest
 from testing.agent_session import TURNS, AgentSession, run_session, run_tests
 
 from budgetware.cli.main import main as cli
+from budgetware.cli.report import table
 from budgetware.diagnostics.sessionlog import VERSION, read_session
 from budgetware.testing import FakeProvider, scripted_tool_calls
 
@@ -194,3 +195,23 @@ def test_run_report_of_a_program_that_sent_nothing(tmp_path: Path) -> None:
     done = run_session("http://127.0.0.1:9", tmp_path, "--report", script=str(script))
     assert done.returncode == 3  # the program's own exit code
     assert done.stderr == "budgetware: no request went through budgetware in this run\n"
+
+
+def test_history_steps_are_reported(tmp_path: Path) -> None:
+    """With a history budget, old results are sent as stubs in rare steps: the log keeps
+    what the history pass did, and the summary counts its steps."""
+    with FakeProvider(scripted_tool_calls(TURNS)) as fake:
+        done = run_session(fake.url, tmp_path, "--report", "--history-budget", "45000")
+        sent = [_tool_messages(request.body) for request in fake.requests]
+    assert done.returncode == 0, done.stderr
+    assert "history steps       2 (each a provider cache miss); 2 results masked" in done.stderr
+    (path,) = (tmp_path / "sessions").iterdir()
+    session = read_session(str(path))
+    history = [r.get("history") for r in session.requests]
+    assert history[0] is None  # within every budget: not read
+    assert [h["masked"] for h in history[1:]] == [0, 0, 1, 2]
+    assert [h["new_step"] for h in history[1:]] == [False, False, True, True]
+    # What the summary and the page call sent is what the provider got: stubs included.
+    rows = table(session)
+    assert [row[7] for row in rows[1:]] == [h["after"] for h in history[1:]]
+    assert rows[-1][7] == sum(len(text) for text in sent[-1])

@@ -271,6 +271,9 @@ def test_every_number_setting_is_found() -> None:
         "preview_salient_percent",
         "mcp_result_budget",
         "mcp_max_message_bytes",
+        "history_budget",
+        "history_keep_batches",
+        "history_step",
     }
     assert len(NUMBER_FIELDS) == len(names) + 4  # 3 min_room and result_budget of the others
 

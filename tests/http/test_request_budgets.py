@@ -192,7 +192,8 @@ def test_invalid_header_warning_lists_every_unit() -> None:
     assert {"tokens:o200k_base", "tokens:cl100k_base"} <= set(UNIT_NAMES)
     assert len(messages) == 2
     for message in messages:
-        assert f"x-budgetware-unit: {'|'.join(UNIT_NAMES)})" in message
+        assert f"x-budgetware-unit: {'|'.join(UNIT_NAMES)}," in message
+        assert "x-budgetware-history-budget: <integer, or auto" in message
 
 
 UNUSED_BLOCK = """

@@ -123,6 +123,47 @@ def test_agent(budgetware_capture, fake):
     )
 
 
+def test_the_capture_reports_the_history_budget_and_holds_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+def conversation(url, turns, size):
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    messages = [{"role": "user", "content": "go"}]
+    for t in range(turns):
+        call = {"id": f"c{t}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{t}", "content": f"{t} " + "x" * size})
+        client.chat.completions.create(model="m", messages=messages)
+
+
+@pytest.mark.budgetware(history_budget=30_000)
+def test_within(budgetware_capture, fake):
+    conversation(fake.url, 8, 5_000)
+    budgetware_capture.assert_within_budget()
+    last = budgetware_capture.requests[-1]
+    assert last.history.masked >= 1 and last.history.after <= 30_000
+    # The first requests are within every budget: not even read (no history report).
+    assert budgetware_capture.requests[0].history is None
+    assert any(r.history and r.history.new_step for r in budgetware_capture.requests)
+
+
+@pytest.mark.budgetware(history_budget=30_000)
+def test_over(budgetware_capture, fake):
+    conversation(fake.url, 3, 20_000)
+    budgetware_capture.assert_within_budget()
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*tool results over budget:*",
+            "*request 3 (openai_chat): history of *chars sent, history budget 30,000*",
+        ]
+    )
+
+
 def test_a_failing_budget_shows_the_users_line_not_the_plugins_source(
     pytester: pytest.Pytester,
 ) -> None:

@@ -122,6 +122,29 @@ def test_the_httpx_client_span_carries_sizes_and_counts(
     assert dict(point.attributes) == {"budgetware.api": "openai_chat", "budgetware.entry": "http"}
 
 
+def test_the_span_says_what_the_history_budget_masked(
+    httpx_spans: Telemetry, fake_provider: FakeProvider
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for turn in range(6):
+        call = {
+            "id": f"c{turn}",
+            "type": "function",
+            "function": {"name": "sh", "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{turn}", "content": "y" * 20_000})
+    body = json.dumps({"model": "m", "messages": messages}).encode()
+    config = BudgetConfig(batch_budget=BUDGET, history_budget=60_000)
+    with instrument(config=config), httpx.Client() as client:
+        assert _post(client, fake_provider.url, body).status_code == 200
+    (span,) = httpx_spans.spans.get_finished_spans()
+    attributes = dict(span.attributes or {})
+    assert attributes["budgetware.history.budget"] == 60_000
+    assert attributes["budgetware.history.masked"] == 4  # all but the newest two
+    assert attributes["budgetware.history.new_step"] is True
+
+
 async def test_the_async_httpx_client_span(
     httpx_spans: Telemetry, fake_provider: FakeProvider
 ) -> None:

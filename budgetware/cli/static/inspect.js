@@ -10,8 +10,8 @@
   const LIMIT = 20000; // read_tool_output's default window
   const CONTEXT_BEFORE = 2000; // characters shown above a match jumped to
   // The fields of a request row (budgetware/cli/report.py: table).
-  const [T, API, UNIT, BUDGET, BB, BA, SB, SA, RESULTS, CUT, SECS, ERR, INPUT, CACHED] = [
-    ...Array(14).keys(),
+  const [T, API, UNIT, BUDGET, BB, BA, SB, SA, RESULTS, CUT, SECS, ERR, INPUT, CACHED, MASKED, STEP] = [
+    ...Array(16).keys(),
   ];
   const SVG = "http://www.w3.org/2000/svg";
   const SALIENT = /^\[\.\.\. [\d,]+ [a-z]+ omitted; (\d+) matching lines? from it follows?, with line numbers \.\.\.\]$/;
@@ -126,6 +126,17 @@
       bars.append(group);
     });
     chart.append(bars);
+    // The requests where the history pass took a new step (masked more: a cache miss).
+    const stepped = rows.some((r) => r[STEP]);
+    for (const node of [$("step-key"), $("step-word")]) node.hidden = !stepped;
+    rows.forEach((r, i) => {
+      if (!r[STEP]) return;
+      const mark = svg("rect", { class: "step", x: left + i * step, y: 0, width: bar, height: 6 });
+      const title = svg("title", {});
+      title.textContent = `request ${i + 1}: a history step (${fmt(r[MASKED])} results masked)`;
+      mark.append(title);
+      chart.append(mark);
+    });
     // The provider's cache reads, in tokens, on a scale of their own (right).
     for (const node of [$("cache-key"), $("cache-word")]) node.hidden = !cached;
     if (cached) {
@@ -175,6 +186,7 @@
         el("td", { class: "num" }, `${fmt(r[BB])} \u2192 ${fmt(r[BA])}`),
         el("td", { class: "num" }, (r[SECS] * 1000).toFixed(1)),
         el("td", { class: "num" }, r[INPUT] === null ? "\u2013" : `${fmt(r[CACHED])} of ${fmt(r[INPUT])}`),
+        el("td", { class: r[STEP] ? "num cut" : "num" }, r[MASKED] === null ? "\u2013" : `${fmt(r[MASKED])}${r[STEP] ? " (new step)" : ""}`),
       );
       body.append(row);
     }
@@ -207,8 +219,12 @@
     const section = $("request-section");
     const r = session.requests[i];
     section.hidden = false;
-    $("request-title").textContent =
-      `Request ${i + 1}: ${r[API] || "unknown API"}, budget ${size(r[BUDGET], r[UNIT])} per batch`;
+    let title = `Request ${i + 1}: ${r[API] || "unknown API"}, budget ${size(r[BUDGET], r[UNIT])} per batch`;
+    if (r[MASKED]) {
+      title += `; the history pass sent ${fmt(r[MASKED])} older result(s) as stubs` +
+        (r[STEP] ? " (a new step)" : "") + `, ${size(r[SA], r[UNIT])} in all`;
+    }
+    $("request-title").textContent = title;
     const box = $("batches");
     const more = $("more-batches");
     box.textContent = "Loading\u2026";

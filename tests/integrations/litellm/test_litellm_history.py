@@ -1,0 +1,216 @@
+"""The history budget in LiteLLM: key and team metadata in the proxy hook, and two real
+LiteLLM Proxy replicas taking turns in one conversation: the same bytes from either,
+each request extending the one before except at a step, every stub's reference readable."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from http_helpers import one_breakpoint
+from litellm_proxy_helpers import proxy_data, tool_texts
+from proxy_server_helpers import chat, messages_call, only_request, proxy_config, proxy_env
+from testing.litellm_proxy import LiteLLMProxy
+from wire._bodies import anthropic, openai_chat
+
+from budgetware.core.config import BudgetConfig
+from budgetware.core.notice import is_masked
+from budgetware.retrieval.read import read_artifact
+from budgetware.testing import FakeProvider
+
+if TYPE_CHECKING:
+    from litellm.proxy._types import UserAPIKeyAuth
+
+TURNS = 10
+HISTORY = 12_000
+
+
+def conversation() -> list[list[str]]:
+    return [
+        [
+            f"$ pytest -k case_{t}_{i}\n" + f"tests/test_{t}.py::test_{i} PASSED\n" * (40 + 30 * i)
+            for i in range(1 + t % 2)
+        ]
+        for t in range(TURNS)
+    ]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b["text"] for b in content if b.get("type") == "text")
+
+
+# --- the proxy hook -------------------------------------------------------------------------
+
+
+def _key(**fields: Any) -> UserAPIKeyAuth:
+    from litellm.proxy._types import UserAPIKeyAuth
+
+    return UserAPIKeyAuth(**fields)
+
+
+async def _hook(callback: Any, data: dict[str, Any], key: UserAPIKeyAuth) -> Any:
+    from litellm.caching.dual_cache import DualCache
+
+    return await callback.async_pre_call_hook(key, DualCache(), data, "acompletion")
+
+
+def _masked_count(data: dict[str, Any]) -> int:
+    return sum(is_masked((_text(t),)) for t in tool_texts("messages", data["messages"]))
+
+
+def _history_total(data: dict[str, Any]) -> int:
+    return sum(len(_text(t)) for t in tool_texts("messages", data["messages"]))
+
+
+async def test_key_and_team_metadata_set_the_history_budget(artifact_dir: Path) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    callback = budget_callback(config=BudgetConfig(artifact_dir=artifact_dir))
+    messages = openai_chat(conversation())[0]["messages"]
+    data = proxy_data("messages", messages)
+    # No history budget: the conversation goes as it came.
+    assert await _hook(callback, data, _key()) is data
+    team = await _hook(
+        callback, data, _key(team_metadata={"budgetware_history_budget": str(HISTORY)})
+    )
+    assert _masked_count(team) > 0
+    texts = tool_texts("messages", team["messages"])
+    assert sum(len(_text(t)) for t in texts) <= HISTORY
+    # The key's metadata wins over the team's: 0 turns the team's history budget off...
+    key = _key(
+        metadata={"budgetware_history_budget": 0, "budgetware_history_step": 0.5},
+        team_metadata={"budgetware_history_budget": HISTORY},
+    )
+    assert (await _hook(callback, proxy_data("messages", messages), key))["messages"] == messages
+    # ...and where the operator set none, a client may set one (client_overrides: clamp).
+    headers = {"x-budgetware-history-budget": str(HISTORY * 3 // 4)}
+    result = await _hook(callback, proxy_data("messages", messages, headers=headers), key)
+    assert _history_total(result) <= HISTORY * 3 // 4
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-budgetware-disable": "1"},
+        {"x-budgetware-history-budget": "0"},
+        {"x-budgetware-history-budget": str(10**9)},
+        {"x-budgetware-history-keep-batches": "50"},
+    ],
+)
+async def test_by_default_a_client_cannot_loosen_the_operators_history_budget(
+    artifact_dir: Path, headers: dict[str, str]
+) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    config = BudgetConfig(artifact_dir=artifact_dir, history_budget=HISTORY)
+    callback = budget_callback(config=config)
+    data = proxy_data("messages", openai_chat(conversation())[0]["messages"], headers=headers)
+    result = await _hook(callback, data, _key())
+    assert _history_total(result) <= HISTORY
+    assert _masked_count(result) > 0
+
+
+async def test_a_client_may_tighten_the_history_budget_or_set_one(artifact_dir: Path) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    messages = openai_chat(conversation())[0]["messages"]
+    tighter = {"x-budgetware-history-budget": str(HISTORY * 3 // 4)}
+    for operator in (HISTORY, None):  # a history budget of the operator's, or none
+        config = BudgetConfig(artifact_dir=artifact_dir, history_budget=operator)
+        callback = budget_callback(config=config)
+        result = await _hook(callback, proxy_data("messages", messages, headers=tighter), _key())
+        assert _history_total(result) <= HISTORY * 3 // 4
+
+
+async def test_auto_looks_up_the_model_the_request_names(artifact_dir: Path) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    callback = budget_callback(config=BudgetConfig(artifact_dir=artifact_dir))
+    # gpt-4o-mini: 128k tokens of input, 256k chars of history.
+    big = [[f"{t}: " + "x" * 60_000] for t in range(6)]
+    data = proxy_data("messages", openai_chat(big)[0]["messages"])
+    data["model"] = "gpt-4o-mini"
+    bounded = await _hook(callback, data, _key(metadata={"budgetware_history_budget": "auto"}))
+    texts = tool_texts("messages", bounded["messages"])
+    assert sum(len(_text(t)) for t in texts) <= 128_000 * 4 // 2
+    assert _masked_count(bounded) >= 1
+    assert bounded["model"] == "gpt-4o-mini"
+
+
+# --- two proxy replicas ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def history_replicas(
+    start_proxies: Callable[..., list[LiteLLMProxy]],
+    proxy_upstream: FakeProvider,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[list[LiteLLMProxy], Path]]:
+    store = tmp_path_factory.mktemp("history-replicas") / "artifacts"
+    env = proxy_env(store, batch_budget="8000", history_budget=str(HISTORY), raise_errors="1")
+    config = proxy_config(proxy_upstream.url)
+    proxies = start_proxies(("history-a", config, env), ("history-b", config, env))
+    yield proxies, store
+    for proxy in proxies:
+        proxy.stop()
+
+
+def _send(
+    route: str, proxy: LiteLLMProxy, messages: list[dict[str, Any]], fp: FakeProvider
+) -> Any:
+    fp.clear()
+    if route == "chat":
+        assert chat(proxy, messages) == "ok"
+    else:
+        assert messages_call(proxy, messages) == "ok"
+    return only_request(fp)
+
+
+@pytest.mark.sdk
+@pytest.mark.slow
+@pytest.mark.xdist_group("litellm_proxy")
+@pytest.mark.parametrize(("route", "build"), [("chat", openai_chat), ("messages", anthropic)])
+def test_replicas_taking_turns_send_the_same_bytes_and_extend_each_other(
+    history_replicas: tuple[list[LiteLLMProxy], Path],
+    upstream: FakeProvider,
+    route: str,
+    build: Callable[..., Any],
+) -> None:
+    proxies, store = history_replicas
+    batches = conversation()
+    sent: list[list[str]] = []
+    for n in range(1, TURNS + 1):
+        messages = one_breakpoint(build(batches[:n])[0]["messages"])
+        first = _send(route, proxies[n % 2], messages, upstream)
+        again = _send(route, proxies[1 - n % 2], messages, upstream)
+        assert again.body == first.body
+        body = first.json()
+        field = "messages"
+        texts = [_text(t) for t in tool_texts(field, body[field])]
+        assert len(texts) == sum(map(len, batches[:n]))
+        assert sum(map(len, texts)) <= HISTORY
+        sent.append(texts)
+    steps = 0
+    for before, after in itertools.pairwise(sent):
+        if after[: len(before)] != before:
+            steps += 1
+            changed = [(old, new) for old, new in zip(before, after) if old != new]
+            assert all(is_masked((new,)) and not is_masked((old,)) for old, new in changed)
+    assert steps >= 1
+    # Every stub names an artifact of the shared store that holds the output in full.
+    originals = [text for batch in batches for text in batch]
+    config = BudgetConfig(artifact_dir=store)
+    read = 0
+    for original, text in zip(originals, sent[-1]):
+        if is_masked((text,)):
+            ref = text.split("Full output: ")[1].rstrip("]")
+            assert read_artifact(ref, limit=len(original) + 1, config=config) == original
+            read += 1
+    assert read >= 2
+    assert json.dumps(sent[-1]).count("Full output: ") >= read
