@@ -71,14 +71,35 @@ def _load_mcp_boundary() -> None:
     from budgetware.mcp import http  # noqa: F401  (registers its response rewriter)
 
 
-def _enable_telemetry() -> None:
+def _enable_telemetry(config: "BudgetConfig | None") -> None:
     from budgetware.telemetry import otel
 
     otel.enable_if_available()
 
 
-# With opentelemetry-api installed, requests are reported to it from the first entry point.
+def _start_session_log(config: "BudgetConfig | None") -> None:
+    import os
+
+    asked = ("BUDGETWARE_SESSION_LOG", "BUDGETWARE_RUN_SESSION")
+    if config is None and not any(os.environ.get(name) for name in asked):
+        return  # nothing asks for it
+
+    def first(report: "_observe.RequestReport") -> None:
+        # Decided at the first request report: the settings model is loaded by then, and
+        # `budgetware run`'s start-up hook stays cheap.
+        subscription.close()
+        from budgetware.diagnostics import sessionlog
+
+        if sessionlog.start_if_asked(config):
+            sessionlog.log_request(report)
+
+    subscription = _observe.subscribe(request=first)
+
+
+# With opentelemetry-api installed, requests are reported to it from the first entry point;
+# the session log starts there when a setting or `budgetware run` asks for it.
 _observe.on_entry_setup(_enable_telemetry)
+_observe.on_entry_setup(_start_session_log)
 
 # Every response passes the MCP boundary, also when no public name was touched.
 _hooks.load_before_first_response(_load_mcp_boundary)

@@ -40,6 +40,9 @@ os.environ["BUDGETWARE_RAISE_ERRORS"] = "1"
 os.environ["BUDGETWARE_TELEMETRY"] = "0"
 # Never write artifacts into the developer's real cache directory.
 os.environ["BUDGETWARE_ARTIFACT_DIR"] = tempfile.mkdtemp(prefix="budgetware-test-artifacts-")
+# Nor session logs into the developer's cache directory (`budgetware run` writes them by
+# default, beside the default artifact directory): the programs the tests start inherit it.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="budgetware-test-cache-")
 # No background sweeps of that directory while tests watch file-system access; the tests of
 # the sweep turn it on for their own stores.
 os.environ["BUDGETWARE_ARTIFACT_SWEEP_INTERVAL"] = "0"
@@ -53,6 +56,7 @@ from budgetware.testing import FakeProvider
 # The artifact directory goes when the process ends (it may be in memory, above): every
 # run left one behind.
 atexit.register(shutil.rmtree, os.environ["BUDGETWARE_ARTIFACT_DIR"], ignore_errors=True)
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 # budgetware's pytest plugin imported budgetware before this file set the variable above.
 otel.disable()

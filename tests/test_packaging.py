@@ -101,6 +101,13 @@ def test_the_wheel_marks_the_package_typed(wheel_names: set[str]) -> None:
     assert "budgetware/py.typed" in wheel_names
 
 
+def test_the_wheel_holds_the_inspectors_page(wheel_names: set[str]) -> None:
+    # budgetware inspect and report --html serve these files, and nothing from a network.
+    page = {f"budgetware/cli/static/inspect.{kind}" for kind in ("html", "css", "js")}
+    assert page == tree_files("static/*") & page
+    assert page <= wheel_names
+
+
 def test_the_wheel_holds_nothing_but_the_package(wheel_names: set[str]) -> None:
     tops = {name.split("/")[0] for name in wheel_names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"budgetware"}

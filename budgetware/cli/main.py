@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "artifacts": ("budgetware.cli.artifacts", "see or prune the artifact store"),
     "mcp-server": ("budgetware.cli.mcp_server", "serve read_tool_output over MCP (stdio or HTTP)"),
     "run": ("budgetware.cli.run", "run a Python program with budgetware on, unchanged"),
+    "report": ("budgetware.cli.report", "summarize what budgetware did in a session"),
+    "inspect": ("budgetware.cli.inspect", "see a session in the browser: cuts, previews, outputs"),
 }
 
 # A process killed by SIGPIPE exits with 128 + 13; say the same when the reader went away.

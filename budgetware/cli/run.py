@@ -43,7 +43,13 @@ options (any setting of docs/configuration.md, as --<setting> VALUE or --<settin
   --unit UNIT             chars, utf8_bytes or tokens
   --artifact-dir DIR      where full outputs are written
   --persist / --no-persist  (booleans: --<setting>, --no-<setting>, --<setting>=false)
+  --session-log off       no session log (on by default: see 'budgetware report')
   -h, --help              show this help
+
+run's own options:
+  --report                print 'budgetware report' of this run when the program exits
+  --log-level LEVEL       write the budgetware logger's lines from LEVEL up (info, debug)
+                          to stderr
 
 BUDGETWARE_* environment variables apply as well; options win over them.
 """
@@ -56,6 +62,9 @@ _PREFIX = "BUDGETWARE_"
 MAIN_VARIABLE = _PREFIX + "RUN_MAIN"
 """The process id of the program started: the one that says so when its Python lacks
 budgetware."""
+SESSION_VARIABLE = _PREFIX + "RUN_SESSION"  # the session log's id, shared by the processes
+LOG_LEVEL_VARIABLE = _PREFIX + "RUN_LOG_LEVEL"
+_LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _setting_name(option: str) -> str:
@@ -69,6 +78,8 @@ class Parsed:
         self.settings = settings
         self.command = command
         self.options = options
+        self.report = False
+        self.log_level: str | None = None
 
 
 def parse_command_line(argv: list[str]) -> Parsed | int:
@@ -77,6 +88,7 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
     args = list(argv)
     options: list[str] = []
     booleans: frozenset[str] = frozenset()
+    own: dict[str, str] = {}
     while args:
         arg = args.pop(0)
         if arg == "--":
@@ -91,6 +103,19 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
         name, equals, value = arg[2:].partition("=")
         if not name:
             raise UsageError(f"bad option {arg!r} (see 'budgetware run --help')")
+        if name == "report" and not equals:
+            own["report"] = "1"
+            continue
+        if name == "log-level":
+            if not equals:
+                if not args or args[0].startswith("--"):
+                    raise UsageError(f"{arg} needs a value (see 'budgetware run --help')")
+                value = args.pop(0)
+                options.append(value)
+            if value.lower() not in _LOG_LEVELS:
+                raise UsageError(f"--log-level: one of {', '.join(_LOG_LEVELS)}, not {value!r}")
+            own["log_level"] = value.upper()
+            continue
         setting = _setting_name(name)
         if not booleans:
             booleans = _boolean_settings()
@@ -114,7 +139,10 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
             _needs_a_value(arg, setting)
     if not args:
         raise UsageError("no command given (see 'budgetware run --help')")
-    return Parsed(settings, args, options)
+    parsed = Parsed(settings, args, options)
+    parsed.report = "report" in own
+    parsed.log_level = own.get("log_level")
+    return parsed
 
 
 def _boolean_settings() -> frozenset[str]:
@@ -406,6 +434,12 @@ def main(argv: list[str]) -> int:
         return parsed
     settings, command = parsed.settings, parsed.command
     env = child_environment(settings)
+    if SESSION_VARIABLE not in env:  # a nested run joins the session of the outer one
+        from budgetware.core.paths import new_session_id
+
+        env[SESSION_VARIABLE] = new_session_id()
+    if parsed.log_level is not None:
+        env[LOG_LEVEL_VARIABLE] = parsed.log_level
     try:
         check_settings(env, settings)
     except ImportError as exc:  # a broken install: the program runs, without budgetware
@@ -441,6 +475,14 @@ def main(argv: list[str]) -> int:
             )
     sys.stdout.flush()
     sys.stderr.flush()
+    if parsed.report and reordered is None:
+        # The program runs as a child, so that this process can report when it exits.
+        sessions = _sessions_directory(env)
+        code = _spawn(executable, command, env)
+        from budgetware.cli.report import print_run_report
+
+        print_run_report(sessions, env[SESSION_VARIABLE])
+        return code
     if os.name == "posix":
         env[MAIN_VARIABLE] = str(os.getpid())
         try:
@@ -448,6 +490,17 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # not executable, bad format: as a shell reports it
             raise CliError(f"cannot run {command[0]}: {exc.strerror}", code=126) from None
     return _spawn(executable, command, env)  # pragma: no cover - Windows
+
+
+def _sessions_directory(env: dict[str, str]) -> str:
+    """Where the program's session log goes; a UsageError if ``--report`` cannot be kept."""
+    from budgetware.core.config import BudgetConfig
+    from budgetware.diagnostics.sessionlog import directory_for
+
+    directory = directory_for(BudgetConfig.from_env(env).session_log, env)
+    if directory is None:
+        raise UsageError("--report reads the session log, which --session-log off turns off")
+    return directory
 
 
 def _spawn(executable: str, command: list[str], env: dict[str, str]) -> int:

@@ -4,6 +4,7 @@ loads nothing of budgetware's. Imports nothing heavy (the import hook is duck-ty
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -92,8 +93,22 @@ class _FirstImport:
         self._after()
 
 
+def _log_to_stderr(level: str) -> None:
+    """``budgetware run --log-level``: the budgetware logger's lines on stderr."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+    logger = logging.getLogger("budgetware")
+    logger.setLevel(level)
+    logger.addHandler(handler)
+
+
 def start() -> None:
     """Instrument now, or when an HTTP library is first imported."""
+    level = os.environ.get("BUDGETWARE_RUN_LOG_LEVEL")
+    if level:
+        _log_to_stderr(level)
     if any(name in sys.modules for name in HTTP_LIBRARIES):
         _instrument()
         return

@@ -414,6 +414,13 @@ class BudgetConfig(BaseModel):
             "against that line alone; refused if they may take unbounded time."
         ),
     )
+    session_log: str | None = Field(
+        default=None,
+        description="Log the sizes budgetware saw, never text, for `budgetware report` and "
+        "`budgetware inspect`: 'on' (into ~/.cache/budgetware/sessions on Linux), a "
+        "directory, or 'off'. Unset: on under `budgetware run`, else off. Read where a "
+        "process's first entry point is set up.",
+    )
     mcp_result_budget: Count = Field(
         default=DEFAULT_MCP_RESULT_BUDGET,
         description="MCP boundary: budget per tools/call result (its distinct text), in "
@@ -529,6 +536,21 @@ class BudgetConfig(BaseModel):
             if not text.strip():
                 return None
             return Path(expand_user(text))
+        return value
+
+    @field_validator("session_log", mode="before")
+    @classmethod
+    def _session_log(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        if isinstance(value, (str, Path)):
+            text = str(value).strip()
+            word = text.lower()
+            if word in ("on", "true", "yes", "1"):
+                return "on"
+            if word in ("off", "false", "no", "0"):
+                return "off"
+            return os.path.abspath(expand_user(text)) if text else None
         return value
 
     @field_validator("endpoints", mode="before")

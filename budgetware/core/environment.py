@@ -61,6 +61,20 @@ STANDALONE: tuple[EnvironmentVariable, ...] = (
         "says so when its Python has no budgetware. Not for users.",
         "run.md",
     ),
+    EnvironmentVariable(
+        "BUDGETWARE_RUN_SESSION",
+        "unset",
+        "Set by `budgetware run`: the session id its processes share in the session log "
+        "(docs/inspect.md). Not for users.",
+        "inspect.md",
+    ),
+    EnvironmentVariable(
+        "BUDGETWARE_RUN_LOG_LEVEL",
+        "unset",
+        "Set by `budgetware run --log-level`: the level of the `budgetware` logger, written "
+        "to stderr. Not for users.",
+        "run.md",
+    ),
 )
 
 

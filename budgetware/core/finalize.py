@@ -31,6 +31,7 @@ __all__ = [
     "finalize_batch_written",
     "guard_batch",
     "preview_options",
+    "rooms",
     "tool_priority",
 ]
 
@@ -223,10 +224,7 @@ def _bound(
     lengths = [measure(slot, unit) for entry in out for slot in entry.slots]
     if sum(lengths) <= config.batch_budget:
         return out
-    if config.tool_policies:
-        allocation = _allocate_by_policy(out, lengths, config)
-    else:
-        allocation = allocate(lengths, config.batch_budget)
+    allocation = rooms(out, lengths, config)
     options = preview_options(config)
     index = 0
     for position, entry in enumerate(out):
@@ -255,6 +253,13 @@ def _bound(
     return out
 
 
+def rooms(entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig) -> list[int]:
+    """Each slot's room (allocation) in a batch of slots ``lengths`` long over the budget."""
+    if config.tool_policies:
+        return _allocate_by_policy(entries, lengths, config)
+    return allocate(lengths, config.batch_budget)
+
+
 # The room every result keeps first when priorities or ``min_room`` apply: a compact
 # preview, so a low-priority result is not cut to nothing.
 _PRIORITY_FLOOR = {"chars": 100, "utf8_bytes": 100}
@@ -265,7 +270,7 @@ _RANK = {"high": 0, "normal": 1, "low": 2}
 
 
 def _allocate_by_policy(
-    entries: list[ToolResult], lengths: list[int], config: BudgetConfig
+    entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
     table = tuple(config.tool_policies.items())

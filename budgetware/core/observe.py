@@ -246,6 +246,7 @@ class _RequestFields:
         "batches",
         "bytes_after",
         "bytes_before",
+        "config",
         "entry",
         "error",
         "history",
@@ -270,6 +271,8 @@ class _RequestFields:
     """The ``telemetry`` setting in effect for this request."""
     entry: str
     """``http`` (transports, ``instrument()``) or ``payload`` (``bound_payload``)."""
+    config: BudgetConfig | None
+    """The settings the request was bounded with (the session log reads its policies)."""
     history: HistoryReport | None
     """What the history pass did; None when the request has no ``history_budget``, or its
     body was within every budget (not read)."""
@@ -305,6 +308,7 @@ class RequestReport(_RequestFields, _Frozen):
         error: str | None = None,
         telemetry: bool = True,
         entry: str = "http",
+        config: BudgetConfig | None = None,
         history: HistoryReport | None = None,
     ) -> RequestReport:
         fields = object.__new__(_RequestFields)
@@ -319,6 +323,7 @@ class RequestReport(_RequestFields, _Frozen):
         fields.error = error
         fields.telemetry = telemetry
         fields.entry = entry
+        fields.config = config
         fields.history = history
         fields.__class__ = cls  # read-only from here on
         return fields  # type: ignore[return-value]  # a RequestReport now
@@ -539,19 +544,19 @@ def usage_watched() -> bool:
 
 # --- what entry points run where they are set up --------------------------------------------
 
-_setup_hooks: list[Callable[[], object]] = []
+_setup_hooks: list[Callable[[BudgetConfig | None], object]] = []
 entry_points_set_up = False
 """Whether any entry point was set up in this process (an unused ``budget()`` warns)."""
 
 
-def on_entry_setup(hook: Callable[[], object]) -> None:
-    """Run ``hook`` once, where the first entry point is set up (OpenTelemetry is turned on
-    so, not at ``import budgetware``)."""
+def on_entry_setup(hook: Callable[[BudgetConfig | None], object]) -> None:
+    """Run ``hook(config)`` once, where the first entry point is set up, with its config
+    (OpenTelemetry and the session log are turned on so, not at ``import budgetware``)."""
     with _lock:
         _setup_hooks.append(hook)
 
 
-def entry_setup() -> None:
+def entry_setup(config: BudgetConfig | None = None) -> None:
     """What every entry point calls where it is set up: the pending hooks run, once."""
     global entry_points_set_up
     entry_points_set_up = True
@@ -562,7 +567,7 @@ def entry_setup() -> None:
         _setup_hooks.clear()
     for hook in hooks:
         try:
-            hook()
+            hook(config)
         except Exception:
             _failed("set up an observer")
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
-__all__ = ["default_artifact_path"]
+__all__ = ["default_artifact_path", "default_sessions_path", "new_session_id"]
 
 
 def _home() -> str:
@@ -26,3 +27,13 @@ def default_artifact_path() -> str:
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     base_dir = xdg if xdg and os.path.isabs(xdg) else os.path.join(_home(), ".cache")
     return os.path.join(base_dir, "budgetware", "artifacts")
+
+
+def default_sessions_path() -> str:
+    """The user's directory for session logs, beside the artifacts (docs/inspect.md)."""
+    return os.path.join(os.path.dirname(default_artifact_path()), "sessions")
+
+
+def new_session_id() -> str:
+    """A session log's id, which sorts by its start: ``20250601T101500Z-3f9a1c``."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()

@@ -388,7 +388,7 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
     the state before the call (an outer ``instrument()`` with its config) on exit.
     """
     _check_setup(config)
-    observe.entry_setup()
+    observe.entry_setup(config)
     with _STATE.lock:
         handle = Instrumentation(_STATE.active, _STATE.config)
         _STATE.config = config

@@ -257,7 +257,7 @@ class _TransportBase:
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
         check_store(check_settings(config))
-        observe.entry_setup()
+        observe.entry_setup(config)
         self.inner = inner
         self.config = config
 

@@ -150,6 +150,7 @@ class _Seen:
             error=error,
             telemetry=config.telemetry,
             entry=entry,
+            config=config,
             history=self.history,
         )
 

@@ -45,7 +45,7 @@ def bound_payload_reported(
 ) -> tuple[Any, observe.RequestReport | None]:
     """``bound_payload``, and the report it delivered (None while nothing watches), for an
     entry point that links the response's usage to it (the LiteLLM callback)."""
-    observe.entry_setup()
+    observe.entry_setup(config)
     if not isinstance(payload, dict):
         return payload, None
     effective = resolve_config(config, request_overrides=request_overrides, lenient=True)
