@@ -19,7 +19,7 @@ from budgetware.retrieval.artifact import Artifact, reader_for
 from budgetware.retrieval.errors import InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, read_ref
-from budgetware.store.base import MIB, ArtifactChanged, ContentStore
+from budgetware.store.base import MIB, ContentStore
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -229,120 +229,6 @@ def _pieces(artifact: Artifact) -> Iterator[bytes]:
         yield carry
 
 
-def _line_start(artifact: Artifact, position: int, floor: int) -> int:
-    """Where the line holding byte ``position`` starts (not before ``floor``)."""
-    end = position
-    while end > floor:
-        begin = max(floor, end - 64 * 1024)
-        data = artifact.read(begin, end)
-        found = data.rfind(b"\n")
-        if found >= 0:
-            return begin + found + 1
-        end = begin
-    if floor == 0:
-        return 0
-    data = artifact.read(floor, min(floor + 4, position))
-    return floor + _boundary(data + b"\0", 0, 1)
-
-
-def _line_end(artifact: Artifact, position: int, size: int, ceiling: int) -> int:
-    """Just after the line break ending the line that holds byte ``position`` (at most
-    ``ceiling``)."""
-    begin = position
-    while begin < min(size, ceiling):
-        end = min(size, ceiling, begin + 64 * 1024)
-        data = artifact.read(begin, end)
-        found = data.find(b"\n")
-        if found >= 0:
-            return begin + found + 1
-        begin = end
-    return min(size, ceiling)
-
-
-def _search_plain(
-    artifact: Artifact,
-    pattern: Pattern,
-    needle: bytes,
-    *,
-    context: int,
-    max_matches: int,
-    max_line_chars: int,
-    deadline: float,
-    clock: Callable[[], float],
-    timeout: float,
-) -> GrepResult:
-    """A search for ``needle`` (the pattern, or a plain string every match contains) as
-    bytes: only the lines around a hit are counted, decoded and matched."""
-    index = artifact.index
-    size, step = index.size, index.line_step
-    piece = max(CHUNK // step, 1) * step
-    overlap = max(len(needle) - 1, 0)
-    buffer = bytearray(piece + overlap)
-    matches: list[GrepMatch] = []
-    next_line: int | None = None  # the line of the first match not taken (max_matches)
-    taken = 0  # matches start at or after this byte (the lines before were searched)
-    more = False
-    for start in range(0, size, piece):
-        if clock() > deadline:
-            raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        got = artifact.read_into(start, buffer)
-        if got < min(piece + overlap, size - start):
-            raise ArtifactChanged("the artifact changed while it was read")
-        end = min(start + piece, size)
-        first = buffer.find(needle, max(taken - start, 0), got)
-        if first < 0 or start + first >= end:
-            continue
-        # The lines from the first match to the piece's end, and `context` lines around.
-        line_from = _line_start(artifact, start + first, max(start + first - LONG_LINE, 0))
-        region_from = line_from
-        for _ in range(context):
-            if region_from == 0:
-                break
-            region_from = _line_start(artifact, region_from - 1, max(region_from - LONG_LINE, 0))
-        region_to = _line_end(artifact, end - 1, size, end + LONG_LINE)
-        for _ in range(context):
-            if region_to >= size:
-                break
-            region_to = _line_end(artifact, region_to, size, region_to + LONG_LINE)
-        entry, lines_before, chars_before = index.line_entry(region_from)
-        data = artifact.read(entry, region_to)
-        skip = region_from - entry
-        line = 1 + lines_before + data.count(b"\n", 0, skip)
-        char = chars_before + _chars(data[:skip])
-        region = data[skip:]
-        as_text = pattern.needle is None
-        block = _Block(region, as_text, line, char, max_line_chars)
-        if as_text:  # positions in characters; a match may start before the string
-            pos = _chars(region[: max(taken, line_from) - region_from])
-            stop = _chars(region[: end - region_from])
-        else:
-            pos = max(taken, start + first) - region_from
-            stop = end - region_from
-        while True:
-            found = _find(block, pattern, pos, deadline, clock, timeout)
-            if found < 0 or found >= stop:
-                break
-            if len(matches) == max_matches:
-                more = True
-                next_line = block.line_number(block.line_bounds(found)[0])
-                break
-            line_start, line_end = block.line_bounds(found)
-            number = block.line_number(line_start)
-            before = block.lines_before(line_start, number, context) if context else []
-            after = block.lines_after(line_end, number, context)[0] if context else []
-            shown = block.line(line_start, line_end, number, found)
-            matches.append(
-                GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
-            )
-            pos = line_end + 1
-        if as_text and block.text is not None:
-            pos = len(block.text[:pos].encode("utf-8", "surrogatepass"))
-        taken = region_from + pos
-        if more:
-            break
-    return GrepResult(_context_before(matches, next_line), more, size)
-
-
 def search(
     artifact: Artifact,
     pattern: Pattern,
@@ -355,19 +241,8 @@ def search(
 ) -> GrepResult:
     """The lines of ``artifact`` matching ``pattern`` (see ``grep_artifact``)."""
     deadline = clock() + timeout
+    # A piece without the string every match contains is counted, not decoded nor matched.
     needle = pattern.needle if pattern.needle is not None else pattern.required
-    if needle is not None:
-        return _search_plain(
-            artifact,
-            pattern,
-            needle,
-            context=context,
-            max_matches=max_matches,
-            max_line_chars=max_line_chars,
-            deadline=deadline,
-            clock=clock,
-            timeout=timeout,
-        )
     matches: list[GrepMatch] = []
     next_line: int | None = None  # the line of the first match not taken (max_matches)
     pending: list[_Pending] = []
@@ -378,7 +253,8 @@ def search(
     for data in _pieces(artifact):
         if clock() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        block = _Block(data, as_text, line, char, max_line_chars)
+        skip = needle is not None and needle not in data
+        block = _Block(data, as_text and not skip, line, char, max_line_chars)
         if pending:  # the lines after matches of earlier pieces come first
             for waiting in pending:
                 got, _ = block.lines_after(-1, line - 1, waiting.wanted - len(waiting.after))
@@ -387,7 +263,7 @@ def search(
                     matches[waiting.index] = waiting.done()
             pending = [w for w in pending if len(w.after) < w.wanted]
         pos = 0
-        while pos <= block.length and not more:
+        while not skip and pos <= block.length and not more:
             found = _find(block, pattern, pos, deadline, clock, timeout)
             if found < 0 or (found == block.length and block.hay.endswith(block.nl)):
                 break

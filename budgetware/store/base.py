@@ -146,12 +146,6 @@ class ContentStore:
         longer ``version``; ArtifactNotFound if there is none."""
         raise NotImplementedError
 
-    def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer``: how many bytes were read."""
-        data = self.read_piece(key, start, start + len(buffer), version)[0]
-        buffer[: len(data)] = data
-        return len(data)
-
     # -- the ArtifactStore protocol ----------------------------------------------------
 
     def put(self, text: str, *, key: str | None = None) -> str:

@@ -111,18 +111,6 @@ class LocalArtifactStore(ContentStore):
         finally:
             os.close(fd)
 
-    def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer`` (``preadv``)."""
-        if start < 0:
-            raise ValueError("a byte offset is 0 or more")
-        if not hasattr(os, "preadv"):  # pragma: no cover - no preadv
-            return super().read_into(key, start, buffer, version)
-        fd, _ = self._open_version(key, version)
-        try:
-            return os.preadv(fd, [buffer], start)
-        finally:
-            os.close(fd)
-
     def _open_version(self, key: str, version: Hashable | None) -> tuple[int, os.stat_result]:
         fd, info = self._open_checked(check_key(key) + ".txt")
         if version is not None and _version(info) != version:
