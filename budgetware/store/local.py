@@ -8,7 +8,6 @@ import os
 import re
 import stat
 import threading
-import weakref
 from collections.abc import Hashable
 from pathlib import Path
 
@@ -62,8 +61,6 @@ class LocalArtifactStore(ContentStore):
         )
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._dir = str(self.directory)
-        self._reading: tuple[int, Folder] | None = None
-        self._reading_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({self._dir!r})"
@@ -98,10 +95,23 @@ class LocalArtifactStore(ContentStore):
         self, key: str, start: int, end: int, version: Hashable | None = None
     ) -> tuple[bytes, int, Hashable]:
         """See ``ContentStore.read_piece``; the version is (device, inode, size)."""
-        if start < 0 or end < start:
-            raise ValueError("a byte range is 0 <= start <= end")
-        fd, info = self._open_version(key, version)
+        folder = self._open_existing()
         try:
+            fd = folder.open(check_key(key) + ".txt", os.O_RDONLY | _NOFOLLOW | _BINARY)
+        except FileNotFoundError:
+            raise ArtifactNotFound("no such artifact in this store") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a symlink
+                raise ArtifactNotFound("no such artifact in this store") from None
+            raise
+        finally:
+            folder.close()
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ArtifactNotFound("no such artifact in this store")
+            if version is not None and _version(info) != version:
+                raise ArtifactChanged("the artifact changed after it was verified")
             if hasattr(os, "pread"):
                 data = os.pread(fd, end - start, start)
             else:  # pragma: no cover - Windows
@@ -110,47 +120,6 @@ class LocalArtifactStore(ContentStore):
             return data, info.st_size, _version(info)
         finally:
             os.close(fd)
-
-    def _open_version(self, key: str, version: Hashable | None) -> tuple[int, os.stat_result]:
-        fd, info = self._open_checked(check_key(key) + ".txt")
-        if version is not None and _version(info) != version:
-            os.close(fd)
-            raise ArtifactChanged("the artifact changed after it was verified")
-        return fd, info
-
-    def _open_checked(self, name: str) -> tuple[int, os.stat_result]:
-        """The artifact opened for reading (a regular file, not through a symlink) and its
-        status, under the store directory kept open (reopened once if it was replaced)."""
-        for fresh in (False, True):
-            folder = self._reading_folder(fresh)
-            try:
-                fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
-            except FileNotFoundError:
-                if fresh or folder.fd is None:
-                    raise ArtifactNotFound("no such artifact in this store") from None
-                continue
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise ArtifactNotFound("no such artifact in this store") from None
-                raise
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                os.close(fd)
-                raise ArtifactNotFound("no such artifact in this store")
-            return fd, info
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _reading_folder(self, fresh: bool) -> Folder:
-        with self._reading_lock:
-            cached = self._reading
-            if cached is not None and cached[0] == os.getpid() and not fresh:
-                return cached[1]
-            folder = self._open_existing()
-            if folder.fd is not None:
-                # Closed with the store object (or at exit); a forked child opens its own.
-                weakref.finalize(self, _close_quietly, folder.fd)
-            self._reading = (os.getpid(), folder)
-            return folder
 
     # -- backend primitives --------------------------------------------------------------
 
@@ -303,13 +272,6 @@ class LocalArtifactStore(ContentStore):
 def _version(info: os.stat_result) -> Hashable:
     """What tells a file from another put under its name: a new inode, or a new size."""
     return (info.st_dev, info.st_ino, info.st_size)
-
-
-def _close_quietly(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
 
 
 def _digest(folder: Folder, name: str) -> str:
