@@ -118,24 +118,18 @@ class ContentStore:
         reuse; by default (S3: a round trip) reuse trusts what was verified."""
         return True
 
-    def _read_decision(self, key: str) -> bytes | None:
-        """A decision record as stored, or None if there is none."""
+    def _read_record(self, name: str) -> bytes | None:
+        """A small record (a decision, the sweep's marker) as stored, or None."""
         raise NotImplementedError
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
-        """Write a decision record; ``replace`` replaces an unusable one there."""
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
+        """Write a small record; ``replace`` replaces one there."""
         raise NotImplementedError
 
     def _scan(self) -> Listing:
         raise NotImplementedError
 
     def _delete(self, names: list[str]) -> None:
-        raise NotImplementedError
-
-    def _read_marker(self) -> bytes | None:
-        raise NotImplementedError
-
-    def _write_marker(self, data: bytes) -> None:
         raise NotImplementedError
 
     def read_piece(

@@ -19,6 +19,7 @@ from budgetware.store.lifecycle import Entry
 
 __all__ = ["Decisions"]
 
+RECORD = ".decision.json"  # <key>.decision.json
 # Decisions read, remembered per store object (LRU).
 ENTRIES = 4096
 # How much of a text's start is searched for a notice's references.
@@ -31,9 +32,9 @@ class _Store(Protocol):
 
     def ref_for(self, key: str) -> str: ...
 
-    def _read_decision(self, key: str) -> bytes | None: ...
+    def _read_record(self, name: str) -> bytes | None: ...
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None: ...
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
 
     def _delete(self, names: list[str]) -> None: ...
 
@@ -61,9 +62,9 @@ class Decisions:
         holds the output, so the finalizer neither persists the preview nor names a file."""
         check_key(key)
         data = dumps_bytes({"refs": list(refs)})
-        existing = self.store._read_decision(key)
+        existing = self.store._read_record(key + RECORD)
         if existing != data:
-            self.store._write_decision(key, data, replace=existing is not None)
+            self.store._write_record(key + RECORD, data, replace=existing is not None)
         with self._lock:
             self._read.pop(key, None)
 
@@ -80,7 +81,7 @@ class Decisions:
             return None
         if cached is not None and all(self.store.reused(ref) for ref in cached):
             return cached
-        raw = self.store._read_decision(key)
+        raw = self.store._read_record(key + RECORD)
         named = None if raw is None else _record_refs(raw)
         valid = tuple(ref for ref in named or () if self.store.checked_ref(ref))
         usable = bool(valid) or named == []
@@ -111,9 +112,9 @@ class Decisions:
         for entry in records:
             if sweeper.stopping():
                 return
-            key = entry.name[: -len(".decision.json")]
+            key = entry.name[: -len(RECORD)]
             try:
-                raw = self.store._read_decision(key)
+                raw = self.store._read_record(entry.name)
             except (OSError, ValueError):
                 continue
             refs = _record_refs(raw) if raw is not None else None

@@ -16,7 +16,7 @@ from budgetware.core.gil import give_way
 from budgetware.store import sweeper
 from budgetware.store.base import DAY, HOUR, MIB, ArtifactChanged, ContentStore, Probe
 from budgetware.store.files import Folder, open_private_dir
-from budgetware.store.lifecycle import Entry, Listing
+from budgetware.store.lifecycle import MARKER, Entry, Listing
 
 __all__ = ["LocalArtifactStore", "store_for"]
 
@@ -25,10 +25,9 @@ _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
 # decision record, an old index, or a temporary file of _write_file
 # (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
-_MARKER = ".budgetware-sweep.json"
 _LISTED = re.compile(
     r"[0-9a-f]{64}\.(?:(txt)|(decision\.json)|(index))"
-    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|" + re.escape(_MARKER) + r")"
+    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|" + re.escape(MARKER) + r")"
     r"\.\d+\.\d+\.tmp)"
 )
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -190,37 +189,20 @@ class LocalArtifactStore(ContentStore):
             return True  # cannot tell (as _refresh): the artifact was verified
         return stat.S_ISREG(info.st_mode)
 
-    def _read_decision(self, key: str) -> bytes | None:
+    def _read_record(self, name: str) -> bytes | None:
         try:
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return None  # the usual case: no producer bounded this text
         try:
-            return _read_small(folder, key + ".decision.json")
+            return _read_small(folder, name)
         finally:
             folder.close()
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
         folder = self._open_dir()
         try:
-            _write_file(folder, key + ".decision.json", data, replace=replace)
-        finally:
-            folder.close()
-
-    def _read_marker(self) -> bytes | None:
-        try:
-            folder = self._open_dir(create=False)
-        except FileNotFoundError:
-            return None
-        try:
-            return _read_small(folder, _MARKER)
-        finally:
-            folder.close()
-
-    def _write_marker(self, data: bytes) -> None:
-        folder = self._open_dir()
-        try:
-            _write_file(folder, _MARKER, data, replace=True)
+            _write_file(folder, name, data, replace=replace)
         finally:
             folder.close()
 

@@ -44,7 +44,6 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
 _LEGACY = re.compile(r"[0-9a-f]{64}\.index")
-_MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
@@ -479,31 +478,17 @@ class S3ArtifactStore(ContentStore):
         except _Missing:
             self.forget(key)  # deleted since: the next put writes it again
 
-    def _read_decision(self, key: str) -> bytes | None:
+    def _read_record(self, name: str) -> bytes | None:
         try:
-            got = self._call(
-                "get_object", read=MIB, Bucket=self.bucket, Key=self._name(key, ".decision.json")
-            )
+            got = self._call("get_object", read=MIB, Bucket=self.bucket, Key=self.prefix + name)
         except _Missing:
             return None
         record: bytes = got["Body"]
         return record
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-        self._put_object(self._name(key, ".decision.json"), data, digest)
-
-    def _read_marker(self) -> bytes | None:
-        try:
-            got = self._call("get_object", read=MIB, Bucket=self.bucket, Key=self.prefix + _MARKER)
-        except _Missing:
-            return None
-        marker: bytes = got["Body"]
-        return marker
-
-    def _write_marker(self, data: bytes) -> None:
-        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-        self._put_object(self.prefix + _MARKER, data, digest)
+        self._put_object(self.prefix + name, data, digest)
 
     def _scan(self) -> Listing:
         listing = Listing()
