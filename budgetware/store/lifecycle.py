@@ -44,8 +44,6 @@ class Listing:
     artifacts: list[Entry] = field(default_factory=list)
     decisions: list[Entry] = field(default_factory=list)
     temps: list[Entry] = field(default_factory=list)
-    # ``<key>.index`` files, no longer written: the sweep deletes them.
-    legacy: list[Entry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ __all__ = ["LocalArtifactStore", "store_for"]
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
-# decision record, an old index, or a temporary file of _write_file
+# decision record, or a temporary file of _write_file
 # (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
 _LISTED = re.compile(
-    r"[0-9a-f]{64}\.(?:(txt)|(decision\.json)|(index))"
-    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|" + re.escape(MARKER) + r")"
+    r"[0-9a-f]{64}\.(?:(txt)|(decision\.json))"
+    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json)|" + re.escape(MARKER) + r")"
     r"\.\d+\.\d+\.tmp)"
 )
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -213,7 +213,7 @@ class LocalArtifactStore(ContentStore):
         except FileNotFoundError:
             return listing
         try:
-            kinds = (listing.artifacts, listing.decisions, listing.legacy, listing.temps)
+            kinds = (listing.artifacts, listing.decisions, listing.temps)
             with os.scandir(self._dir if folder.fd is None else folder.fd) as entries:
                 for count, item in enumerate(entries, 1):
                     if count % 64 == 0:

@@ -267,7 +267,6 @@ class Retention:
         progress: Progress | None = None,
     ) -> None:
         names = [e.name for e in doomed] + [t.name for t in temps]
-        names += [e.name for e in listing.legacy]
         if not names:
             return
         for start in range(0, len(names), DELETE_BATCH):

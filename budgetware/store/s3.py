@@ -43,7 +43,6 @@ BREAKER_SECONDS = 30.0
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
-_LEGACY = re.compile(r"[0-9a-f]{64}\.index")
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
@@ -507,8 +506,6 @@ class S3ArtifactStore(ContentStore):
                     into = listing.artifacts
                 elif _DECISION.fullmatch(name):
                     into = listing.decisions
-                elif _LEGACY.fullmatch(name):
-                    into = listing.legacy
                 else:
                     continue
                 into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))
