@@ -14,7 +14,6 @@ import base64
 import errno
 import hashlib
 import os
-import queue
 import re
 import threading
 import time
@@ -48,9 +47,6 @@ _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
 _NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-# Worker threads that run S3 calls, per process; a call that finds them all busy waits in
-# line, within its own deadline.
-MAX_WORKERS = 32
 # A call's deadline: two attempts of ``timeout``, the backoff between them, and this many
 # seconds per MiB sent or read.
 _BACKOFF_SECONDS = 1.0
@@ -83,19 +79,7 @@ class _Abandoned(Exception):
 
 
 class _Call:
-    """One S3 call handed to a worker thread, and its outcome."""
-
-    __slots__ = (
-        "abandoned",
-        "deadline",
-        "done",
-        "error",
-        "method",
-        "origin",
-        "params",
-        "read",
-        "value",
-    )
+    """One S3 call run in a thread of its own, and its outcome."""
 
     def __init__(self, method: Any, params: dict[str, Any], read: int | None, deadline: float):
         self.method = method
@@ -138,51 +122,6 @@ def _refuse_late_attempt(**_: Any) -> None:
     call: _Call | None = getattr(_running, "call", None)
     if call is not None and call.late():
         raise _Abandoned()
-
-
-class _Workers:
-    """Daemon threads (they never hold up interpreter exit) that run S3 calls."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
-        self.idle = 0
-        self.count = 0
-
-    def submit(self, call: _Call) -> None:
-        spawn = False
-        with self.lock:
-            if self.idle > 0:
-                self.idle -= 1  # an idle worker takes it
-            elif self.count < MAX_WORKERS:
-                self.count += 1
-                spawn = True
-        self.calls.put(call)
-        if spawn:
-            threading.Thread(target=self.work, name="budgetware-s3", daemon=True).start()
-
-    def work(self) -> None:
-        while True:
-            self.calls.get().run()
-            with self.lock:
-                self.idle += 1
-
-
-_workers: tuple[int, _Workers] | None = None
-_workers_lock = threading.Lock()
-
-
-def _pool() -> _Workers:
-    """This process's workers (a forked child starts its own: threads do not fork)."""
-    global _workers
-    current = _workers
-    pid = os.getpid()
-    if current is not None and current[0] == pid:
-        return current[1]
-    with _workers_lock:
-        if _workers is None or _workers[0] != pid:
-            _workers = (pid, _Workers())
-        return _workers[1]
 
 
 def _checksum(key: str) -> str:
@@ -356,7 +295,8 @@ class S3ArtifactStore(ContentStore):
             transfer = len(body) if isinstance(body, bytes) else max(read or 0, 0)
         limit = self.deadline(transfer)
         call = _Call(getattr(client, operation), params, read, time.monotonic() + limit)
-        _pool().submit(call)
+        # A daemon thread per call: one a server holds never holds up the interpreter's exit.
+        threading.Thread(target=call.run, name="budgetware-s3", daemon=True).start()
         if not call.done.wait(limit):
             call.abandoned = True
             self._down_until = time.monotonic() + BREAKER_SECONDS
