@@ -18,7 +18,7 @@ from budgetware.store.base import DAY, HOUR, MIB, ArtifactChanged, ContentStore,
 from budgetware.store.files import Folder, open_private_dir
 from budgetware.store.lifecycle import MARKER, Entry, Listing
 
-__all__ = ["LocalArtifactStore", "store_for"]
+__all__ = ["LocalArtifactStore"]
 
 _KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
@@ -326,33 +326,3 @@ def _write_file(
             folder.unlink(tmp)
         except FileNotFoundError:
             pass
-
-
-_STORES: dict[tuple[object, ...], LocalArtifactStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def store_for(
-    directory: str | os.PathLike[str],
-    max_artifact_bytes: int,
-    max_store_bytes: int,
-    *,
-    max_age: float = 30 * DAY,
-    min_age: float = HOUR,
-    sweep_interval: float = 0.0,
-) -> LocalArtifactStore:
-    """The process-wide store for a directory and limits, shared by every entry point."""
-    path = os.path.abspath(os.fspath(directory))
-    key = (path, max_artifact_bytes, max_store_bytes, max_age, min_age, sweep_interval)
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = LocalArtifactStore(
-                path,
-                max_artifact_bytes=max_artifact_bytes,
-                max_store_bytes=max_store_bytes,
-                max_age=max_age,
-                min_age=min_age,
-                sweep_interval=sweep_interval,
-            )
-        return store

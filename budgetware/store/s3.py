@@ -34,7 +34,7 @@ from budgetware.store.base import (
 )
 from budgetware.store.lifecycle import Entry, Listing
 
-__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
+__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3"]
 
 _INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
 # After a failed call the store is skipped this long (no network at all).
@@ -468,45 +468,3 @@ class S3ArtifactStore(ContentStore):
                 )
             except _Missing:
                 return
-
-
-_STORES: dict[tuple[object, ...], S3ArtifactStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def s3_store_for(
-    bucket: str,
-    prefix: str,
-    max_artifact_bytes: int,
-    max_store_bytes: int,
-    *,
-    timeout: float = 2.0,
-    max_age: float = 30 * DAY,
-    min_age: float = HOUR,
-    sweep_interval: float = 0.0,
-) -> S3ArtifactStore:
-    """The process-wide S3 store for a bucket, prefix and limits."""
-    key = (
-        bucket,
-        prefix,
-        max_artifact_bytes,
-        max_store_bytes,
-        timeout,
-        max_age,
-        min_age,
-        sweep_interval,
-    )
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = S3ArtifactStore(
-                bucket,
-                prefix,
-                timeout=timeout,
-                max_artifact_bytes=max_artifact_bytes,
-                max_store_bytes=max_store_bytes,
-                max_age=max_age,
-                min_age=min_age,
-                sweep_interval=sweep_interval,
-            )
-        return store

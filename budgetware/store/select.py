@@ -5,12 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, StoreLocation
 from budgetware.store import sweeper
+from budgetware.store.base import ContentStore
 from budgetware.store.files import untrusted_reason
-from budgetware.store.local import store_for
+from budgetware.store.local import LocalArtifactStore
 
 __all__ = ["check_store", "remote_store_in_use", "store_for_config"]
 
@@ -45,25 +49,37 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
                 type(exc).__name__,
             )
         return None
-    retention = {
+    limits = {
+        "max_artifact_bytes": config.max_artifact_bytes,
+        "max_store_bytes": config.max_store_bytes,
         "max_age": config.artifact_max_age,
         "min_age": config.artifact_min_age,
         "sweep_interval": config.artifact_sweep_interval,
     }
     if location.scheme == "s3":
-        from budgetware.store.s3 import s3_store_for
+        from budgetware.store.s3 import S3ArtifactStore
 
         global _remote_in_use
         _remote_in_use = True
-        return s3_store_for(
-            location.bucket,
-            location.prefix,
-            config.max_artifact_bytes,
-            config.max_store_bytes,
-            timeout=config.artifact_store_timeout,
-            **retention,
+        timeout = config.artifact_store_timeout
+        return _shared(
+            S3ArtifactStore, location.bucket, location.prefix, timeout=timeout, **limits
         )
-    return store_for(location.path, config.max_artifact_bytes, config.max_store_bytes, **retention)
+    return _shared(LocalArtifactStore, os.path.abspath(location.path), **limits)
+
+
+_STORES: dict[tuple[object, ...], ContentStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _shared(make: Callable[..., ContentStore], *where: str, **limits: Any) -> ContentStore:
+    """The process-wide store for a location and limits, shared by every entry point."""
+    key = (make, *where, *sorted(limits.items()))
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = _STORES[key] = make(*where, **limits)
+        return store
 
 
 def check_store(config: BudgetConfig) -> None:
