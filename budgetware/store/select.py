@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, StoreLocation
+from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError
 from budgetware.store import sweeper
 from budgetware.store.base import ContentStore
-from budgetware.store.files import untrusted_reason
+from budgetware.store.files import directory_problem
 from budgetware.store.local import LocalArtifactStore
 
 __all__ = ["check_store", "remote_store_in_use", "store_for_config"]
@@ -107,23 +106,9 @@ def check_store(config: BudgetConfig) -> None:
         if isinstance(store, S3ArtifactStore):
             sweeper.submit("prepare the S3 client", store.client)
         return
-    reason = _untrusted_directory(location)
+    reason = directory_problem(location.path)
     if reason is not None:
         raise ConfigError(
             f"invalid budgetware setting: {named}: budgetware refuses to keep artifacts in "
             f"{location.path}: {reason} (use a directory of your own with mode 0700)"
         )
-
-
-def _untrusted_directory(location: StoreLocation) -> str | None:
-    try:
-        info = os.stat(location.path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None  # created 0700 on the first write
-    except OSError as exc:
-        return f"it cannot be examined ({type(exc).__name__})"
-    if stat.S_ISLNK(info.st_mode):
-        return "it is a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a directory"
-    return untrusted_reason(info)
