@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError
 from budgetware.store import sweeper
 from budgetware.store.base import ContentStore
@@ -29,7 +28,7 @@ def remote_store_in_use() -> bool:
     return _remote_in_use
 
 
-def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
+def store_for_config(config: BudgetConfig) -> ContentStore | None:
     """The process-wide store for ``config``: ``artifact_store`` if set, else
     ``artifact_dir`` or the default directory. None when ``persist`` is off or no store can
     be named (no home directory): the caller then bounds without a reference.

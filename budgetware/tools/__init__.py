@@ -150,10 +150,6 @@ def read_tool_output_schema(api: ToolApi = "openai_chat") -> dict[str, Any]:
     raise ValueError(f"unknown tool API {api!r} (one of {', '.join(TOOL_APIS)})")
 
 
-class _BadArgument(Exception):
-    """An argument the model got wrong: the message is its answer."""
-
-
 def _arguments(arguments: object) -> dict[str, Any]:
     if isinstance(arguments, (str, bytes, bytearray)):
         text = (
@@ -162,9 +158,9 @@ def _arguments(arguments: object) -> dict[str, Any]:
         try:
             arguments = json.loads(text) if text.strip() else {}
         except ValueError:
-            raise _BadArgument("the arguments are not a JSON object") from None
+            raise InvalidReadArgument("the arguments are not a JSON object") from None
     if not isinstance(arguments, Mapping):
-        raise _BadArgument("the arguments are not a JSON object")
+        raise InvalidReadArgument("the arguments are not a JSON object")
     return dict(arguments)
 
 
@@ -180,7 +176,7 @@ def _number(args: Mapping[str, Any], name: str, default: int, minimum: int = 0) 
         except ValueError:
             pass
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadArgument(f"{name} must be a whole number")
+        raise InvalidReadArgument(f"{name} must be a whole number")
     return count(name, value, minimum=minimum)
 
 
@@ -201,13 +197,13 @@ def run_read_tool_output(
         args = _arguments(arguments)
         ref = args.get("ref")
         if not isinstance(ref, str) or not ref.strip():
-            raise _BadArgument("ref is required: the reference after 'Full output:'")
+            raise InvalidReadArgument("ref is required: the reference after 'Full output:'")
         # minimum=1: an empty window would page on at the same offset for ever.
         limit = min(_number(args, "limit", DEFAULT_LIMIT, minimum=1), MAX_LIMIT)
         pattern = args.get("pattern")
         if pattern is not None and pattern != "":
             if not isinstance(pattern, str):
-                raise _BadArgument("pattern must be a string")
+                raise InvalidReadArgument("pattern must be a string")
             context = min(_number(args, "context", 0), MAX_CONTEXT)
             found = grep_result(
                 ref,
@@ -223,21 +219,17 @@ def run_read_tool_output(
         offset = _number(args, "offset", 0)
         window = read_window(ref, offset=offset, limit=limit, store=store, config=config)
         return _render_window(window.text, window.offset, window.end, window.total)
-    except _BadArgument as exc:
-        return f"error: {exc}"
     except ArtifactNotFound as exc:
         return f"error: no such full output: {exc}"
-    except InvalidReadArgument as exc:
+    except InvalidReadArgument as exc:  # the message is the answer
         return f"error: {exc}"
-    except InvalidPattern as exc:
+    except (InvalidPattern, ImportError) as exc:
         return f"error: {_one_line(str(exc))}"
     except SearchTimeout:
         return (
             f"error: the search took longer than {SEARCH_SECONDS:g} s; use a simpler "
             "pattern (a plain string is fastest)"
         )
-    except ImportError as exc:
-        return f"error: {_one_line(str(exc))}"
     except ArtifactStoreError as exc:
         reason = "it is not text" if exc.errno == errno.EILSEQ else "the store failed"
         return f"error: the full output cannot be read now ({reason}); try again later"
