@@ -13,7 +13,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Literal
+from typing import Literal, TypedDict
 
 from budgetware.core.artifacts import ArtifactNotFound, check_key
 from budgetware.store.decisions import Decisions
@@ -32,6 +32,16 @@ _STRIPES = 64  # per-key locks: a fixed set, whatever the number of keys
 
 # What a backend found under an artifact's name.
 Probe = Literal["absent", "verified", "false"]
+
+
+class Limits(TypedDict, total=False):
+    """A store's limits (``ContentStore``'s keyword arguments), for the backends."""
+
+    max_artifact_bytes: int
+    max_store_bytes: int
+    max_age: float
+    min_age: float
+    sweep_interval: float
 
 
 class ArtifactChanged(ArtifactNotFound):

@@ -10,13 +10,17 @@ import stat
 import threading
 from collections.abc import Hashable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
-from budgetware.store.base import DAY, HOUR, MIB, ArtifactChanged, ContentStore, Probe
+from budgetware.store.base import ArtifactChanged, ContentStore, Limits, Probe
 from budgetware.store.files import Folder, open_private_dir
 from budgetware.store.lifecycle import MARKER, Entry, Listing
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LocalArtifactStore"]
 
@@ -41,23 +45,8 @@ class LocalArtifactStore(ContentStore):
     No automatic sweep unless ``sweep_interval`` is set.
     """
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        max_artifact_bytes: int = 50 * MIB,
-        max_store_bytes: int = 500 * MIB,
-        max_age: float = 30 * DAY,
-        min_age: float = HOUR,
-        sweep_interval: float = 0.0,
-    ) -> None:
-        super().__init__(
-            max_artifact_bytes=max_artifact_bytes,
-            max_store_bytes=max_store_bytes,
-            max_age=max_age,
-            min_age=min_age,
-            sweep_interval=sweep_interval,
-        )
+    def __init__(self, directory: str | os.PathLike[str], **limits: Unpack[Limits]) -> None:
+        super().__init__(**limits)
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._dir = str(self.directory)
 

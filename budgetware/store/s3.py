@@ -18,21 +18,16 @@ import re
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
-from budgetware.store.base import (
-    CACHE_ENTRIES,
-    DAY,
-    HOUR,
-    MIB,
-    ArtifactChanged,
-    ContentStore,
-    Probe,
-)
+from budgetware.store.base import CACHE_ENTRIES, MIB, ArtifactChanged, ContentStore, Limits, Probe
 from budgetware.store.lifecycle import Entry, Listing
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3"]
 
@@ -142,19 +137,9 @@ class S3ArtifactStore(ContentStore):
         *,
         client: Any = None,
         timeout: float = 2.0,
-        max_artifact_bytes: int = 50 * MIB,
-        max_store_bytes: int = 500 * MIB,
-        max_age: float = 30 * DAY,
-        min_age: float = HOUR,
-        sweep_interval: float = 0.0,
+        **limits: Unpack[Limits],
     ) -> None:
-        super().__init__(
-            max_artifact_bytes=max_artifact_bytes,
-            max_store_bytes=max_store_bytes,
-            max_age=max_age,
-            min_age=min_age,
-            sweep_interval=sweep_interval,
-        )
+        super().__init__(**limits)
         prefix = prefix.strip("/")
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
