@@ -211,10 +211,12 @@ def expansion(pattern: str) -> int:
 
 def _escape_end(pattern: str, start: int) -> int:
     """Just after the escape at ``start``: ``\\x`` or one with braces (``\\p{L}``,
-    ``\\N{DASH}``, ``\\x{263a}``) or angle brackets (``\\g<name>``)."""
+    ``\\P{L}``, ``\\N{DASH}``) or angle brackets (``\\g<name>``); the braces after any
+    other escape are a counted repeat (``\\d{1000}``)."""
     end = start + 2
-    if end < len(pattern) and pattern[end] in "{<":
-        close = pattern.find("}" if pattern[end] == "{" else ">", end)
+    opens = {"p": "{", "P": "{", "N": "{", "g": "<"}.get(pattern[start + 1 : end])
+    if opens is not None and pattern[end : end + 1] == opens:
+        close = pattern.find("}" if opens == "{" else ">", end)
         if close >= 0 and close - end <= 64:
             return close + 1
     return min(end, len(pattern))
