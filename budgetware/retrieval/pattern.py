@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT, regex_problem
+from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT
 from budgetware.retrieval.errors import InvalidPattern
 
 try:  # Python 3.11+
@@ -116,10 +116,6 @@ def pattern_problem(pattern: str) -> str | None:
         if _verbose_bound(pattern) <= MAX_EXPANSION:
             return None
         return "in verbose mode (?x) its counted repeats cannot be checked; write it without"
-    if _parse(pattern) is not None:
-        problem = regex_problem(pattern, nested=False)
-        if problem is not None:
-            return problem
     if expansion(pattern) > MAX_EXPANSION:
         return f"its counted repeats expand to more than {MAX_EXPANSION:,} items"
     return None
