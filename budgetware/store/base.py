@@ -8,6 +8,7 @@ process), so the sweep keeps what a conversation keeps naming.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 import weakref
@@ -30,6 +31,8 @@ DAY = 24 * HOUR
 CACHE_ENTRIES = 4096
 _STRIPES = 64  # per-key locks: a fixed set, whatever the number of keys
 
+_KEY = re.compile(r"[0-9a-f]{64}")
+_ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a backend found under an artifact's name.
 Probe = Literal["absent", "verified", "false"]
 
@@ -61,7 +64,10 @@ def named_stores() -> list[ContentStore]:
 
 
 class ContentStore:
-    """A content-addressed artifact store; subclasses provide the backend primitives."""
+    """A content-addressed artifact store; subclasses provide the backend primitives and
+    ``ref_prefix``, what every reference to one of their artifacts starts with."""
+
+    ref_prefix: str
 
     def __init__(
         self,
@@ -98,12 +104,15 @@ class ContentStore:
         raise NotImplementedError
 
     def ref_for(self, key: str) -> str:
-        """The reference a preview names for ``key``."""
-        raise NotImplementedError
+        """The reference a preview names for ``key``: ``ref_prefix``, the key and ".txt"."""
+        return f"{self.ref_prefix}{key}.txt"
 
     def key_of(self, ref: str) -> str | None:
         """The key of a reference as ``ref_for`` writes it, or of a bare SHA-256 hex."""
-        raise NotImplementedError
+        if _KEY.fullmatch(ref):
+            return ref
+        name = ref[len(self.ref_prefix) :] if ref.startswith(self.ref_prefix) else ""
+        return name[:64] if _ARTIFACT.fullmatch(name) else None
 
     def _probe(self, key: str) -> Probe:
         """Whether the artifact exists and its bytes hash to ``key``."""

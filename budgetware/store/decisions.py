@@ -30,7 +30,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 class _Store(Protocol):
     """What decisions need of the store that holds them."""
 
-    def ref_for(self, key: str) -> str: ...
+    ref_prefix: str
 
     def _read_record(self, name: str) -> bytes | None: ...
 
@@ -54,7 +54,6 @@ class Decisions:
         # key -> the references decided, or None: no record (a producer records before its
         # text can be seen, so one found absent stays absent).
         self._read: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
-        self._prefix: str | None = None
 
     def record(self, key: str, refs: tuple[str, ...]) -> None:
         """Record what a producer decided for the text with this key; a record there that
@@ -127,10 +126,7 @@ class Decisions:
 
     def _named_keys(self, text: str) -> list[str]:
         """The keys of this store's references in the first line of ``text`` (a notice)."""
-        prefix = self._prefix
-        if prefix is None:
-            # ref_for(key) is the same prefix, the key and ".txt" for every backend.
-            prefix = self._prefix = self.store.ref_for("0" * 64)[: -len("0" * 64 + ".txt")]
+        prefix = self.store.ref_prefix
         line = text[:NOTICE_SCAN_CHARS]
         at = line.find(prefix)
         if at < 0:

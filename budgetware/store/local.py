@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LocalArtifactStore"]
 
-_KEY = re.compile(r"[0-9a-f]{64}")
-_ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a store directory holds, in one match (the group says which): an artifact, a
 # decision record, or a temporary file of _write_file
 # (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
@@ -49,6 +47,7 @@ class LocalArtifactStore(ContentStore):
         super().__init__(**limits)
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._dir = str(self.directory)
+        self.ref_prefix = os.path.join(self._dir, "")  # a reference is the artifact's path
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({self._dir!r})"
@@ -63,19 +62,6 @@ class LocalArtifactStore(ContentStore):
     def path_for(self, key: str) -> Path:
         """The file a key lives in (whether or not it exists yet)."""
         return self.directory / (check_key(key) + ".txt")
-
-    def ref_for(self, key: str) -> str:
-        """The reference a preview names: the artifact's absolute path."""
-        return os.path.join(self._dir, key + ".txt")
-
-    def key_of(self, ref: str) -> str | None:
-        """The key of exactly ``<this directory>/<sha256>.txt`` or a bare SHA-256 hex."""
-        if _KEY.fullmatch(ref):
-            return ref
-        head, _, name = ref.rpartition(os.sep)
-        if head != self._dir or not _ARTIFACT.fullmatch(name):
-            return None
-        return name[: -len(".txt")]
 
     # -- reading -------------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ __all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3"]
 _INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
 # After a failed call the store is skipped this long (no network at all).
 BREAKER_SECONDS = 30.0
-_KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
 _MISSING = {"404", "NoSuchKey", "NotFound"}
@@ -144,7 +143,7 @@ class S3ArtifactStore(ContentStore):
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
         self.timeout = timeout
-        self._base_ref = f"s3://{bucket}/{self.prefix}"
+        self.ref_prefix = f"s3://{bucket}/{self.prefix}"
         self._given_client = client
         self._client: Any = client
         self._client_pid = os.getpid()
@@ -156,27 +155,14 @@ class S3ArtifactStore(ContentStore):
         self._modified: dict[str, float] = {}
 
     def __repr__(self) -> str:
-        return f"S3ArtifactStore({self._base_ref!r})"
+        return f"S3ArtifactStore({self.ref_prefix!r})"
 
     # -- references ----------------------------------------------------------------------
 
     @property
     def location(self) -> str:
         """``s3://bucket/prefix/``."""
-        return self._base_ref
-
-    def ref_for(self, key: str) -> str:
-        """The reference a preview names: ``s3://bucket/prefix/<sha256>.txt``."""
-        return f"{self._base_ref}{key}.txt"
-
-    def key_of(self, ref: str) -> str | None:
-        """The key of exactly ``s3://bucket/prefix/<sha256>.txt`` or a bare SHA-256 hex."""
-        if _KEY.fullmatch(ref):
-            return ref
-        if not ref.startswith(self._base_ref):
-            return None
-        name = ref[len(self._base_ref) :]
-        return name[: -len(".txt")] if _ARTIFACT.fullmatch(name) else None
+        return self.ref_prefix
 
     # -- reading -------------------------------------------------------------------------
 
