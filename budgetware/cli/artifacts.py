@@ -23,7 +23,7 @@ from budgetware.store.base import ContentStore
 from budgetware.store.lifecycle import StoreUsage, plan_prune, stale_temps, summarize
 from budgetware.store.retention import Progress
 from budgetware.store.select import check_store, store_for_config
-from budgetware.tools.read_tool_output import MAX_CONTEXT, MAX_LIMIT, run_read_tool_output
+from budgetware.tools import MAX_CONTEXT, MAX_LIMIT, run_read_tool_output
 
 __all__ = ["main", "parse_age", "parse_size"]
 

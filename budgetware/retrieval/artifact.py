@@ -41,10 +41,6 @@ class Artifact:
         """Bytes ``start`` to ``end`` (exclusive; fewer at the end) of the bytes hashed."""
         return self.store.read_piece(self.key, start, end, self.version)[0]
 
-    def read_into(self, start: int, buffer: bytearray) -> int:
-        """``read`` into ``buffer``: how many bytes."""
-        return self.store.read_into(self.key, start, buffer, self.version)
-
     def pieces(self, chunk: int) -> Iterator[bytes]:
         """The bytes hashed, in pieces of ``chunk`` bytes (the last one shorter)."""
         for at in range(0, self.index.size, chunk):

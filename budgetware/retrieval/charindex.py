@@ -1,6 +1,5 @@
 """The character index of an artifact, so that a window of characters costs the window,
-not its offset: the byte offset of every ``BLOCK``-th character (none for ASCII), and
-every ``LINE_STEP`` bytes the line breaks and characters before, for a search.
+not its offset: the byte offset of every ``BLOCK``-th character (none for ASCII).
 """
 
 from __future__ import annotations
@@ -9,12 +8,10 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["BLOCK", "LINE_STEP", "CharIndex", "NotText", "build_index"]
+__all__ = ["BLOCK", "CharIndex", "NotText", "build_index"]
 
 # Characters between two checkpoints: a window reads at most twice this more than asked.
 BLOCK = 4096
-# Bytes between two entries of the line table.
-LINE_STEP = 1024 * 1024
 _ENCODING = ("utf-8", "surrogatepass")
 
 
@@ -24,17 +21,12 @@ class NotText(ValueError):
 
 @dataclass(frozen=True)
 class CharIndex:
-    """An artifact's size in bytes and characters, where every ``block``-th character starts
-    (empty for ASCII), and ``lines[j]``, ``chars_at[j]``: the line breaks and characters
-    before byte ``j * line_step``."""
+    """An artifact's size in bytes and characters, and where every ``BLOCK``-th character
+    starts (empty for ASCII)."""
 
     size: int
     chars: int
-    block: int
     offsets: array[int]
-    line_step: int
-    lines: array[int]
-    chars_at: array[int]
 
     @property
     def ascii(self) -> bool:
@@ -46,19 +38,13 @@ class CharIndex:
         those bytes hold."""
         if self.ascii:
             return start, stop, start, stop
-        first = start // self.block
-        last = -(-stop // self.block)
+        first = start // BLOCK
+        last = -(-stop // BLOCK)
         if last < len(self.offsets):
-            end_byte, end_char = self.offsets[last], last * self.block
+            end_byte, end_char = self.offsets[last], last * BLOCK
         else:
             end_byte, end_char = self.size, self.chars
-        return self.offsets[first], end_byte, first * self.block, end_char
-
-    def line_entry(self, position: int) -> tuple[int, int, int]:
-        """The line-table entry at or before byte ``position``: ``(byte, line breaks
-        before it, characters before it)``."""
-        row = min(position // self.line_step, len(self.lines) - 1)
-        return row * self.line_step, self.lines[row], self.chars_at[row]
+        return self.offsets[first], end_byte, first * BLOCK, end_char
 
 
 def _complete(chunk: bytes) -> int:
@@ -74,52 +60,16 @@ def _complete(chunk: bytes) -> int:
     return lead if lead + need > end else end
 
 
-class _LineTable:
-    """Line breaks and characters before every ``step``-th byte, from raw chunks."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-        self.lines = array("Q", [0])
-        self.chars_at = array("Q", [0])
-        self.position = 0  # bytes seen
-        self.breaks = 0
-        self.chars = 0
-
-    def feed(self, chunk: bytes) -> None:
-        at = 0
-        while at < len(chunk):
-            boundary = (self.position // self.step + 1) * self.step
-            take = min(len(chunk) - at, boundary - self.position)
-            segment = chunk[at : at + take] if take < len(chunk) else chunk
-            self.breaks += segment.count(b"\n")
-            self.chars += len(segment) if segment.isascii() else _chars(segment)
-            self.position += take
-            at += take
-            if self.position == boundary:
-                self.lines.append(self.breaks)
-                self.chars_at.append(self.chars)
-
-
-def _chars(data: bytes) -> int:
-    """Code points in UTF-8 bytes: every byte but the continuation bytes."""
-    return len(data.translate(None, _CONTINUATION))
-
-
-_CONTINUATION = bytes(range(0x80, 0xC0))
-
-
 def build_index(chunks: Iterable[bytes]) -> CharIndex:
     """The index of the artifact whose bytes ``chunks`` yields in order (one pass, memory
     for one chunk); NotText if they are not UTF-8."""
     block = BLOCK
-    table = _LineTable(LINE_STEP)
     offsets = array("Q")
     chars = 0  # characters before `pending`
     base = 0  # bytes before `pending`
     mark = 0  # the next checkpoint, a character number
     pending = b""
     for chunk in chunks:
-        table.feed(chunk)
         data = pending + chunk if pending else chunk
         whole = _complete(data)
         part, pending = data[:whole], data[whole:]
@@ -149,4 +99,4 @@ def build_index(chunks: Iterable[bytes]) -> CharIndex:
         raise NotText("the artifact ends inside a UTF-8 character")
     if base == chars:
         offsets = array("Q")
-    return CharIndex(base, chars, block, offsets, table.step, table.lines, table.chars_at)
+    return CharIndex(base, chars, offsets)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound
@@ -19,7 +19,7 @@ from budgetware.retrieval.artifact import Artifact, reader_for
 from budgetware.retrieval.errors import InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.pattern import Pattern, compile_pattern
 from budgetware.retrieval.read import count, read_ref
-from budgetware.store.base import MIB, ArtifactChanged, ContentStore
+from budgetware.store.base import MIB, ContentStore
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -60,12 +60,10 @@ class GrepMatch(GrepLine):
 
 @dataclass(frozen=True)
 class GrepResult:
-    """The matches found (at most ``max_matches``), whether there are more, and the size
-    of what was searched."""
+    """The matches found (at most ``max_matches``), and whether there are more."""
 
     matches: list[GrepMatch]
     more: bool
-    total_bytes: int
 
 
 def _chars(data: bytes) -> int:
@@ -197,20 +195,6 @@ def _strip_cr(line: str) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
-class _Pending:
-    """A match waiting for the lines after it (they are in the next piece)."""
-
-    def __init__(self, index: int, match: GrepMatch, wanted: int) -> None:
-        self.index = index
-        self.match = match
-        self.after: list[GrepLine] = list(match.after)
-        self.wanted = wanted
-
-    def done(self) -> GrepMatch:
-        m = self.match
-        return GrepMatch(m.line_number, m.line, m.offset, m.before, tuple(self.after))
-
-
 def _pieces(artifact: Artifact) -> Iterator[bytes]:
     """The artifact in pieces that end at a line break (or a character boundary within a
     line longer than LONG_LINE)."""
@@ -229,166 +213,38 @@ def _pieces(artifact: Artifact) -> Iterator[bytes]:
         yield carry
 
 
-def _line_start(artifact: Artifact, position: int, floor: int) -> int:
-    """Where the line holding byte ``position`` starts (not before ``floor``)."""
-    end = position
-    while end > floor:
-        begin = max(floor, end - 64 * 1024)
-        data = artifact.read(begin, end)
-        found = data.rfind(b"\n")
-        if found >= 0:
-            return begin + found + 1
-        end = begin
-    if floor == 0:
-        return 0
-    data = artifact.read(floor, min(floor + 4, position))
-    return floor + _boundary(data + b"\0", 0, 1)
-
-
-def _line_end(artifact: Artifact, position: int, size: int, ceiling: int) -> int:
-    """Just after the line break ending the line that holds byte ``position`` (at most
-    ``ceiling``)."""
-    begin = position
-    while begin < min(size, ceiling):
-        end = min(size, ceiling, begin + 64 * 1024)
-        data = artifact.read(begin, end)
-        found = data.find(b"\n")
-        if found >= 0:
-            return begin + found + 1
-        begin = end
-    return min(size, ceiling)
-
-
-def _search_plain(
-    artifact: Artifact,
-    pattern: Pattern,
-    needle: bytes,
-    *,
-    context: int,
-    max_matches: int,
-    max_line_chars: int,
-    deadline: float,
-    clock: Callable[[], float],
-    timeout: float,
-) -> GrepResult:
-    """A search for ``needle`` (the pattern, or a plain string every match contains) as
-    bytes: only the lines around a hit are counted, decoded and matched."""
-    index = artifact.index
-    size, step = index.size, index.line_step
-    piece = max(CHUNK // step, 1) * step
-    overlap = max(len(needle) - 1, 0)
-    buffer = bytearray(piece + overlap)
-    matches: list[GrepMatch] = []
-    next_line: int | None = None  # the line of the first match not taken (max_matches)
-    taken = 0  # matches start at or after this byte (the lines before were searched)
-    more = False
-    for start in range(0, size, piece):
-        if clock() > deadline:
-            raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        got = artifact.read_into(start, buffer)
-        if got < min(piece + overlap, size - start):
-            raise ArtifactChanged("the artifact changed while it was read")
-        end = min(start + piece, size)
-        first = buffer.find(needle, max(taken - start, 0), got)
-        if first < 0 or start + first >= end:
-            continue
-        # The lines from the first match to the piece's end, and `context` lines around.
-        line_from = _line_start(artifact, start + first, max(start + first - LONG_LINE, 0))
-        region_from = line_from
-        for _ in range(context):
-            if region_from == 0:
-                break
-            region_from = _line_start(artifact, region_from - 1, max(region_from - LONG_LINE, 0))
-        region_to = _line_end(artifact, end - 1, size, end + LONG_LINE)
-        for _ in range(context):
-            if region_to >= size:
-                break
-            region_to = _line_end(artifact, region_to, size, region_to + LONG_LINE)
-        entry, lines_before, chars_before = index.line_entry(region_from)
-        data = artifact.read(entry, region_to)
-        skip = region_from - entry
-        line = 1 + lines_before + data.count(b"\n", 0, skip)
-        char = chars_before + _chars(data[:skip])
-        region = data[skip:]
-        as_text = pattern.needle is None
-        block = _Block(region, as_text, line, char, max_line_chars)
-        if as_text:  # positions in characters; a match may start before the string
-            pos = _chars(region[: max(taken, line_from) - region_from])
-            stop = _chars(region[: end - region_from])
-        else:
-            pos = max(taken, start + first) - region_from
-            stop = end - region_from
-        while True:
-            found = _find(block, pattern, pos, deadline, clock, timeout)
-            if found < 0 or found >= stop:
-                break
-            if len(matches) == max_matches:
-                more = True
-                next_line = block.line_number(block.line_bounds(found)[0])
-                break
-            line_start, line_end = block.line_bounds(found)
-            number = block.line_number(line_start)
-            before = block.lines_before(line_start, number, context) if context else []
-            after = block.lines_after(line_end, number, context)[0] if context else []
-            shown = block.line(line_start, line_end, number, found)
-            matches.append(
-                GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
-            )
-            pos = line_end + 1
-        if as_text and block.text is not None:
-            pos = len(block.text[:pos].encode("utf-8", "surrogatepass"))
-        taken = region_from + pos
-        if more:
-            break
-    return GrepResult(_context_before(matches, next_line), more, size)
-
-
 def search(
     artifact: Artifact,
     pattern: Pattern,
-    *,
-    context: int = 0,
-    max_matches: int = 100,
-    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
-    timeout: float = DEFAULT_TIMEOUT,
-    clock: Callable[[], float] = time.monotonic,
+    context: int,
+    max_matches: int,
+    max_line_chars: int,
+    timeout: float,
 ) -> GrepResult:
     """The lines of ``artifact`` matching ``pattern`` (see ``grep_artifact``)."""
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
+    # A piece without the string every match contains is counted, not decoded nor matched.
     needle = pattern.needle if pattern.needle is not None else pattern.required
-    if needle is not None:
-        return _search_plain(
-            artifact,
-            pattern,
-            needle,
-            context=context,
-            max_matches=max_matches,
-            max_line_chars=max_line_chars,
-            deadline=deadline,
-            clock=clock,
-            timeout=timeout,
-        )
     matches: list[GrepMatch] = []
     next_line: int | None = None  # the line of the first match not taken (max_matches)
-    pending: list[_Pending] = []
+    pending: list[int] = []  # the matches whose lines after are in the next piece
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))
-    line, char, total = 1, 0, 0
+    line, char = 1, 0
     more = False
     as_text = pattern.needle is None
     for data in _pieces(artifact):
-        if clock() > deadline:
+        if time.monotonic() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        block = _Block(data, as_text, line, char, max_line_chars)
-        if pending:  # the lines after matches of earlier pieces come first
-            for waiting in pending:
-                got, _ = block.lines_after(-1, line - 1, waiting.wanted - len(waiting.after))
-                waiting.after += got
-                if len(waiting.after) >= waiting.wanted:
-                    matches[waiting.index] = waiting.done()
-            pending = [w for w in pending if len(w.after) < w.wanted]
+        skip = needle is not None and needle not in data
+        block = _Block(data, as_text and not skip, line, char, max_line_chars)
+        for index in pending:  # the lines after matches of earlier pieces come first
+            waiting = matches[index]
+            got, _ = block.lines_after(-1, line - 1, context - len(waiting.after))
+            matches[index] = replace(waiting, after=waiting.after + tuple(got))
+        pending = [index for index in pending if len(matches[index].after) < context]
         pos = 0
-        while pos <= block.length and not more:
-            found = _find(block, pattern, pos, deadline, clock, timeout)
+        while not skip and pos <= block.length and not more:
+            found = _find(block, pattern, pos, deadline, timeout)
             if found < 0 or (found == block.length and block.hay.endswith(block.nl)):
                 break
             if len(matches) == max_matches:
@@ -407,21 +263,19 @@ def search(
                     before = earlier[len(earlier) - (context - len(before)) :] + before
                 after, _ = block.lines_after(end, number, context)
             shown = block.line(start, end, number, found)
-            match = GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
             if len(after) < context:
-                pending.append(_Pending(len(matches), match, context))
-            matches.append(match)
+                pending.append(len(matches))
+            matches.append(
+                GrepMatch(number, shown.line, shown.offset, tuple(before), tuple(after))
+            )
             pos = end + 1
         if context:
             previous.extend(block.last_lines(context))
         line += block.end_lines()
         char += block.end_chars()
-        total += len(data)
         if more and not pending:
             break
-    for waiting in pending:  # the output ended before their lines did
-        matches[waiting.index] = waiting.done()
-    return GrepResult(_context_before(matches, next_line), more, total)
+    return GrepResult(_context_before(matches, next_line), more)
 
 
 def _context_before(matches: list[GrepMatch], next_line: int | None) -> list[GrepMatch]:
@@ -430,16 +284,7 @@ def _context_before(matches: list[GrepMatch], next_line: int | None) -> list[Gre
     if next_line is None:
         return matches
     return [
-        m
-        if not m.after or m.after[-1].line_number < next_line
-        else GrepMatch(
-            m.line_number,
-            m.line,
-            m.offset,
-            m.before,
-            tuple(a for a in m.after if a.line_number < next_line),
-        )
-        for m in matches
+        replace(m, after=tuple(a for a in m.after if a.line_number < next_line)) for m in matches
     ]
 
 
@@ -448,13 +293,12 @@ def _find(
     pattern: Pattern,
     pos: int,
     deadline: float,
-    clock: Callable[[], float],
     timeout: float,
 ) -> int:
     """Where the next match at or after ``pos`` starts in the block, or -1."""
     if pattern.needle is not None:
         return block.data.find(pattern.needle, pos)
-    remaining = deadline - clock()
+    remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise SearchTimeout(f"the search took longer than {timeout:g} s")
     try:
@@ -515,7 +359,7 @@ def grep_result(
     store: ContentStore | None = None,
     config: BudgetConfig | None = None,
 ) -> GrepResult:
-    """``grep_artifact``, with whether more matches follow and the size searched."""
+    """``grep_artifact``, with whether more matches follow."""
     context = count("context", context)
     max_matches = count("max_matches", max_matches, minimum=1)
     max_line_chars = count("max_line_chars", max_line_chars, minimum=16)
@@ -530,14 +374,7 @@ def grep_result(
 
     def grep(artifact: Artifact) -> GrepResult:
         try:
-            return search(
-                artifact,
-                compiled,
-                context=context,
-                max_matches=max_matches,
-                max_line_chars=max_line_chars,
-                timeout=timeout,
-            )
+            return search(artifact, compiled, context, max_matches, max_line_chars, timeout)
         except ArtifactNotFound:
             reader_for(artifact.store).forget(artifact.key)  # hashed again at its next read
             raise

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT, regex_problem
+from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT
 from budgetware.retrieval.errors import InvalidPattern
 
 try:  # Python 3.11+
@@ -116,10 +116,6 @@ def pattern_problem(pattern: str) -> str | None:
         if _verbose_bound(pattern) <= MAX_EXPANSION:
             return None
         return "in verbose mode (?x) its counted repeats cannot be checked; write it without"
-    if _parse(pattern) is not None:
-        problem = regex_problem(pattern, nested=False)
-        if problem is not None:
-            return problem
     if expansion(pattern) > MAX_EXPANSION:
         return f"its counted repeats expand to more than {MAX_EXPANSION:,} items"
     return None
@@ -211,10 +207,12 @@ def expansion(pattern: str) -> int:
 
 def _escape_end(pattern: str, start: int) -> int:
     """Just after the escape at ``start``: ``\\x`` or one with braces (``\\p{L}``,
-    ``\\N{DASH}``, ``\\x{263a}``) or angle brackets (``\\g<name>``)."""
+    ``\\P{L}``, ``\\N{DASH}``) or angle brackets (``\\g<name>``); the braces after any
+    other escape are a counted repeat (``\\d{1000}``)."""
     end = start + 2
-    if end < len(pattern) and pattern[end] in "{<":
-        close = pattern.find("}" if pattern[end] == "{" else ">", end)
+    opens = {"p": "{", "P": "{", "N": "{", "g": "<"}.get(pattern[start + 1 : end])
+    if opens is not None and pattern[end : end + 1] == opens:
+        close = pattern.find("}" if opens == "{" else ">", end)
         if close >= 0 and close - end <= 64:
             return close + 1
     return min(end, len(pattern))

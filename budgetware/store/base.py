@@ -8,12 +8,13 @@ process), so the sweep keeps what a conversation keeps naming.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Literal
+from typing import Literal, TypedDict
 
 from budgetware.core.artifacts import ArtifactNotFound, check_key
 from budgetware.store.decisions import Decisions
@@ -30,8 +31,20 @@ DAY = 24 * HOUR
 CACHE_ENTRIES = 4096
 _STRIPES = 64  # per-key locks: a fixed set, whatever the number of keys
 
+_KEY = re.compile(r"[0-9a-f]{64}")
+_ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 # What a backend found under an artifact's name.
 Probe = Literal["absent", "verified", "false"]
+
+
+class Limits(TypedDict, total=False):
+    """A store's limits (``ContentStore``'s keyword arguments), for the backends."""
+
+    max_artifact_bytes: int
+    max_store_bytes: int
+    max_age: float
+    min_age: float
+    sweep_interval: float
 
 
 class ArtifactChanged(ArtifactNotFound):
@@ -51,7 +64,10 @@ def named_stores() -> list[ContentStore]:
 
 
 class ContentStore:
-    """A content-addressed artifact store; subclasses provide the backend primitives."""
+    """A content-addressed artifact store; subclasses provide the backend primitives and
+    ``ref_prefix``, what every reference to one of their artifacts starts with."""
+
+    ref_prefix: str
 
     def __init__(
         self,
@@ -88,12 +104,15 @@ class ContentStore:
         raise NotImplementedError
 
     def ref_for(self, key: str) -> str:
-        """The reference a preview names for ``key``."""
-        raise NotImplementedError
+        """The reference a preview names for ``key``: ``ref_prefix``, the key and ".txt"."""
+        return f"{self.ref_prefix}{key}.txt"
 
     def key_of(self, ref: str) -> str | None:
         """The key of a reference as ``ref_for`` writes it, or of a bare SHA-256 hex."""
-        raise NotImplementedError
+        if _KEY.fullmatch(ref):
+            return ref
+        name = ref[len(self.ref_prefix) :] if ref.startswith(self.ref_prefix) else ""
+        return name[:64] if _ARTIFACT.fullmatch(name) else None
 
     def _probe(self, key: str) -> Probe:
         """Whether the artifact exists and its bytes hash to ``key``."""
@@ -118,24 +137,18 @@ class ContentStore:
         reuse; by default (S3: a round trip) reuse trusts what was verified."""
         return True
 
-    def _read_decision(self, key: str) -> bytes | None:
-        """A decision record as stored, or None if there is none."""
+    def _read_record(self, name: str) -> bytes | None:
+        """A small record (a decision, the sweep's marker) as stored, or None."""
         raise NotImplementedError
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
-        """Write a decision record; ``replace`` replaces an unusable one there."""
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
+        """Write a small record; ``replace`` replaces one there."""
         raise NotImplementedError
 
     def _scan(self) -> Listing:
         raise NotImplementedError
 
     def _delete(self, names: list[str]) -> None:
-        raise NotImplementedError
-
-    def _read_marker(self) -> bytes | None:
-        raise NotImplementedError
-
-    def _write_marker(self, data: bytes) -> None:
         raise NotImplementedError
 
     def read_piece(
@@ -145,12 +158,6 @@ class ContentStore:
         (what tells it from bytes put under the name later). ArtifactChanged if it is no
         longer ``version``; ArtifactNotFound if there is none."""
         raise NotImplementedError
-
-    def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer``: how many bytes were read."""
-        data = self.read_piece(key, start, start + len(buffer), version)[0]
-        buffer[: len(data)] = data
-        return len(data)
 
     # -- the ArtifactStore protocol ----------------------------------------------------
 

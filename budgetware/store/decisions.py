@@ -19,6 +19,7 @@ from budgetware.store.lifecycle import Entry
 
 __all__ = ["Decisions"]
 
+RECORD = ".decision.json"  # <key>.decision.json
 # Decisions read, remembered per store object (LRU).
 ENTRIES = 4096
 # How much of a text's start is searched for a notice's references.
@@ -29,11 +30,11 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 class _Store(Protocol):
     """What decisions need of the store that holds them."""
 
-    def ref_for(self, key: str) -> str: ...
+    ref_prefix: str
 
-    def _read_decision(self, key: str) -> bytes | None: ...
+    def _read_record(self, name: str) -> bytes | None: ...
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None: ...
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
 
     def _delete(self, names: list[str]) -> None: ...
 
@@ -53,7 +54,6 @@ class Decisions:
         # key -> the references decided, or None: no record (a producer records before its
         # text can be seen, so one found absent stays absent).
         self._read: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
-        self._prefix: str | None = None
 
     def record(self, key: str, refs: tuple[str, ...]) -> None:
         """Record what a producer decided for the text with this key; a record there that
@@ -61,9 +61,9 @@ class Decisions:
         holds the output, so the finalizer neither persists the preview nor names a file."""
         check_key(key)
         data = dumps_bytes({"refs": list(refs)})
-        existing = self.store._read_decision(key)
+        existing = self.store._read_record(key + RECORD)
         if existing != data:
-            self.store._write_decision(key, data, replace=existing is not None)
+            self.store._write_record(key + RECORD, data, replace=existing is not None)
         with self._lock:
             self._read.pop(key, None)
 
@@ -80,7 +80,7 @@ class Decisions:
             return None
         if cached is not None and all(self.store.reused(ref) for ref in cached):
             return cached
-        raw = self.store._read_decision(key)
+        raw = self.store._read_record(key + RECORD)
         named = None if raw is None else _record_refs(raw)
         valid = tuple(ref for ref in named or () if self.store.checked_ref(ref))
         usable = bool(valid) or named == []
@@ -111,9 +111,9 @@ class Decisions:
         for entry in records:
             if sweeper.stopping():
                 return
-            key = entry.name[: -len(".decision.json")]
+            key = entry.name[: -len(RECORD)]
             try:
-                raw = self.store._read_decision(key)
+                raw = self.store._read_record(entry.name)
             except (OSError, ValueError):
                 continue
             refs = _record_refs(raw) if raw is not None else None
@@ -126,10 +126,7 @@ class Decisions:
 
     def _named_keys(self, text: str) -> list[str]:
         """The keys of this store's references in the first line of ``text`` (a notice)."""
-        prefix = self._prefix
-        if prefix is None:
-            # ref_for(key) is the same prefix, the key and ".txt" for every backend.
-            prefix = self._prefix = self.store.ref_for("0" * 64)[: -len("0" * 64 + ".txt")]
+        prefix = self.store.ref_prefix
         line = text[:NOTICE_SCAN_CHARS]
         at = line.find(prefix)
         if at < 0:

@@ -16,6 +16,7 @@ __all__ = [
     "USE_DIR_FD",
     "Folder",
     "check_trusted",
+    "directory_problem",
     "open_private_dir",
     "plainly_accepted",
     "plainly_private",
@@ -114,16 +115,26 @@ def untrusted_reason(info: os.stat_result) -> str | None:
     return None
 
 
-def plainly_private(path: str) -> bool:
-    """Whether ``path`` surely may hold artifacts, from one ``stat`` (False: run the full
-    check, ``store/select.check_store``, which names the problem)."""
+def directory_problem(path: str) -> str | None:
+    """Why the directory at ``path`` must not hold artifacts (a phrase), or None; a missing
+    one is fine (created 0700 on the first write)."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
-        return True
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISDIR(info.st_mode) and untrusted_reason(info) is None
+        return None
+    except (OSError, ValueError) as exc:
+        return f"it cannot be examined ({type(exc).__name__})"
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    return untrusted_reason(info)
+
+
+def plainly_private(path: str) -> bool:
+    """Whether ``path`` surely may hold artifacts, from one ``stat`` (False: run the full
+    check, ``store/select.check_store``, which names the problem)."""
+    return directory_problem(path) is None
 
 
 def plainly_accepted(config: BudgetConfig, *, s3_later: bool) -> bool:

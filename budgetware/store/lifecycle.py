@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = [
+    "MARKER",
     "STALE_TEMP_SECONDS",
     "SWEEP_TARGET",
     "Entry",
@@ -19,6 +20,8 @@ __all__ = [
     "summarize",
 ]
 
+# The record of the last sweep, in the store: when it started.
+MARKER = ".budgetware-sweep.json"
 # A temporary file untouched this long belongs to a writer that crashed.
 STALE_TEMP_SECONDS = 600.0
 # The sweep brings the store down to this share of max_store_bytes: room for the writes
@@ -41,8 +44,6 @@ class Listing:
     artifacts: list[Entry] = field(default_factory=list)
     decisions: list[Entry] = field(default_factory=list)
     temps: list[Entry] = field(default_factory=list)
-    # ``<key>.index`` files, no longer written: the sweep deletes them.
-    legacy: list[Entry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -8,28 +8,28 @@ import os
 import re
 import stat
 import threading
-import weakref
 from collections.abc import Hashable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
-from budgetware.store.base import DAY, HOUR, MIB, ArtifactChanged, ContentStore, Probe
+from budgetware.store.base import ArtifactChanged, ContentStore, Limits, Probe
 from budgetware.store.files import Folder, open_private_dir
-from budgetware.store.lifecycle import Entry, Listing
+from budgetware.store.lifecycle import MARKER, Entry, Listing
 
-__all__ = ["LocalArtifactStore", "store_for"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-_KEY = re.compile(r"[0-9a-f]{64}")
-_ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
+__all__ = ["LocalArtifactStore"]
+
 # What a store directory holds, in one match (the group says which): an artifact, a
-# decision record, an old index, or a temporary file of _write_file
+# decision record, or a temporary file of _write_file
 # (".<name>.<pid>.<thread id>.tmp"); nothing else counts.
-_MARKER = ".budgetware-sweep.json"
 _LISTED = re.compile(
-    r"[0-9a-f]{64}\.(?:(txt)|(decision\.json)|(index))"
-    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json|index)|" + re.escape(_MARKER) + r")"
+    r"[0-9a-f]{64}\.(?:(txt)|(decision\.json))"
+    r"|(\.(?:[0-9a-f]{64}\.(?:txt|decision\.json)|" + re.escape(MARKER) + r")"
     r"\.\d+\.\d+\.tmp)"
 )
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -43,27 +43,11 @@ class LocalArtifactStore(ContentStore):
     No automatic sweep unless ``sweep_interval`` is set.
     """
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        max_artifact_bytes: int = 50 * MIB,
-        max_store_bytes: int = 500 * MIB,
-        max_age: float = 30 * DAY,
-        min_age: float = HOUR,
-        sweep_interval: float = 0.0,
-    ) -> None:
-        super().__init__(
-            max_artifact_bytes=max_artifact_bytes,
-            max_store_bytes=max_store_bytes,
-            max_age=max_age,
-            min_age=min_age,
-            sweep_interval=sweep_interval,
-        )
+    def __init__(self, directory: str | os.PathLike[str], **limits: Unpack[Limits]) -> None:
+        super().__init__(**limits)
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._dir = str(self.directory)
-        self._reading: tuple[int, Folder] | None = None
-        self._reading_lock = threading.Lock()
+        self.ref_prefix = os.path.join(self._dir, "")  # a reference is the artifact's path
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({self._dir!r})"
@@ -79,29 +63,29 @@ class LocalArtifactStore(ContentStore):
         """The file a key lives in (whether or not it exists yet)."""
         return self.directory / (check_key(key) + ".txt")
 
-    def ref_for(self, key: str) -> str:
-        """The reference a preview names: the artifact's absolute path."""
-        return os.path.join(self._dir, key + ".txt")
-
-    def key_of(self, ref: str) -> str | None:
-        """The key of exactly ``<this directory>/<sha256>.txt`` or a bare SHA-256 hex."""
-        if _KEY.fullmatch(ref):
-            return ref
-        head, _, name = ref.rpartition(os.sep)
-        if head != self._dir or not _ARTIFACT.fullmatch(name):
-            return None
-        return name[: -len(".txt")]
-
     # -- reading -------------------------------------------------------------------------
 
     def read_piece(
         self, key: str, start: int, end: int, version: Hashable | None = None
     ) -> tuple[bytes, int, Hashable]:
         """See ``ContentStore.read_piece``; the version is (device, inode, size)."""
-        if start < 0 or end < start:
-            raise ValueError("a byte range is 0 <= start <= end")
-        fd, info = self._open_version(key, version)
+        folder = self._open_existing()
         try:
+            fd = folder.open(check_key(key) + ".txt", os.O_RDONLY | _NOFOLLOW | _BINARY)
+        except FileNotFoundError:
+            raise ArtifactNotFound("no such artifact in this store") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a symlink
+                raise ArtifactNotFound("no such artifact in this store") from None
+            raise
+        finally:
+            folder.close()
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ArtifactNotFound("no such artifact in this store")
+            if version is not None and _version(info) != version:
+                raise ArtifactChanged("the artifact changed after it was verified")
             if hasattr(os, "pread"):
                 data = os.pread(fd, end - start, start)
             else:  # pragma: no cover - Windows
@@ -110,59 +94,6 @@ class LocalArtifactStore(ContentStore):
             return data, info.st_size, _version(info)
         finally:
             os.close(fd)
-
-    def read_into(self, key: str, start: int, buffer: bytearray, version: Hashable) -> int:
-        """``read_piece`` into ``buffer`` (``preadv``)."""
-        if start < 0:
-            raise ValueError("a byte offset is 0 or more")
-        if not hasattr(os, "preadv"):  # pragma: no cover - no preadv
-            return super().read_into(key, start, buffer, version)
-        fd, _ = self._open_version(key, version)
-        try:
-            return os.preadv(fd, [buffer], start)
-        finally:
-            os.close(fd)
-
-    def _open_version(self, key: str, version: Hashable | None) -> tuple[int, os.stat_result]:
-        fd, info = self._open_checked(check_key(key) + ".txt")
-        if version is not None and _version(info) != version:
-            os.close(fd)
-            raise ArtifactChanged("the artifact changed after it was verified")
-        return fd, info
-
-    def _open_checked(self, name: str) -> tuple[int, os.stat_result]:
-        """The artifact opened for reading (a regular file, not through a symlink) and its
-        status, under the store directory kept open (reopened once if it was replaced)."""
-        for fresh in (False, True):
-            folder = self._reading_folder(fresh)
-            try:
-                fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY)
-            except FileNotFoundError:
-                if fresh or folder.fd is None:
-                    raise ArtifactNotFound("no such artifact in this store") from None
-                continue
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise ArtifactNotFound("no such artifact in this store") from None
-                raise
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                os.close(fd)
-                raise ArtifactNotFound("no such artifact in this store")
-            return fd, info
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _reading_folder(self, fresh: bool) -> Folder:
-        with self._reading_lock:
-            cached = self._reading
-            if cached is not None and cached[0] == os.getpid() and not fresh:
-                return cached[1]
-            folder = self._open_existing()
-            if folder.fd is not None:
-                # Closed with the store object (or at exit); a forked child opens its own.
-                weakref.finalize(self, _close_quietly, folder.fd)
-            self._reading = (os.getpid(), folder)
-            return folder
 
     # -- backend primitives --------------------------------------------------------------
 
@@ -233,37 +164,20 @@ class LocalArtifactStore(ContentStore):
             return True  # cannot tell (as _refresh): the artifact was verified
         return stat.S_ISREG(info.st_mode)
 
-    def _read_decision(self, key: str) -> bytes | None:
+    def _read_record(self, name: str) -> bytes | None:
         try:
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return None  # the usual case: no producer bounded this text
         try:
-            return _read_small(folder, key + ".decision.json")
+            return _read_small(folder, name)
         finally:
             folder.close()
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
         folder = self._open_dir()
         try:
-            _write_file(folder, key + ".decision.json", data, replace=replace)
-        finally:
-            folder.close()
-
-    def _read_marker(self) -> bytes | None:
-        try:
-            folder = self._open_dir(create=False)
-        except FileNotFoundError:
-            return None
-        try:
-            return _read_small(folder, _MARKER)
-        finally:
-            folder.close()
-
-    def _write_marker(self, data: bytes) -> None:
-        folder = self._open_dir()
-        try:
-            _write_file(folder, _MARKER, data, replace=True)
+            _write_file(folder, name, data, replace=replace)
         finally:
             folder.close()
 
@@ -274,7 +188,7 @@ class LocalArtifactStore(ContentStore):
         except FileNotFoundError:
             return listing
         try:
-            kinds = (listing.artifacts, listing.decisions, listing.legacy, listing.temps)
+            kinds = (listing.artifacts, listing.decisions, listing.temps)
             with os.scandir(self._dir if folder.fd is None else folder.fd) as entries:
                 for count, item in enumerate(entries, 1):
                     if count % 64 == 0:
@@ -315,13 +229,6 @@ class LocalArtifactStore(ContentStore):
 def _version(info: os.stat_result) -> Hashable:
     """What tells a file from another put under its name: a new inode, or a new size."""
     return (info.st_dev, info.st_ino, info.st_size)
-
-
-def _close_quietly(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
 
 
 def _digest(folder: Folder, name: str) -> str:
@@ -394,33 +301,3 @@ def _write_file(
             folder.unlink(tmp)
         except FileNotFoundError:
             pass
-
-
-_STORES: dict[tuple[object, ...], LocalArtifactStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def store_for(
-    directory: str | os.PathLike[str],
-    max_artifact_bytes: int,
-    max_store_bytes: int,
-    *,
-    max_age: float = 30 * DAY,
-    min_age: float = HOUR,
-    sweep_interval: float = 0.0,
-) -> LocalArtifactStore:
-    """The process-wide store for a directory and limits, shared by every entry point."""
-    path = os.path.abspath(os.fspath(directory))
-    key = (path, max_artifact_bytes, max_store_bytes, max_age, min_age, sweep_interval)
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = LocalArtifactStore(
-                path,
-                max_artifact_bytes=max_artifact_bytes,
-                max_store_bytes=max_store_bytes,
-                max_age=max_age,
-                min_age=min_age,
-                sweep_interval=sweep_interval,
-            )
-        return store

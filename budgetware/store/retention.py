@@ -20,6 +20,7 @@ from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
 from budgetware.store.decisions import Decisions
 from budgetware.store.lifecycle import (
+    MARKER,
     Entry,
     Listing,
     StoreUsage,
@@ -58,9 +59,9 @@ class _Store(Protocol):
 
     def _delete(self, names: list[str]) -> None: ...
 
-    def _read_marker(self) -> bytes | None: ...
+    def _read_record(self, name: str) -> bytes | None: ...
 
-    def _write_marker(self, data: bytes) -> None: ...
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
 
 
 class Retention:
@@ -253,7 +254,7 @@ class Retention:
         self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
         self._census(listing, doomed, started)
         try:
-            self.store._write_marker(dumps_bytes({"started": started}))
+            self.store._write_record(MARKER, dumps_bytes({"started": started}), replace=True)
         except OSError:
             pass  # a read-only store is still swept (and counted) in memory
         return summarize(doomed)
@@ -266,7 +267,6 @@ class Retention:
         progress: Progress | None = None,
     ) -> None:
         names = [e.name for e in doomed] + [t.name for t in temps]
-        names += [e.name for e in listing.legacy]
         if not names:
             return
         for start in range(0, len(names), DELETE_BATCH):
@@ -304,7 +304,7 @@ class Retention:
         """Whether the store's marker says a sweep started less than the interval ago (a
         marker dated in the future, or malformed, is ignored)."""
         try:
-            raw = self.store._read_marker()
+            raw = self.store._read_record(MARKER)
             started = float(loads(raw)["started"]) if raw else math.nan
         except (OSError, ValueError, TypeError, KeyError, OverflowError):
             return False

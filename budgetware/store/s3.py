@@ -14,45 +14,33 @@ import base64
 import errno
 import hashlib
 import os
-import queue
 import re
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, check_key
 from budgetware.core.gil import give_way
 from budgetware.store import sweeper
-from budgetware.store.base import (
-    CACHE_ENTRIES,
-    DAY,
-    HOUR,
-    MIB,
-    ArtifactChanged,
-    ContentStore,
-    Probe,
-)
+from budgetware.store.base import CACHE_ENTRIES, MIB, ArtifactChanged, ContentStore, Limits, Probe
 from budgetware.store.lifecycle import Entry, Listing
 
-__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3", "s3_store_for"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["BREAKER_SECONDS", "S3ArtifactStore", "require_boto3"]
 
 _INSTALL = 'the s3:// artifact store needs boto3: pip install "budgetware[s3]"'
 # After a failed call the store is skipped this long (no network at all).
 BREAKER_SECONDS = 30.0
-_KEY = re.compile(r"[0-9a-f]{64}")
 _ARTIFACT = re.compile(r"[0-9a-f]{64}\.txt")
 _DECISION = re.compile(r"[0-9a-f]{64}\.decision\.json")
-_LEGACY = re.compile(r"[0-9a-f]{64}\.index")
-_MARKER = ".budgetware-sweep.json"
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _CONFLICT = {"PreconditionFailed", "ConditionalRequestConflict"}
 # How S3-compatible servers without conditional writes refuse If-None-Match.
 _NO_CONDITIONAL = {"NotImplemented", "InvalidArgument", "InvalidRequest"}
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-# Worker threads that run S3 calls, per process; a call that finds them all busy waits in
-# line, within its own deadline.
-MAX_WORKERS = 32
 # A call's deadline: two attempts of ``timeout``, the backoff between them, and this many
 # seconds per MiB sent or read.
 _BACKOFF_SECONDS = 1.0
@@ -85,19 +73,7 @@ class _Abandoned(Exception):
 
 
 class _Call:
-    """One S3 call handed to a worker thread, and its outcome."""
-
-    __slots__ = (
-        "abandoned",
-        "deadline",
-        "done",
-        "error",
-        "method",
-        "origin",
-        "params",
-        "read",
-        "value",
-    )
+    """One S3 call run in a thread of its own, and its outcome."""
 
     def __init__(self, method: Any, params: dict[str, Any], read: int | None, deadline: float):
         self.method = method
@@ -142,51 +118,6 @@ def _refuse_late_attempt(**_: Any) -> None:
         raise _Abandoned()
 
 
-class _Workers:
-    """Daemon threads (they never hold up interpreter exit) that run S3 calls."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
-        self.idle = 0
-        self.count = 0
-
-    def submit(self, call: _Call) -> None:
-        spawn = False
-        with self.lock:
-            if self.idle > 0:
-                self.idle -= 1  # an idle worker takes it
-            elif self.count < MAX_WORKERS:
-                self.count += 1
-                spawn = True
-        self.calls.put(call)
-        if spawn:
-            threading.Thread(target=self.work, name="budgetware-s3", daemon=True).start()
-
-    def work(self) -> None:
-        while True:
-            self.calls.get().run()
-            with self.lock:
-                self.idle += 1
-
-
-_workers: tuple[int, _Workers] | None = None
-_workers_lock = threading.Lock()
-
-
-def _pool() -> _Workers:
-    """This process's workers (a forked child starts its own: threads do not fork)."""
-    global _workers
-    current = _workers
-    pid = os.getpid()
-    if current is not None and current[0] == pid:
-        return current[1]
-    with _workers_lock:
-        if _workers is None or _workers[0] != pid:
-            _workers = (pid, _Workers())
-        return _workers[1]
-
-
 def _checksum(key: str) -> str:
     # S3's x-amz-checksum-sha256: base64 of the raw digest, which the key is in hex.
     return base64.b64encode(bytes.fromhex(key)).decode("ascii")
@@ -205,24 +136,14 @@ class S3ArtifactStore(ContentStore):
         *,
         client: Any = None,
         timeout: float = 2.0,
-        max_artifact_bytes: int = 50 * MIB,
-        max_store_bytes: int = 500 * MIB,
-        max_age: float = 30 * DAY,
-        min_age: float = HOUR,
-        sweep_interval: float = 0.0,
+        **limits: Unpack[Limits],
     ) -> None:
-        super().__init__(
-            max_artifact_bytes=max_artifact_bytes,
-            max_store_bytes=max_store_bytes,
-            max_age=max_age,
-            min_age=min_age,
-            sweep_interval=sweep_interval,
-        )
+        super().__init__(**limits)
         prefix = prefix.strip("/")
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
         self.timeout = timeout
-        self._base_ref = f"s3://{bucket}/{self.prefix}"
+        self.ref_prefix = f"s3://{bucket}/{self.prefix}"
         self._given_client = client
         self._client: Any = client
         self._client_pid = os.getpid()
@@ -234,27 +155,14 @@ class S3ArtifactStore(ContentStore):
         self._modified: dict[str, float] = {}
 
     def __repr__(self) -> str:
-        return f"S3ArtifactStore({self._base_ref!r})"
+        return f"S3ArtifactStore({self.ref_prefix!r})"
 
     # -- references ----------------------------------------------------------------------
 
     @property
     def location(self) -> str:
         """``s3://bucket/prefix/``."""
-        return self._base_ref
-
-    def ref_for(self, key: str) -> str:
-        """The reference a preview names: ``s3://bucket/prefix/<sha256>.txt``."""
-        return f"{self._base_ref}{key}.txt"
-
-    def key_of(self, ref: str) -> str | None:
-        """The key of exactly ``s3://bucket/prefix/<sha256>.txt`` or a bare SHA-256 hex."""
-        if _KEY.fullmatch(ref):
-            return ref
-        if not ref.startswith(self._base_ref):
-            return None
-        name = ref[len(self._base_ref) :]
-        return name[: -len(".txt")] if _ARTIFACT.fullmatch(name) else None
+        return self.ref_prefix
 
     # -- reading -------------------------------------------------------------------------
 
@@ -358,7 +266,8 @@ class S3ArtifactStore(ContentStore):
             transfer = len(body) if isinstance(body, bytes) else max(read or 0, 0)
         limit = self.deadline(transfer)
         call = _Call(getattr(client, operation), params, read, time.monotonic() + limit)
-        _pool().submit(call)
+        # A daemon thread per call: one a server holds never holds up the interpreter's exit.
+        threading.Thread(target=call.run, name="budgetware-s3", daemon=True).start()
         if not call.done.wait(limit):
             call.abandoned = True
             self._down_until = time.monotonic() + BREAKER_SECONDS
@@ -479,31 +388,17 @@ class S3ArtifactStore(ContentStore):
         except _Missing:
             self.forget(key)  # deleted since: the next put writes it again
 
-    def _read_decision(self, key: str) -> bytes | None:
+    def _read_record(self, name: str) -> bytes | None:
         try:
-            got = self._call(
-                "get_object", read=MIB, Bucket=self.bucket, Key=self._name(key, ".decision.json")
-            )
+            got = self._call("get_object", read=MIB, Bucket=self.bucket, Key=self.prefix + name)
         except _Missing:
             return None
         record: bytes = got["Body"]
         return record
 
-    def _write_decision(self, key: str, data: bytes, *, replace: bool = False) -> None:
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
         digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-        self._put_object(self._name(key, ".decision.json"), data, digest)
-
-    def _read_marker(self) -> bytes | None:
-        try:
-            got = self._call("get_object", read=MIB, Bucket=self.bucket, Key=self.prefix + _MARKER)
-        except _Missing:
-            return None
-        marker: bytes = got["Body"]
-        return marker
-
-    def _write_marker(self, data: bytes) -> None:
-        digest = base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-        self._put_object(self.prefix + _MARKER, data, digest)
+        self._put_object(self.prefix + name, data, digest)
 
     def _scan(self) -> Listing:
         listing = Listing()
@@ -522,8 +417,6 @@ class S3ArtifactStore(ContentStore):
                     into = listing.artifacts
                 elif _DECISION.fullmatch(name):
                     into = listing.decisions
-                elif _LEGACY.fullmatch(name):
-                    into = listing.legacy
                 else:
                     continue
                 into.append(Entry(name, int(item["Size"]), item["LastModified"].timestamp()))
@@ -546,45 +439,3 @@ class S3ArtifactStore(ContentStore):
                 )
             except _Missing:
                 return
-
-
-_STORES: dict[tuple[object, ...], S3ArtifactStore] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def s3_store_for(
-    bucket: str,
-    prefix: str,
-    max_artifact_bytes: int,
-    max_store_bytes: int,
-    *,
-    timeout: float = 2.0,
-    max_age: float = 30 * DAY,
-    min_age: float = HOUR,
-    sweep_interval: float = 0.0,
-) -> S3ArtifactStore:
-    """The process-wide S3 store for a bucket, prefix and limits."""
-    key = (
-        bucket,
-        prefix,
-        max_artifact_bytes,
-        max_store_bytes,
-        timeout,
-        max_age,
-        min_age,
-        sweep_interval,
-    )
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = S3ArtifactStore(
-                bucket,
-                prefix,
-                timeout=timeout,
-                max_artifact_bytes=max_artifact_bytes,
-                max_store_bytes=max_store_bytes,
-                max_age=max_age,
-                min_age=min_age,
-                sweep_interval=sweep_interval,
-            )
-        return store

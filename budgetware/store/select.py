@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
+import threading
+from collections.abc import Callable
+from typing import Any
 
-from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, StoreLocation
+from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError
 from budgetware.store import sweeper
-from budgetware.store.files import untrusted_reason
-from budgetware.store.local import store_for
+from budgetware.store.base import ContentStore
+from budgetware.store.files import directory_problem
+from budgetware.store.local import LocalArtifactStore
 
 __all__ = ["check_store", "remote_store_in_use", "store_for_config"]
 
@@ -26,7 +28,7 @@ def remote_store_in_use() -> bool:
     return _remote_in_use
 
 
-def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
+def store_for_config(config: BudgetConfig) -> ContentStore | None:
     """The process-wide store for ``config``: ``artifact_store`` if set, else
     ``artifact_dir`` or the default directory. None when ``persist`` is off or no store can
     be named (no home directory): the caller then bounds without a reference.
@@ -45,25 +47,37 @@ def store_for_config(config: BudgetConfig) -> ArtifactStore | None:
                 type(exc).__name__,
             )
         return None
-    retention = {
+    limits = {
+        "max_artifact_bytes": config.max_artifact_bytes,
+        "max_store_bytes": config.max_store_bytes,
         "max_age": config.artifact_max_age,
         "min_age": config.artifact_min_age,
         "sweep_interval": config.artifact_sweep_interval,
     }
     if location.scheme == "s3":
-        from budgetware.store.s3 import s3_store_for
+        from budgetware.store.s3 import S3ArtifactStore
 
         global _remote_in_use
         _remote_in_use = True
-        return s3_store_for(
-            location.bucket,
-            location.prefix,
-            config.max_artifact_bytes,
-            config.max_store_bytes,
-            timeout=config.artifact_store_timeout,
-            **retention,
+        timeout = config.artifact_store_timeout
+        return _shared(
+            S3ArtifactStore, location.bucket, location.prefix, timeout=timeout, **limits
         )
-    return store_for(location.path, config.max_artifact_bytes, config.max_store_bytes, **retention)
+    return _shared(LocalArtifactStore, os.path.abspath(location.path), **limits)
+
+
+_STORES: dict[tuple[object, ...], ContentStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _shared(make: Callable[..., ContentStore], *where: str, **limits: Any) -> ContentStore:
+    """The process-wide store for a location and limits, shared by every entry point."""
+    key = (make, *where, *sorted(limits.items()))
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = _STORES[key] = make(*where, **limits)
+        return store
 
 
 def check_store(config: BudgetConfig) -> None:
@@ -91,23 +105,9 @@ def check_store(config: BudgetConfig) -> None:
         if isinstance(store, S3ArtifactStore):
             sweeper.submit("prepare the S3 client", store.client)
         return
-    reason = _untrusted_directory(location)
+    reason = directory_problem(location.path)
     if reason is not None:
         raise ConfigError(
             f"invalid budgetware setting: {named}: budgetware refuses to keep artifacts in "
             f"{location.path}: {reason} (use a directory of your own with mode 0700)"
         )
-
-
-def _untrusted_directory(location: StoreLocation) -> str | None:
-    try:
-        info = os.stat(location.path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None  # created 0700 on the first write
-    except OSError as exc:
-        return f"it cannot be examined ({type(exc).__name__})"
-    if stat.S_ISLNK(info.st_mode):
-        return "it is a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a directory"
-    return untrusted_reason(info)

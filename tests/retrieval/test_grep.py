@@ -86,18 +86,14 @@ def test_a_match_not_taken_is_never_a_context_line(any_store: ContentStore) -> N
     assert [a.line for a in last.after] == ["end"]
 
 
-@pytest.mark.parametrize("step", [64, 100])
 def test_pieces_and_their_seams_lose_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pieces of a few hundred bytes: every seam between lines, lines across seams, context
     # across seams; plain strings, regular expressions with a plain string in every match
-    # (searched the same way) and without one (decoded whole).
-    from budgetware.retrieval import charindex
-
+    # (pieces without it skipped) and without one (decoded whole).
     monkeypatch.setattr(grep_module, "CHUNK", 333)
     monkeypatch.setattr(grep_module, "LONG_LINE", 1000)
-    monkeypatch.setattr(charindex, "LINE_STEP", step)
     store = LocalArtifactStore(tmp_path / "a")
     text = "\n".join(
         f"{i} {'汉' * (i % 7)} {'hit' if i % 13 == 0 else 'miss'}" for i in range(1, 800)
@@ -148,27 +144,21 @@ def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
 def test_a_search_streams_the_artifact_in_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetware.retrieval import artifact, charindex
+    from budgetware.retrieval import artifact
 
     piece = 64 * 1024
     monkeypatch.setattr(grep_module, "CHUNK", piece)
-    monkeypatch.setattr(charindex, "LINE_STEP", piece)
     monkeypatch.setattr(artifact, "READ_CHUNK", piece)
     store = LocalArtifactStore(tmp_path / "a")
     ref = store.put("line\n" * 400_000 + "needle\n")  # 2 MB
     reads: list[int] = []
-    window, into = store.read_piece, store.read_into
+    window = store.read_piece
 
     def counting_window(key: str, start: int, end: int, version: Any = None) -> Any:
         reads.append(end - start)
         return window(key, start, end, version)
 
-    def counting_into(key: str, start: int, buffer: bytearray, version: Any) -> int:
-        reads.append(len(buffer))
-        return into(key, start, buffer, version)
-
     monkeypatch.setattr(store, "read_piece", counting_window)
-    monkeypatch.setattr(store, "read_into", counting_into)
     for pattern in ("needle", "ne+dle"):
         [match] = grep_artifact(ref, pattern, context=1, store=store)
         assert (match.line_number, match.line) == (400_001, "needle")

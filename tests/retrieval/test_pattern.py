@@ -38,6 +38,8 @@ BOMBS = [
     "(?<=a+)(a{1000}){1000}",  # a variable-length lookbehind: re cannot parse it
     "(?:\\p{L}{1000}){1000}",  # regex's own syntax
     "(?:\\X){100000}",
+    "[[:alpha:]](?:\\d{1000}){1000}",  # re cannot parse it: the braces are a repeat
+    "\\p{L}(?:\\w{1000}){1000}",
     "a" * 1001 + "+",  # too long
 ]
 

@@ -327,28 +327,6 @@ def test_a_number_too_long_to_print_is_an_invalid_argument(
         read_artifact(ref, store=any_store, **{name: value})
 
 
-def test_the_sweep_deletes_the_indexes_earlier_versions_kept(any_store: ContentStore) -> None:
-    # Earlier versions wrote "<key>.index" beside each artifact they read: nothing writes
-    # them now, and the next sweep takes them.
-    ref = any_store.put("kept " * 1000)
-    key = text_key("kept " * 1000)
-    if isinstance(any_store, LocalArtifactStore):
-        index = any_store.directory / f"{key}.index"
-        index.write_bytes(b"BWCHIDX2")
-        any_store.sweep()
-        assert not index.exists()
-    else:
-        from budgetware.store.s3 import S3ArtifactStore
-
-        assert isinstance(any_store, S3ArtifactStore)
-        name = f"{any_store.prefix}{key}.index"
-        any_store.client().put_object(Bucket=any_store.bucket, Key=name, Body=b"BWCHIDX2")
-        any_store.sweep()
-        listed = any_store.client().list_objects_v2(Bucket=any_store.bucket, Prefix=name)
-        assert listed.get("KeyCount", 0) == 0
-    assert read_artifact(ref, limit=4, store=any_store) == "kept"
-
-
 def test_build_index_agrees_however_the_bytes_are_cut() -> None:
     text = mixed_text(3 * BLOCK + 1, seed=11)
     data = text.encode("utf-8", "surrogatepass")

@@ -16,7 +16,7 @@ from budgetware import ArtifactStoreError, BudgetConfig
 from budgetware.core.artifacts import text_key
 from budgetware.finalizer import ArtifactStore, LocalArtifactStore, ToolResult, finalize_batch
 from budgetware.store import sweeper
-from budgetware.store.local import store_for
+from budgetware.store.select import store_for_config
 
 
 def test_local_store_satisfies_the_protocol(store: LocalArtifactStore) -> None:
@@ -153,10 +153,10 @@ def test_keys_must_be_sha256_hex(store: LocalArtifactStore) -> None:
         store.path_for("../../etc/passwd")
 
 
-def test_store_for_shares_one_store_per_directory_and_limits(tmp_path: Path) -> None:
-    a = store_for(tmp_path, 10, 100)
-    assert store_for(tmp_path, 10, 100) is a
-    assert store_for(tmp_path, 10, 200) is not a
+def test_one_store_is_shared_per_directory_and_limits(tmp_path: Path) -> None:
+    a = store_for_config(BudgetConfig(artifact_dir=tmp_path, max_store_bytes=100))
+    assert store_for_config(BudgetConfig(artifact_dir=tmp_path, max_store_bytes=100)) is a
+    assert store_for_config(BudgetConfig(artifact_dir=tmp_path, max_store_bytes=200)) is not a
 
 
 def test_the_file_system_watch_sees_store_writes(

@@ -115,7 +115,7 @@ def test_the_head_counts_the_matching_lines_written(any_store: ContentStore) -> 
 
 
 def test_a_match_past_the_match_limit_is_not_shown_as_context(any_store: ContentStore) -> None:
-    from budgetware.tools.read_tool_output import MAX_MATCHES
+    from budgetware.tools import MAX_MATCHES
 
     ref = any_store.put("".join(f"hit {i}\n" for i in range(1, MAX_MATCHES + 6)) + "end\n")
     answer = run_read_tool_output({"ref": ref, "pattern": "hit", "context": 2}, store=any_store)
@@ -216,7 +216,7 @@ def test_a_truncated_artifact_is_one_line(tmp_path: Path) -> None:
 def test_a_runaway_pattern_is_stopped_and_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetware.tools import read_tool_output as module
+    import budgetware.tools as module
 
     monkeypatch.setattr(module, "SEARCH_SECONDS", 0.5)
     store = LocalArtifactStore(tmp_path / "a")
