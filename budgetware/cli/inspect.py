@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from budgetware import tools as tool
 from budgetware.cli.errors import ArgumentParser
 from budgetware.cli.report import load, page, page_data
 from budgetware.core.artifacts import ArtifactStoreError
@@ -29,7 +30,6 @@ from budgetware.diagnostics.sessionlog import Session, file_sizes, read_session
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import grep_result
 from budgetware.retrieval.read import read_window
-from budgetware.tools import read_tool_output as tool
 
 __all__ = ["Inspector", "main"]
 

@@ -34,7 +34,7 @@ from budgetware.diagnostics.sessionlog import read_session
 from budgetware.http.instrument import instrument
 from budgetware.store.local import LocalArtifactStore
 from budgetware.testing import FakeProvider
-from budgetware.tools.read_tool_output import MAX_LIMIT
+from budgetware.tools import MAX_LIMIT
 
 pytestmark = [pytest.mark.xdist_group("agent_session"), pytest.mark.sdk]
 

@@ -17,7 +17,7 @@ from budgetware.core.config import BudgetConfig
 from budgetware.core.measure import Unit, measure
 from budgetware.core.notice import MASKED_PREFIX, TOOL_HINT, is_masked
 from budgetware.retrieval.read import read_artifact
-from budgetware.tools.read_tool_output import run_read_tool_output
+from budgetware.tools import run_read_tool_output
 from budgetware.wire import history as wire_history
 from budgetware.wire.body import finalize_body, observed_finalize_body
 from budgetware.wire.payload import bound_payload
