@@ -31,7 +31,6 @@ __all__ = [
     "BoundResult",
     "McpServerBudget",
     "McpToolPolicy",
-    "bound_response_message",
     "bound_tool_result",
     "names_server",
     "result_budget_for",
@@ -193,37 +192,6 @@ def bound_tool_result(
     new["_meta"] = meta
     _record(store, refs, [bounded[v] for v in values if bounded[v] != v], new)
     return BoundResult(new, refs)
-
-
-def bound_response_message(
-    message: Any,
-    *,
-    budget: int,
-    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    reserve_bytes: int = 0,
-    store: ArtifactStore | None = None,
-    persist: bool = True,
-    unit: Unit = "chars",
-    options: PreviewOptions | None = None,
-) -> Any:
-    """A JSON-RPC response message with its result bounded (``max_bytes``: the whole
-    message plus ``reserve_bytes``); the same object if unchanged."""
-    if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
-        return message
-    envelope = len(dumps_bytes({**message, "result": {}})) - 2
-    outcome = bound_tool_result(
-        message["result"],
-        budget=budget,
-        max_bytes=max_bytes,
-        reserve_bytes=reserve_bytes + envelope,
-        store=store,
-        persist=persist,
-        unit=unit,
-        options=options,
-    )
-    if outcome.refs is None:
-        return message
-    return {**message, "result": outcome.result}
 
 
 def _strings(value: Any) -> list[tuple[Any, Any, str]]:
