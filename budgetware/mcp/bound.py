@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -106,10 +107,6 @@ class BoundResult:
     refs: tuple[str, ...] | None
 
 
-# A place in the result that holds one string: (container, key or index).
-_Where = tuple[Any, Any]
-
-
 @diagnostics.observes_mcp_results
 def bound_tool_result(
     result: Any,
@@ -132,23 +129,11 @@ def bound_tool_result(
     """
     if not isinstance(result, dict):
         return BoundResult(result, None)
-    places: dict[str, list[_Where]] = {}
-    text_blocks: list[str] = []
-    content = result.get("content")
-    if isinstance(content, list):
-        for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str):
-                    text_blocks.append(text)
-                    places.setdefault(text, []).append((index, "text"))
+    text_blocks = _texts(result)
     structured = result.get("structuredContent")
-    structured_values: set[str] = set()
-    if isinstance(structured, (dict, list)):
-        for container, key, value in _strings(structured):
-            if len(value) >= _MIN_STRUCTURED_SLOT:
-                structured_values.add(value)
-                places.setdefault(value, []).append((container, key))
+    strings = list(_strings(structured))
+    structured_values = set(strings)
+    places = Counter(text_blocks + strings)  # each slot value: how often it appears
     values = list(places)
     lengths = [measure(v, unit) for v in values]
     total = sum(lengths)
@@ -159,7 +144,7 @@ def bound_tool_result(
         return BoundResult(result, None)
 
     artifacts = _Artifacts(store if persist else None, text_blocks, structured)
-    counts = [len(places[v]) for v in values]
+    counts = list(places.values())
     effective = budget if over_budget else total
     # Bytes of the result that are not slot text: what is left is the room for the slots.
     fixed = size - sum(n * (json_string_bytes(v) - 2) for v, n in zip(values, counts))
@@ -185,7 +170,16 @@ def bound_tool_result(
     else:  # pragma: no cover - the proportional shrink settles long before
         return _fallback(result, artifacts, limit, store)
 
-    new = _rebuild(result, places, bounded, structured is not None)
+    new = dict(result)
+    if isinstance(result.get("content"), list):
+        new["content"] = [
+            block
+            if (text := _text(block)) is None or bounded[text] == text
+            else {**block, "text": bounded[text]}
+            for block in result["content"]
+        ]
+    if any(bounded[v] != v for v in structured_values):
+        new["structuredContent"] = _copy_replacing(structured, bounded)
     refs = artifacts.refs_for([v for v in values if bounded[v] != v], structured_values)
     meta = dict(new["_meta"]) if isinstance(new.get("_meta"), dict) else {}
     meta[META_ARTIFACTS] = list(refs)
@@ -194,63 +188,42 @@ def bound_tool_result(
     return BoundResult(new, refs)
 
 
-def _strings(value: Any) -> list[tuple[Any, Any, str]]:
-    """Every string leaf of a JSON value with its container and key (keys never change)."""
-    found: list[tuple[Any, Any, str]] = []
-    stack = [value]
+def _text(block: Any) -> str | None:
+    """The text of an MCP text content block, else None."""
+    if isinstance(block, dict) and block.get("type") == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _texts(result: dict[str, Any]) -> list[str]:
+    """The texts of a result's text content blocks, in order."""
+    content = result.get("content")
+    texts = map(_text, content) if isinstance(content, list) else ()
+    return [text for text in texts if text is not None]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string leaf of a JSON value long enough to be a slot (keys are never cut)."""
+    stack = [value] if isinstance(value, (dict, list)) else []
     while stack:
         node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
+        for child in node.values() if isinstance(node, dict) else node:
             if isinstance(child, str):
-                found.append((node, key, child))
+                if len(child) >= _MIN_STRUCTURED_SLOT:
+                    yield child
             elif isinstance(child, (dict, list)):
                 stack.append(child)
-    return found
 
 
-def _rebuild(
-    result: dict[str, Any],
-    places: dict[str, list[_Where]],
-    bounded: dict[str, str],
-    has_structured: bool,
-) -> dict[str, Any]:
-    """A copy of ``result`` with every slot replaced; untouched parts stay the same objects."""
-    new = dict(result)
-    content = result.get("content")
-    if isinstance(content, list):
-        blocks = list(content)
-        for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str) and bounded.get(text, text) != text:
-                    blocks[index] = {**block, "text": bounded[text]}
-        new["content"] = blocks
-    if has_structured:
-        changed = {
-            (id(container), key): bounded[value]
-            for value, where in places.items()
-            if bounded[value] != value
-            for container, key in where
-            if not isinstance(container, int)
-        }
-        if changed:
-            new["structuredContent"] = _copy_replacing(result["structuredContent"], changed)
-    return new
-
-
-def _copy_replacing(node: Any, changed: dict[tuple[int, Any], str]) -> Any:
-    # Copies every container; strings are shared.
+def _copy_replacing(node: Any, bounded: dict[str, str]) -> Any:
+    """A copy of every container with each slot string replaced by its bounded text."""
     if isinstance(node, dict):
-        return {
-            k: changed.get((id(node), k), v) if isinstance(v, str) else _copy_replacing(v, changed)
-            for k, v in node.items()
-        }
+        return {key: _copy_replacing(value, bounded) for key, value in node.items()}
     if isinstance(node, list):
-        return [
-            changed.get((id(node), i), v) if isinstance(v, str) else _copy_replacing(v, changed)
-            for i, v in enumerate(node)
-        ]
+        return [_copy_replacing(value, bounded) for value in node]
+    if isinstance(node, str) and len(node) >= _MIN_STRUCTURED_SLOT:
+        return bounded.get(node, node)
     return node
 
 
@@ -261,14 +234,13 @@ class _Artifacts:
         self._store = store
         self._full_text = "\n\n".join(texts)
         self._text_blocks = set(texts)
-        self._has_text = bool(texts)
         self._structured = structured
         self._refs: dict[str, tuple[str, ...]] = {}
 
     def refs_for(self, cut: list[str], structured_values: set[str]) -> tuple[str, ...]:
         """The references of the full output, given which slot values are cut."""
         refs: list[str] = []
-        if self._has_text and any(self._in_text(v) for v in cut):
+        if self._text_blocks and any(self._in_text(v) for v in cut):
             refs += self._put("text", lambda: self._full_text)
         # A cut structured string the text does not hold needs the structured content.
         if any(v in structured_values and not self._in_text(v) for v in cut):
@@ -336,11 +308,7 @@ def _record(
     arrives."""
     if store is None:
         return
-    texts = [
-        b["text"]
-        for b in new.get("content", [])
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
+    texts = _texts(new)
     shapes = list(bounded_values)
     if len(texts) > 1:
         shapes += ["\n\n".join(texts), "\n".join(texts), "".join(texts)]
