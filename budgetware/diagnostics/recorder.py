@@ -15,14 +15,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from budgetware.core.config import BudgetConfig
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.models import ToolResult
 from budgetware.diagnostics import events as diagnostics
 from budgetware.store.files import open_private_dir
+
+if TYPE_CHECKING:
+    from budgetware.core.config import BudgetConfig
 
 __all__ = [
     "ENV_VAR",
@@ -193,14 +195,9 @@ def record_submission(
         if recorder is None:
             return
         recorder.record(url, batches, body=body, session=session, request=request, source=source)
-        if diagnostics.active():
-            diagnostics.tool_results_wire(
-                "recorder",
-                batches,
-                session=session,
-                request=request,
-                artifacts=source != "wire",
-            )
+        diagnostics.tool_results_wire(
+            "recorder", batches, session=session, request=request, artifacts=source != "wire"
+        )
     except Exception:
         failures += 1
 
@@ -222,15 +219,14 @@ def submitted(
         batches = wire_batches(url, body, config)
         if not batches:
             return
-        if diagnostics.active():
-            diagnostics.tool_results_wire(
-                "http_wire",
-                batches,
-                wire_bytes=len(body),
-                session=session,
-                request=request,
-                artifacts=False,
-            )
+        diagnostics.tool_results_wire(
+            "http_wire",
+            batches,
+            wire_bytes=len(body),
+            session=session,
+            request=request,
+            artifacts=False,
+        )
         record_submission(url, batches, body=body, session=session, request=request, source="wire")
     except Exception:
         failures += 1

@@ -6,7 +6,7 @@ headless messages); the event pipeline (``events``) measures and hashes what the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,14 +14,12 @@ from budgetware.core.models import ToolResult
 
 __all__ = [
     "ARTIFACT_KINDS",
+    "DISPLAY_VALUES",
     "ArtifactInfo",
     "Value",
-    "acp_values",
     "artifact_kind",
     "batch_ids",
     "batch_values",
-    "display_extractor",
-    "headless_values",
     "mcp_values",
 ]
 
@@ -92,14 +90,6 @@ def mcp_values(result: Any) -> list[Value]:
     return values
 
 
-def display_extractor(kind: str) -> Callable[[Any], tuple[list[Value], dict[str, Any]]]:
-    if kind == "acp":
-        return acp_values
-    if kind == "headless":
-        return headless_values
-    raise ValueError(f"unknown display kind {kind!r}")
-
-
 def acp_values(frames: Any) -> tuple[list[Value], dict[str, Any]]:
     """The text values (tagged with their update's index) and ids of the ACP
     ``tool_call_update`` frames in one message or a batch, in wire order."""
@@ -161,3 +151,7 @@ def batch_ids(entries: Sequence[ToolResult]) -> dict[str, Any]:
         "tool_call": [e.call_id for e in entries],
         "tool_name": [e.tool_name for e in entries],
     }
+
+
+# Each display kind's values and ids, from one frame or message or a list of them.
+DISPLAY_VALUES = {"acp": acp_values, "headless": headless_values}

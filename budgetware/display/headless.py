@@ -54,20 +54,27 @@ class HeadlessWriter:
         """Project one message and write it."""
         if self._closed:
             raise ValueError("write to a closed HeadlessWriter")
-        data = self.encode(message)
+        projected = self._project(message)
+        data = dumps_faithful(projected)
         if self._mode == "stream-json":
-            self._emit(data + b"\n")
+            data += b"\n"
         else:
-            self._emit((b"[" if self._count == 0 else b",") + data)
+            data = (b"[" if self._count == 0 else b",") + data
+        self._emit(data)
+        if diagnostics.enabled:
+            diagnostics.display_wire("headless", projected, data)
         self._count += 1
 
     def encode(self, message: dict[str, Any]) -> bytes:
         """The compact JSON of one projected message; other values as ``json.dumps`` writes
         them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
+        return dumps_faithful(self._project(message))
+
+    def _project(self, message: dict[str, Any]) -> dict[str, Any]:
         projected = project_headless_message(message, self._budget)
         if diagnostics.enabled:
             diagnostics.display_pair("headless", message, projected)
-        return dumps_faithful(projected)
+        return projected
 
     def close(self) -> None:
         """Finish the output (the closing bracket in ``json`` mode); the stream stays open."""
@@ -90,6 +97,4 @@ class HeadlessWriter:
 
     def _emit(self, data: bytes) -> None:
         self._write(data)
-        if diagnostics.enabled:
-            diagnostics.display_wire_bytes("headless", data)
         self._stream.flush()
