@@ -8,7 +8,6 @@ model sees stays lossless. Sizes are compact JSON bytes; the cuts work in "paylo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from budgetware.core.allocate import allocate
@@ -19,7 +18,6 @@ __all__ = [
     "BLOCK_SKELETON_BYTES",
     "FIELD_BUDGET",
     "HEADLESS_MARKER",
-    "content_array_bytes",
     "json_prefix_length",
     "json_suffix_length",
     "payload_bytes",
@@ -61,57 +59,35 @@ def _is_pair(high: str, low: str) -> bool:
 def json_prefix_length(s: str, size: int) -> int:
     """Length of the longest prefix of ``s`` within ``size`` payload bytes, never splitting a
     surrogate pair; reads only ``s[:size]`` (a character costs at least one byte)."""
-    if size <= 0 or not s:
+    if size <= 0:
         return 0
-    window = s[:size]
-    cost = payload_bytes(window)
-    if cost <= size:
-        k = len(window)
-    else:
-        k = _largest_fitting(window, size, cost, from_end=False)
-    if 0 < k < len(s) and _is_pair(s[k - 1], s[k]):
-        k -= 1
-    return k
+    k = _longest_within(s[:size], size, from_end=False)
+    return k - 1 if 0 < k < len(s) and _is_pair(s[k - 1], s[k]) else k
 
 
 def json_suffix_length(s: str, size: int) -> int:
     """Length of the longest suffix of ``s`` within ``size`` payload bytes (see the prefix)."""
-    if size <= 0 or not s:
+    if size <= 0:
         return 0
-    window = s[-size:]
-    cost = payload_bytes(window)
-    if cost <= size:
-        k = len(window)
-    else:
-        k = _largest_fitting(window, size, cost, from_end=True)
+    k = _longest_within(s[-size:], size, from_end=True)
     start = len(s) - k
-    if k > 0 and start > 0 and _is_pair(s[start - 1], s[start]):
-        k -= 1
-    return k
+    return k - 1 if k > 0 and start > 0 and _is_pair(s[start - 1], s[start]) else k
 
 
-def _largest_fitting(window: str, size: int, window_cost: int, *, from_end: bool) -> int:
-    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``:
-    interpolation (exact for text of uniform cost) alternating with bisection (bounding the
-    steps), measuring only the slice between ``lo`` and the probe."""
-    lo, lo_cost, hi, hi_cost = 0, 0, len(window), window_cost
+def _longest_within(window: str, size: int, *, from_end: bool) -> int:
+    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``
+    payload bytes: a bisection that measures only the slice between ``lo`` and the probe."""
     n = len(window)
-    interpolate = True
+    if payload_bytes(window) <= size:
+        return n
+    lo, lo_cost, hi = 0, 0, n
     while hi - lo > 1:
-        if interpolate:
-            mid = lo + (hi - lo) * (size - lo_cost) // (hi_cost - lo_cost)
-            mid = min(max(mid, lo + 1), hi - 1)
-        else:
-            mid = (lo + hi) // 2
-        interpolate = not interpolate
-        piece = window[n - mid : n - lo] if from_end else window[lo:mid]
-        cost = lo_cost + payload_bytes(piece)
+        mid = (lo + hi) // 2
+        cost = lo_cost + payload_bytes(window[n - mid : n - lo] if from_end else window[lo:mid])
         if cost <= size:
             lo, lo_cost = mid, cost
-            if cost == size:
-                break
         else:
-            hi, hi_cost = mid, cost
+            hi = mid
     return lo
 
 
@@ -132,13 +108,6 @@ def project_string(s: str, budget: int, marker: str) -> str:
 
 
 # -- ACP ---
-
-
-def content_array_bytes(texts: Sequence[str]) -> int:
-    """JSON bytes of a ``content`` array of text blocks holding ``texts``."""
-    n = len(texts)
-    skeleton = 2 + BLOCK_SKELETON_BYTES * n + max(n - 1, 0)
-    return skeleton + sum(payload_bytes(t) for t in texts)
 
 
 def _text_block_text(block: Any) -> str | None:
