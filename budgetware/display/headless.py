@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from types import TracebackType
 from typing import IO, Any, Literal, cast
 
@@ -34,27 +33,20 @@ class HeadlessWriter:
         if mode not in ("stream-json", "json"):
             raise ValueError(f"mode must be 'stream-json' or 'json', not {mode!r}")
         self._stream = stream
-        if isinstance(stream, io.TextIOBase):
-            text_stream = stream
-            self._write: Callable[[bytes], object] = lambda data: text_stream.write(
-                data.decode("utf-8")
-            )
-        else:
-            self._write = cast("IO[bytes]", stream).write
-        self._mode: HeadlessMode = mode
+        self._text = isinstance(stream, io.TextIOBase)
+        self._mode = mode
         self._budget = budget
         self._count = 0
         self._closed = False
 
-    @property
-    def mode(self) -> HeadlessMode:
-        return self._mode
-
     def write(self, message: dict[str, Any]) -> None:
-        """Project one message and write it."""
+        """Project one message and write it as compact JSON; other values as ``json.dumps``
+        writes them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
         if self._closed:
             raise ValueError("write to a closed HeadlessWriter")
-        projected = self._project(message)
+        projected = project_headless_message(message, self._budget)
+        if diagnostics.enabled:
+            diagnostics.display_pair("headless", message, projected)
         data = dumps_faithful(projected)
         if self._mode == "stream-json":
             data += b"\n"
@@ -64,17 +56,6 @@ class HeadlessWriter:
         if diagnostics.enabled:
             diagnostics.display_wire("headless", projected, data)
         self._count += 1
-
-    def encode(self, message: dict[str, Any]) -> bytes:
-        """The compact JSON of one projected message; other values as ``json.dumps`` writes
-        them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
-        return dumps_faithful(self._project(message))
-
-    def _project(self, message: dict[str, Any]) -> dict[str, Any]:
-        projected = project_headless_message(message, self._budget)
-        if diagnostics.enabled:
-            diagnostics.display_pair("headless", message, projected)
-        return projected
 
     def close(self) -> None:
         """Finish the output (the closing bracket in ``json`` mode); the stream stays open."""
@@ -96,5 +77,8 @@ class HeadlessWriter:
         self.close()
 
     def _emit(self, data: bytes) -> None:
-        self._write(data)
+        if self._text:
+            cast("IO[str]", self._stream).write(data.decode("utf-8"))
+        else:
+            cast("IO[bytes]", self._stream).write(data)
         self._stream.flush()
