@@ -93,8 +93,7 @@ _LOG_FLAGS |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _F = TypeVar("_F", bound=Callable[..., Any])
 _P = ParamSpec("_P")
 
-_UNSET: Any = object()
-_raw: Any = _UNSET  # the environment value the cached decision was made from
+_raw: Any = object()  # the environment value the cached decision was made from
 _on = False
 _log_path: str | None = None  # the file named by the environment variable
 _log_fd: int | None = None  # opened at its first line
@@ -115,10 +114,7 @@ def active() -> bool:
 
 def refresh() -> bool:
     """Re-read the environment now (also closes a log file opened for a previous path)."""
-    global _raw
-    with _lock:
-        _raw = _UNSET
-    return active()
+    return _decide(os.environ.get(ENV_VAR))
 
 
 def _decide(raw: Any) -> bool:
@@ -250,13 +246,6 @@ def key_id() -> str:
     return _key_id
 
 
-def _normalize_kind(kind: object) -> str:
-    # Only exact members of the closed set survive: a path-like string is never echoed.
-    if isinstance(kind, str) and kind in ARTIFACT_KINDS:
-        return kind
-    return "unknown"
-
-
 def _artifact(item: object) -> dict[str, Any]:
     """One tool call's state and kinds; anything but the tri-state is ``undecided``."""
     files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
@@ -269,8 +258,8 @@ def _artifact(item: object) -> dict[str, Any]:
     except Exception:
         return {"state": "undecided", "kinds": []}
     kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
-    try:
-        kinds += [_normalize_kind(k) for k in explicit]
+    try:  # only exact members of the closed set survive: a path-like string is never echoed
+        kinds += [k if isinstance(k, str) and k in ARTIFACT_KINDS else "unknown" for k in explicit]
     except Exception:
         pass
     return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
@@ -303,10 +292,6 @@ def _measure_value(value: Sequence[Any], slots: dict[str, int]) -> dict[str, Any
     return out
 
 
-def _hash_id(value: object) -> str | None:
-    return keyed_hash(value) if isinstance(value, str) else None
-
-
 def _ids(ids: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("session", "request", "tool_call", "tool_name"):
@@ -316,7 +301,7 @@ def _ids(ids: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, str):
             out[f"{name}_hmac"] = keyed_hash(value)
         else:
-            out[f"{name}_hmacs"] = [_hash_id(v) for v in value]
+            out[f"{name}_hmacs"] = [keyed_hash(v) if isinstance(v, str) else None for v in value]
     return out
 
 
@@ -344,11 +329,11 @@ def boundary(
     values: Callable[[], Iterable[Value]] | None = None,
     artifacts: Callable[[], Iterable[object]] | None = None,
     ids: Callable[[], Mapping[str, Any]] | None = None,
-    mutated: bool | Callable[[], bool] = False,
-    wire_bytes: int | Callable[[], int] | None = None,
+    mutated: bool = False,
+    wire_bytes: int | None = None,
 ) -> None:
-    """Emit one event if a value is oversized or ``mutated``; arguments may be thunks, called
-    only when diagnostics are on. ``ids`` maps session, request, tool_call and tool_name to
+    """Emit one event if a value is oversized or ``mutated``; the thunks are called only
+    when diagnostics are on. ``ids`` maps session, request, tool_call and tool_name to
     a string or a list in wire order; ``artifacts`` is per tool call. Never raises."""
     _emit(stage, values, artifacts, ids, mutated, wire_bytes)
 
@@ -486,15 +471,14 @@ def _admit() -> int | None:
 
 def _emit(
     stage: str,
-    values: Callable[[], Iterable[Value]] | Iterable[Value] | None,
+    values: Callable[[], Iterable[Value]] | None,
     artifacts: Callable[[], Iterable[object]] | None,
     ids: Callable[[], Mapping[str, Any]] | None,
-    mutated: bool | Callable[[], bool],
-    wire_bytes: int | Callable[[], int] | None,
+    changed: bool,
+    wire_bytes: int | None,
 ) -> None:
     if stage not in STAGES:
         raise ValueError(f"unknown diagnostics stage {stage!r}")
-    changed = bool(mutated()) if callable(mutated) else bool(mutated)
     items: list[Sequence[Any]] | None = None
     if not changed:  # only an oversized value makes an unchanged boundary worth an event
         items = _evaluate(values)
@@ -521,8 +505,7 @@ def _emit(
     if ids is not None:
         event.update(_ids(ids()))
     if wire_bytes is not None:
-        size = wire_bytes() if callable(wire_bytes) else wire_bytes
-        event["wire_utf8_bytes"] = int(size)
+        event["wire_utf8_bytes"] = wire_bytes
     if suppressed:
         event["suppressed_count"] = suppressed
     line = dumps_bytes(event) + b"\n"
@@ -565,11 +548,8 @@ def _close_log() -> None:
             pass
 
 
-def _evaluate(values: Callable[[], Iterable[Value]] | Iterable[Value] | None) -> list[Any]:
-    if values is None:
-        return []
-    produced = values() if callable(values) else values
-    return [v for v in produced if len(v) >= 2 and isinstance(v[1], str)]
+def _evaluate(values: Callable[[], Iterable[Value]] | None) -> list[Any]:
+    return [v for v in values() if len(v) >= 2 and isinstance(v[1], str)] if values else []
 
 
 active()
