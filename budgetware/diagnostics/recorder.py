@@ -55,15 +55,10 @@ class Recorder:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._lock = threading.Lock()
+        self.path: Path | None = None  # the file this process writes to, once it has written
         self._fd: int | None = None
         self._pid = 0
-        self._path: Path | None = None
         self._sequence = itertools.count(1)
-
-    @property
-    def path(self) -> Path | None:
-        """The file this process writes to, once the first record was written."""
-        return self._path
 
     def record(
         self,
@@ -117,7 +112,7 @@ class Recorder:
         finally:
             folder.close()
         self._pid = os.getpid()
-        self._path = self.directory / name
+        self.path = self.directory / name
         return self._fd
 
 

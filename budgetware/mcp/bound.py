@@ -6,7 +6,7 @@ import fnmatch
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
+from budgetware.diagnostics.values import MCP_SLOT_CHARS, mcp_slot_strings, mcp_text, mcp_texts
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -45,8 +46,6 @@ DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_MCP_MESSAGE_BYTES
 SSE_FRAMING_RESERVE = 1024
 # The _meta entry naming the artifacts that hold the full output of a bounded result.
 META_ARTIFACTS = "budgetware/artifacts"
-# Strings of structuredContent this short are identifiers, enums and the like: never cut.
-_MIN_STRUCTURED_SLOT = 64
 
 _V = TypeVar("_V")
 
@@ -129,9 +128,9 @@ def bound_tool_result(
     """
     if not isinstance(result, dict):
         return BoundResult(result, None)
-    text_blocks = _texts(result)
+    text_blocks = mcp_texts(result)
     structured = result.get("structuredContent")
-    strings = list(_strings(structured))
+    strings = list(mcp_slot_strings(structured))
     structured_values = set(strings)
     places = Counter(text_blocks + strings)  # each slot value: how often it appears
     values = list(places)
@@ -174,7 +173,7 @@ def bound_tool_result(
     if isinstance(result.get("content"), list):
         new["content"] = [
             block
-            if (text := _text(block)) is None or bounded[text] == text
+            if (text := mcp_text(block)) is None or bounded[text] == text
             else {**block, "text": bounded[text]}
             for block in result["content"]
         ]
@@ -188,41 +187,13 @@ def bound_tool_result(
     return BoundResult(new, refs)
 
 
-def _text(block: Any) -> str | None:
-    """The text of an MCP text content block, else None."""
-    if isinstance(block, dict) and block.get("type") == "text":
-        text = block.get("text")
-        return text if isinstance(text, str) else None
-    return None
-
-
-def _texts(result: dict[str, Any]) -> list[str]:
-    """The texts of a result's text content blocks, in order."""
-    content = result.get("content")
-    texts = map(_text, content) if isinstance(content, list) else ()
-    return [text for text in texts if text is not None]
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string leaf of a JSON value long enough to be a slot (keys are never cut)."""
-    stack = [value] if isinstance(value, (dict, list)) else []
-    while stack:
-        node = stack.pop()
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, str):
-                if len(child) >= _MIN_STRUCTURED_SLOT:
-                    yield child
-            elif isinstance(child, (dict, list)):
-                stack.append(child)
-
-
 def _copy_replacing(node: Any, bounded: dict[str, str]) -> Any:
     """A copy of every container with each slot string replaced by its bounded text."""
     if isinstance(node, dict):
         return {key: _copy_replacing(value, bounded) for key, value in node.items()}
     if isinstance(node, list):
         return [_copy_replacing(value, bounded) for value in node]
-    if isinstance(node, str) and len(node) >= _MIN_STRUCTURED_SLOT:
+    if isinstance(node, str) and len(node) >= MCP_SLOT_CHARS:
         return bounded.get(node, node)
     return node
 
@@ -241,20 +212,18 @@ class _Artifacts:
         """The references of the full output, given which slot values are cut."""
         refs: list[str] = []
         if self._text_blocks and any(self._in_text(v) for v in cut):
-            refs += self._put("text", lambda: self._full_text)
+            refs += self.put("text", lambda: self._full_text)
         # A cut structured string the text does not hold needs the structured content.
         if any(v in structured_values and not self._in_text(v) for v in cut):
-            refs += self._put("structured", lambda: dumps_bytes(self._structured).decode())
+            refs += self.put("structured", lambda: dumps_bytes(self._structured).decode())
         return tuple(refs)
 
     def _in_text(self, value: str) -> bool:
         # A whole text block is in the joined text: skip the substring search.
         return value in self._text_blocks or value in self._full_text
 
-    def put_whole(self, result: Any) -> tuple[str, ...]:
-        return self._put("result", lambda: dumps_bytes(result).decode())
-
-    def _put(self, kind: str, text: Callable[[], str]) -> tuple[str, ...]:
+    def put(self, kind: str, text: Callable[[], str]) -> tuple[str, ...]:
+        """The references of one full text (``kind``: which one), persisted at most once."""
         if kind in self._refs:
             return self._refs[kind]
         refs: tuple[str, ...] = ()
@@ -280,8 +249,8 @@ def _fallback(
 ) -> BoundResult:
     """For a result whose fixed parts (media, numbers) alone exceed the message limit, which
     the client would refuse: an error result naming the artifact of the whole result."""
-    refs = artifacts.put_whole(result)
     full = dumps_bytes(result).decode()
+    refs = artifacts.put("result", lambda: full)
     meta = dict(result["_meta"]) if isinstance(result.get("_meta"), dict) else {}
     meta[META_ARTIFACTS] = list(refs)
     # The preview is JSON text inside JSON: its quotes double on the wire; halve until fits.
@@ -308,7 +277,7 @@ def _record(
     arrives."""
     if store is None:
         return
-    texts = _texts(new)
+    texts = mcp_texts(new)
     shapes = list(bounded_values)
     if len(texts) > 1:
         shapes += ["\n\n".join(texts), "\n".join(texts), "".join(texts)]
