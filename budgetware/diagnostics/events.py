@@ -135,14 +135,12 @@ def _decide(raw: Any) -> bool:
 _subscription: observe.Subscription | None = None
 
 
-def _on_batch(report: observe.BatchReport) -> None:
-    tool_results(report.boundary, report.before, report.after)
-
-
 def _observe_batches(on: bool) -> None:
     global _subscription
     if on and _subscription is None:
-        _subscription = observe.subscribe(batch=_on_batch)
+        _subscription = observe.subscribe(
+            batch=lambda report: tool_results(report.boundary, report.before, report.after)
+        )
     elif not on and _subscription is not None:
         _subscription.close()
         _subscription = None

@@ -56,10 +56,7 @@ def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
     """
     target_fd = child_stdin.fileno()
     try:
-        while True:
-            data = os.read(source_fd, CHUNK)
-            if not data:
-                break
+        while data := os.read(source_fd, CHUNK):
             view = memoryview(data)
             while view:
                 view = view[os.write(target_fd, view) :]

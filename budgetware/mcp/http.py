@@ -54,12 +54,26 @@ def rewrite_mcp_response(
     call = _tools_call(request, response)
     if call is None:
         return response
-    if config is None:
-        config = entry_config()
     effective = None
     try:
-        effective = _effective(config, request)
-        return _rewrite(request, response, call, server, store, effective)
+        effective = _effective(entry_config() if config is None else config, request)
+        limit = _result_budget(effective, server, request, call[1])
+        max_bytes = effective.mcp_max_message_bytes
+        if limit <= 0 and max_bytes <= 0:
+            return response
+        bound = partial(
+            bound_response_message,
+            budget=limit,
+            max_bytes=max_bytes,
+            store=store_for_config(effective) if store is None else store,
+            persist=effective.persist,
+            unit=effective.unit,
+            options=preview_options(effective),
+        )
+        if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            transform = partial(_SseTransform, call[0], bound, max_bytes, effective)
+            return _replace(response, transform)
+        return _replace(response, partial(_JsonTransform, call[0], bound, effective))
     except Exception:
         fail_open("bound an MCP tool result", config=effective)
         return response
@@ -88,33 +102,6 @@ def response_may_wait(request: Any, response: Any, config: BudgetConfig | None =
 def _effective(config: BudgetConfig | None, request: Any) -> BudgetConfig:
     """The settings of this request: environment < ``config`` < ``budget()`` < headers."""
     return resolve_config(config, request_overrides=request_settings(request), lenient=True)
-
-
-def _rewrite(
-    request: Any,
-    response: Any,
-    call: tuple[Any, str | None],
-    server: str | None,
-    store: ArtifactStore | None,
-    effective: BudgetConfig,
-) -> Any:
-    call_id, tool = call
-    limit = _result_budget(effective, server, request, tool)
-    max_bytes = effective.mcp_max_message_bytes
-    if limit <= 0 and max_bytes <= 0:
-        return response
-    bound = partial(
-        bound_response_message,
-        budget=limit,
-        max_bytes=max_bytes,
-        store=store_for_config(effective) if store is None else store,
-        persist=effective.persist,
-        unit=effective.unit,
-        options=preview_options(effective),
-    )
-    if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
-        return _replace(response, partial(_SseTransform, call_id, bound, max_bytes, effective))
-    return _replace(response, partial(_JsonTransform, call_id, bound, effective))
 
 
 def bound_response_message(message: Any, *, reserve_bytes: int = 0, **options: Any) -> Any:

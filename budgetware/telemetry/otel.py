@@ -5,6 +5,7 @@ provider's token counters of their responses (docs/observability.md), with
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import threading
@@ -69,7 +70,10 @@ def enable(*, meter_provider: Any = None) -> bool:
     False, changing nothing, without opentelemetry-api. The API is imported at the first
     report."""
     global _subscription, _meter_provider, _instruments
-    if not _api_installed():
+    try:
+        if importlib.util.find_spec("opentelemetry.trace") is None:
+            return False
+    except (ImportError, ValueError):  # no opentelemetry package at all
         return False
     with _lock:
         if meter_provider is not _meter_provider:
@@ -78,15 +82,6 @@ def enable(*, meter_provider: Any = None) -> bool:
         if _subscription is None:
             _subscription = observe.subscribe(request=_on_request, usage=_on_usage)
     return True
-
-
-def _api_installed() -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("opentelemetry.trace") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def disable() -> None:
@@ -116,10 +111,8 @@ def _metrics() -> list[Any]:
 def _on_request(report: observe.RequestReport) -> None:
     if not report.telemetry:
         return
-    cut = written = 0
-    for batch in report.batches:
-        cut += batch.cut
-        written += len(batch.written)
+    cut = sum(batch.cut for batch in report.batches)
+    written = sum(len(batch.written) for batch in report.batches)
     try:
         from opentelemetry.trace import get_current_span
 
