@@ -8,16 +8,17 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
+from budgetware.core import observe
 from budgetware.core.artifacts import text_key
 from budgetware.core.config import BudgetConfig
 from budgetware.core.fit import fit_text
+from budgetware.core.observe import RequestReport
 from budgetware.http.transport import BudgetTransport
 
 __all__ = ["main"]
@@ -93,94 +94,6 @@ PROMPT = "The checkout total is off by a cent. Find the bug, fix it and make the
 
 def run_tool(name: str, args: dict[str, Any]) -> str:
     return TOOLS[name][1](args) if name in TOOLS else f"unknown tool {name!r}"
-
-
-# --- what went where -----------------------------------------------------------------------
-
-
-class Tap:
-    """A transport that remembers the body of every request passing through it."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.bodies: list[bytes] = []
-
-    def handle_request(self, request: Any) -> Any:
-        self.bodies.append(bytes(request.content))
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-def _results_of_last_batch(provider: str, body: bytes) -> list[tuple[str, str]]:
-    """``(tool name, text)`` of the newest batch of tool results in a request body."""
-    data = json.loads(body)
-    messages = data.get("messages", [])
-    if provider == "anthropic":
-        names = {
-            block.get("id"): block.get("name")
-            for message in messages
-            if isinstance(message.get("content"), list)
-            for block in message["content"]
-            if block.get("type") == "tool_use"
-        }
-        last = messages[-1] if messages else {}
-        content = last.get("content")
-        blocks: list[Any] = content if isinstance(content, list) else []
-        return [
-            (str(names.get(b.get("tool_use_id"))), _text(b.get("content")))
-            for b in blocks
-            if b.get("type") == "tool_result"
-        ]
-    names = {
-        call["id"]: call["function"]["name"]
-        for message in messages
-        for call in message.get("tool_calls") or []
-    }
-    batch: list[tuple[str, str]] = []
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            break
-        batch.append((str(names.get(message.get("tool_call_id"))), _text(message["content"])))
-    return batch[::-1]
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-@dataclass
-class Turn:
-    number: int
-    sdk_bytes: int
-    wire_bytes: int
-    results: list[tuple[str, int, int]]
-    """(tool name, chars the SDK sent, chars that went on the wire)"""
-    artifacts: list[tuple[str, int]]
-    preview: str | None
-    elapsed: float
-    unnamed: tuple[str, str] | None = None
-    """(SDK text, artifact reference) of a cut result whose preview names no artifact"""
-    shared_prefix: int = 0
-    """bytes at the start of this wire body identical to the previous request's"""
-    previous_bytes: int = 0
-    history_identical: bool = False
-
-
-@dataclass
-class Run:
-    provider: str
-    real: bool
-    budget: int
-    artifact_dir: Path
-    turns: list[Turn] = field(default_factory=list)
-    answer: str = ""
-    told_unnamed: bool = False
 
 
 # --- the agents ------------------------------------------------------------------------------
@@ -264,115 +177,103 @@ def _client(provider: str, base_url: str | None, api_key: str, transport: Any) -
     )
 
 
-# --- output ----------------------------------------------------------------------------------
+# --- what went where -----------------------------------------------------------------------
+
+
+class Tap:
+    """A transport that keeps the body of every request it sends: what went on the wire."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.bodies: list[bytes] = []
+
+    def handle_request(self, request: Any) -> Any:
+        self.bodies.append(bytes(request.content))
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+_STYLES = {"bold": "1", "dim": "2", "yellow": "33"}
 
 
 class Printer:
-    """Plain text, or rich tables and a progress bar when rich is installed and on a TTY."""
+    """Lines on stdout, styled on a terminal unless ``--plain`` or ``NO_COLOR``."""
 
     def __init__(self, plain: bool) -> None:
-        self.console: Any = None
-        if not plain and sys.stdout.isatty():
-            try:
-                from rich.console import Console
-            except ImportError:
-                pass
-            else:
-                self.console = Console()
+        self.styled = not plain and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        if self.console is not None:
-            self.console.print(text, style=style, highlight=False, markup=False)
-        else:
-            print(text, flush=True)
+        if style is not None and self.styled:
+            text = f"\033[{_STYLES[style]}m{text}\033[0m"
+        print(text, flush=True)
 
-    @contextmanager
-    def progress(self, total: int) -> Iterator[Callable[[str], None]]:
-        if self.console is None:
 
-            def advance(label: str) -> None:
-                pass
-
-            yield advance
-            return
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} requests"),
-            console=self.console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("agent run", total=total)
-
-            def advance(label: str) -> None:
-                bar.update(task, advance=1, description=label)
-
-            yield advance
-
-    def turn(self, turn: Turn, budget: int) -> None:
-        saved = turn.sdk_bytes - turn.wire_bytes
-        share = f"{saved * 100 // turn.sdk_bytes}% smaller" if turn.sdk_bytes else ""
-        self.line(
-            f"Request {turn.number}: the SDK would have sent {turn.sdk_bytes:,} bytes; "
-            f"on the wire: {turn.wire_bytes:,} bytes ({share}, {turn.elapsed:.2f}s)",
-            style="bold",
+def show_request(
+    out: Printer, number: int, report: RequestReport, wire: list[bytes], elapsed: float
+) -> str | None:
+    """Print what the SDK made of request ``number`` and what went on the wire; returns the
+    text of a cut result whose preview names no artifact, if any."""
+    before, after = report.bytes_before, report.bytes_after
+    share = f"{(before - after) * 100 // before}% smaller" if before else ""
+    out.line(
+        f"Request {number}: the SDK would have sent {before:,} bytes; "
+        f"on the wire: {after:,} bytes ({share}, {elapsed:.2f}s)",
+        style="bold",
+    )
+    batch = report.batches[-1] if report.batches else None
+    pairs = list(zip(batch.before, batch.after)) if batch is not None else []
+    if batch is None:
+        out.line(
+            "    no tool results yet (the user's prompt)"
+            if number == 1
+            else "    the tool results fit the budget: sent as the SDK made them"
         )
-        if not turn.results:
-            self.line("    no tool results yet (the user's prompt)")
-        else:
-            if self.console is not None:
-                from rich.table import Table
-
-                table = Table(show_edge=False, pad_edge=False, box=None)
-                for column in ("tool result", "SDK chars", "wire chars", ""):
-                    table.add_column(column, justify="left" if not column else "right")
-                for name, before, after in turn.results:
-                    note = "previewed" if after < before else "unchanged"
-                    table.add_row(name, f"{before:,}", f"{after:,}", note)
-                self.console.print(table)
-            else:
-                for name, before, after in turn.results:
-                    note = "previewed" if after < before else "unchanged"
-                    self.line(f"    {name:<10} {before:>10,} -> {after:>7,} chars  {note}")
-            total = sum(after for _, _, after in turn.results)
-            self.line(f"    batch on the wire: {total:,} chars (budget {budget:,})")
-        if turn.previous_bytes:
-            # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
-            # shared prefix reaches the previous body's closing ']' exactly when it did.
-            if turn.history_identical:
-                self.line(
-                    f"    history re-sent byte-identical: all of request {turn.number - 1}'s "
-                    f"messages (its first {turn.shared_prefix:,} bytes; prompt caches keep "
-                    "hitting)"
-                )
-            else:
-                self.line(
-                    f"    history differs from request {turn.number - 1}'s after "
-                    f"{turn.shared_prefix:,} bytes"
-                )
-        for name, size in turn.artifacts:
-            self.line(f"    artifact written: {name} ({size:,} bytes)")
-        if turn.preview:
-            self.line("    preview excerpt (what the model reads):", style="dim")
-            for text in turn.preview.splitlines():
-                self.line("    | " + text, style="dim")
-        self.line()
-
-    def unnamed(self, cut: tuple[str, str], budget: int, artifact_dir: Path) -> None:
-        text, ref = cut
-        need = _room_to_name(text, ref)
-        self.line(
-            f"note: previews this small cannot name their artifact: --budget {budget:,} is "
-            f"shared by the whole batch, and a preview names the file that holds the full "
-            f"output only from about {need:,} chars. The model sees a cut notice with no way "
-            f"back to the output, so no artifact is written for it to {artifact_dir} (one "
-            f"that no preview names could never be found).",
-            style="yellow",
+    else:
+        for old, new in pairs:
+            sdk, sent = len(old.full_text), len(new.full_text)
+            note = "previewed" if sent < sdk else "unchanged"
+            out.line(f"    {old.tool_name or '?':<10} {sdk:>10,} -> {sent:>7,} chars  {note}")
+        out.line(
+            f"    batch on the wire: {batch.size_after:,} {batch.unit} (budget {batch.budget:,})"
         )
-        self.line()
+    if number > 1:
+        previous = wire[number - 2]
+        shared = _common_prefix(previous, wire[number - 1])
+        # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
+        # shared prefix reaches the previous body's closing ']' exactly when it did.
+        if previous[shared : shared + 1] == b"]":
+            out.line(
+                f"    history re-sent byte-identical: all of request {number - 1}'s "
+                f"messages (its first {shared:,} bytes; prompt caches keep hitting)"
+            )
+        else:
+            out.line(f"    history differs from request {number - 1}'s after {shared:,} bytes")
+    for ref in (ref for every in report.batches for ref in every.written):
+        out.line(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
+    cut = [(old, new) for old, new in pairs if new.slots != old.slots]
+    if cut:
+        out.line("    preview excerpt (what the model reads):", style="dim")
+        for text in _excerpt(cut[0][1].full_text).splitlines():
+            out.line("    | " + text, style="dim")
+    out.line()
+    return next((old.full_text for old, new in cut if not new.persisted_output_files), None)
+
+
+def show_unnamed(out: Printer, text: str, budget: int, artifact_dir: Path) -> None:
+    """Say once why no artifact is written when previews are too small to name one."""
+    ref = os.path.join(os.path.abspath(artifact_dir), text_key(text) + ".txt")
+    need = _room_to_name(text, ref)
+    out.line(
+        f"note: previews this small cannot name their artifact: --budget {budget:,} is "
+        f"shared by the whole batch, and a preview names the file that holds the full "
+        f"output only from about {need:,} chars. The model sees a cut notice with no way "
+        f"back to the output, so no artifact is written for it to {artifact_dir} (one "
+        f"that no preview names could never be found).",
+        style="yellow",
+    )
+    out.line()
 
 
 def _room_to_name(text: str, ref: str) -> int:
@@ -421,83 +322,44 @@ def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
     return os.environ.get(f"{prefix}_BASE_URL"), key
 
 
-def run(args: argparse.Namespace, printer: Printer) -> Run:
+def run(
+    args: argparse.Namespace, out: Printer, artifact_dir: Path, real: tuple[str | None, str] | None
+) -> tuple[str, list[RequestReport]]:
+    """Run the scripted agent, printing each request; its answer and budgetware's reports."""
     import httpx2
 
     from budgetware.testing import FakeProvider, scripted_tool_calls
 
-    artifact_dir = Path(args.artifact_dir or tempfile.mkdtemp(prefix="budgetware-demo-"))
     config = BudgetConfig(batch_budget=args.budget, artifact_dir=artifact_dir)
-    real = _real_settings(args)
-    result = Run(args.provider, real is not None, args.budget, artifact_dir)
     model = args.model or ("claude-haiku-4-5" if args.provider == "anthropic" else "gpt-4o-mini")
+    reports: list[RequestReport] = []
+    unnamed_told = False
     with ExitStack() as stack:
         if real is None:
-            provider = stack.enter_context(
-                FakeProvider(reply=scripted_tool_calls(SCRIPT, FINAL_TEXT))
-            )
+            policy = scripted_tool_calls(SCRIPT, FINAL_TEXT)
+            provider = stack.enter_context(FakeProvider(reply=policy))
             suffix = "" if args.provider == "anthropic" else "/v1"
             base_url: str | None = provider.url + suffix
             api_key = "demo-key"
         else:
             base_url, api_key = real
         wire = Tap(httpx2.HTTPTransport())
-        sdk = Tap(BudgetTransport(wire, config=config))
-        client = stack.enter_context(_client(args.provider, base_url, api_key, sdk))
-        seen_artifacts: set[str] = set()
+        transport = BudgetTransport(wire, config=config)
+        client = stack.enter_context(_client(args.provider, base_url, api_key, transport))
+        stack.enter_context(observe.subscribe(request=reports.append))
         started = time.perf_counter()
 
-        def record() -> None:
-            nonlocal started
-            before = _results_of_last_batch(args.provider, sdk.bodies[-1])
-            after = _results_of_last_batch(args.provider, wire.bodies[-1])
-            new = sorted(p for p in _listing(artifact_dir) if p.name not in seen_artifacts)
-            seen_artifacts.update(p.name for p in new)
-            cut = [a for (_, b), (_, a) in zip(before, after) if len(a) < len(b)]
-            names = [p.name for p in _listing(artifact_dir)]
-            unnamed = next(
-                (
-                    (b, os.path.join(os.path.abspath(artifact_dir), text_key(b) + ".txt"))
-                    for (_, b), (_, a) in zip(before, after)
-                    if len(a) < len(b) and not any(name in a for name in names)
-                ),
-                None,
-            )
-            previous = wire.bodies[-2] if len(wire.bodies) > 1 else b""
-            shared = _common_prefix(previous, wire.bodies[-1])
-            turn = Turn(
-                number=len(result.turns) + 1,
-                sdk_bytes=len(sdk.bodies[-1]),
-                wire_bytes=len(wire.bodies[-1]),
-                results=[(n, len(b), len(a)) for (n, b), (_, a) in zip(before, after)],
-                artifacts=[(p.name, p.stat().st_size) for p in new],
-                preview=_excerpt(cut[0]) if cut else None,
-                unnamed=unnamed,
-                elapsed=time.perf_counter() - started,
-                shared_prefix=shared,
-                previous_bytes=len(previous),
-                history_identical=previous[shared : shared + 1] == b"]",
-            )
-            result.turns.append(turn)
-            printer.turn(turn, args.budget)
-            if turn.unnamed is not None and not result.told_unnamed:
-                result.told_unnamed = True
-                printer.unnamed(turn.unnamed, args.budget, artifact_dir)
+        def step() -> None:
+            nonlocal started, unnamed_told
+            elapsed = time.perf_counter() - started
+            unnamed = show_request(out, len(reports), reports[-1], wire.bodies, elapsed)
+            if unnamed is not None and not unnamed_told:
+                unnamed_told = True
+                show_unnamed(out, unnamed, args.budget, artifact_dir)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
-        with printer.progress(len(SCRIPT) + 1) as advance:
-
-            def step() -> None:
-                record()
-                advance(f"turn {len(result.turns)} done")
-
-            result.answer = agent(client, model, step)
-    return result
-
-
-def _listing(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.txt")) if directory.is_dir() else []
+        return agent(client, model, step), reports
 
 
 def main(argv: list[str]) -> int:
@@ -542,7 +404,9 @@ def main(argv: list[str]) -> int:
             raise CliError(f"cannot create --artifact-dir {describe_os_error(exc)}") from None
     # A bad BUDGETWARE_* variable fails here, in one line, not inside the first SDK call.
     BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
-    printer = Printer(args.plain)
+    real = _real_settings(args)
+    artifact_dir = chosen or Path(tempfile.mkdtemp(prefix="budgetware-demo-"))
+    out = Printer(args.plain)
     try:
         import httpx2  # noqa: F401
 
@@ -552,29 +416,29 @@ def main(argv: list[str]) -> int:
             import openai  # noqa: F401
     except ImportError as exc:
         raise CliError(f'needs {exc.name}: pip install "budgetware[demo]"') from None
-    where = "a real provider" if _real_settings(args) else "an embedded fake provider (offline)"
-    printer.line(
+    where = "a real provider" if real else "an embedded fake provider (offline)"
+    out.line(
         f"budgetware demo: the {args.provider} SDK runs a scripted coding agent against {where}; "
         f"every batch of tool results is bounded to {args.budget:,} chars.",
         style="bold",
     )
-    printer.line()
+    out.line()
     started = time.perf_counter()
     try:
-        result = run(args, printer)
+        answer, reports = run(args, out, artifact_dir, real)
     except Exception as exc:  # a real provider refused or was unreachable: say so, briefly
-        if _real_settings(args) is None:
+        if real is None:
             raise
         print(f"budgetware demo: the provider call failed: {exc}", file=sys.stderr)
         return 1
-    sdk_total = sum(t.sdk_bytes for t in result.turns)
-    wire_total = sum(t.wire_bytes for t in result.turns)
-    artifacts = _listing(result.artifact_dir)
-    printer.line(f"Model's answer: {result.answer}", style="bold")
-    printer.line(
-        f"Summary: {len(result.turns)} requests; the SDK produced {sdk_total:,} bytes, "
+    sdk_total = sum(report.bytes_before for report in reports)
+    wire_total = sum(report.bytes_after for report in reports)
+    artifacts = list(artifact_dir.glob("*.txt"))
+    out.line(f"Model's answer: {answer}", style="bold")
+    out.line(
+        f"Summary: {len(reports)} requests; the SDK produced {sdk_total:,} bytes, "
         f"{wire_total:,} went on the wire; {len(artifacts)} artifacts hold the full outputs in "
-        f"{result.artifact_dir} (kept; delete it when done). "
+        f"{artifact_dir} (kept; delete it when done). "
         f"{time.perf_counter() - started:.1f}s.",
     )
     return 0
