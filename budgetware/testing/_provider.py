@@ -15,10 +15,9 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from budgetware.testing._apis import (
-    GEMINI_PATH,
     ApiName,
     RecordedRequest,
     Reply,
@@ -35,49 +34,9 @@ from budgetware.testing._cache import (
     PromptCache,
     prompt_blocks,
 )
-from budgetware.testing._renderers import (
-    anthropic,
-    cohere,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
-from budgetware.testing._renderers.common import Rendered, args_json, error, json_body
+from budgetware.testing._renderers import Rendered, args_json, error, model_of, render
 
 __all__ = ["FakeProvider"]
-
-
-def model_of(api: ApiName, path: str, body: dict[str, Any]) -> str:
-    """The model a request names (Gemini names it in the path)."""
-    m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/")) if api == "gemini" else None
-    return m.group("model") if m else str(body.get("model") or "fake-model")
-
-
-def render(
-    api: ApiName, operation: str, path: str, body: dict[str, Any], reply: Reply, usage: Usage
-) -> Rendered:
-    model = model_of(api, path, body)
-    stream = body.get("stream") is True
-    if api == "openai_chat":
-        return openai_chat.render(model, reply, usage, stream, body)
-    if api == "openai_responses":
-        return openai_responses.render(model, reply, usage, stream)
-    if api == "anthropic":
-        if operation == "count_tokens":
-            return json_body({"input_tokens": usage.input_tokens})
-        return anthropic.render(model, reply, usage, stream)
-    if api == "gemini":
-        if operation == "countTokens":
-            return json_body({"totalTokens": usage.input_tokens})
-        query = parse_qs(urlsplit(path).query)
-        return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
-    if api == "ollama":  # streams unless told otherwise
-        return ollama.render(model, reply, usage, body.get("stream", True) is not False)
-    return cohere.render(reply, usage, stream)
-
-
-# --- server ---
 
 
 class _Server(ThreadingHTTPServer):
