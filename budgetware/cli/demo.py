@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -134,7 +135,11 @@ def _anthropic_agent(client: Any, model: str, step: Callable[[], None]) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
     for _ in range(MAX_REAL_TURNS):
         reply = client.messages.create(
-            model=model, max_tokens=1024, messages=messages, tools=tools
+            model=model,
+            max_tokens=1024,
+            messages=messages,
+            tools=tools,
+            cache_control={"type": "ephemeral"},  # cache the conversation so far
         )
         step()
         uses = [block for block in reply.content if block.type == "tool_use"]
@@ -158,41 +163,13 @@ def _anthropic_agent(client: Any, model: str, step: Callable[[], None]) -> str:
 
 
 def _client(provider: str, base_url: str | None, api_key: str, transport: Any) -> Any:
-    if provider == "anthropic":
-        import anthropic
-
-        return anthropic.Anthropic(
-            base_url=base_url,
-            api_key=api_key,
-            max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(transport=transport),
-        )
-    import openai
-
-    return openai.OpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(transport=transport),
-    )
+    sdk = importlib.import_module(provider)
+    client_class = sdk.Anthropic if provider == "anthropic" else sdk.OpenAI
+    http_client = sdk.DefaultHttpxClient(transport=transport)
+    return client_class(base_url=base_url, api_key=api_key, max_retries=0, http_client=http_client)
 
 
 # --- what went where -----------------------------------------------------------------------
-
-
-class Tap:
-    """A transport that keeps the body of every request it sends: what went on the wire."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.bodies: list[bytes] = []
-
-    def handle_request(self, request: Any) -> Any:
-        self.bodies.append(bytes(request.content))
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 _STYLES = {"bold": "1", "dim": "2", "yellow": "33"}
@@ -210,9 +187,7 @@ class Printer:
         print(text, flush=True)
 
 
-def show_request(
-    out: Printer, number: int, report: RequestReport, wire: list[bytes], elapsed: float
-) -> str | None:
+def show_request(out: Printer, number: int, report: RequestReport, elapsed: float) -> str | None:
     """Print what the SDK made of request ``number`` and what went on the wire; returns the
     text of a cut result whose preview names no artifact, if any."""
     before, after = report.bytes_before, report.bytes_after
@@ -238,18 +213,14 @@ def show_request(
         out.line(
             f"    batch on the wire: {batch.size_after:,} {batch.unit} (budget {batch.budget:,})"
         )
-    if number > 1:
-        previous = wire[number - 2]
-        shared = _common_prefix(previous, wire[number - 1])
-        # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
-        # shared prefix reaches the previous body's closing ']' exactly when it did.
-        if previous[shared : shared + 1] == b"]":
-            out.line(
-                f"    history re-sent byte-identical: all of request {number - 1}'s "
-                f"messages (its first {shared:,} bytes; prompt caches keep hitting)"
-            )
-        else:
-            out.line(f"    history differs from request {number - 1}'s after {shared:,} bytes")
+    usage = report.usage
+    if number > 1 and usage is not None:
+        # The history is bounded alike every turn, so it is re-sent byte for byte: the
+        # provider reads it from its prompt cache (a prefix of 1,024 tokens at least).
+        out.line(
+            f"    provider's prompt cache: {usage.cache_read_tokens:,} of "
+            f"{usage.input_tokens:,} input tokens read (the history is re-sent byte for byte)"
+        )
     for ref in (ref for every in report.batches for ref in every.written):
         out.line(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
     cut = [(old, new) for old, new in pairs if new.slots != old.slots]
@@ -285,18 +256,6 @@ def _room_to_name(text: str, ref: str) -> int:
             high = mid
         else:
             low = mid + 1
-    return low
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, by bisection over C-speed slice comparisons."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
     return low
 
 
@@ -343,8 +302,7 @@ def run(
             api_key = "demo-key"
         else:
             base_url, api_key = real
-        wire = Tap(httpx2.HTTPTransport())
-        transport = BudgetTransport(wire, config=config)
+        transport = BudgetTransport(httpx2.HTTPTransport(), config=config)
         client = stack.enter_context(_client(args.provider, base_url, api_key, transport))
         stack.enter_context(observe.subscribe(request=reports.append))
         started = time.perf_counter()
@@ -352,7 +310,7 @@ def run(
         def step() -> None:
             nonlocal started, unnamed_told
             elapsed = time.perf_counter() - started
-            unnamed = show_request(out, len(reports), reports[-1], wire.bodies, elapsed)
+            unnamed = show_request(out, len(reports), reports[-1], elapsed)
             if unnamed is not None and not unnamed_told:
                 unnamed_told = True
                 show_unnamed(out, unnamed, args.budget, artifact_dir)
@@ -408,12 +366,8 @@ def main(argv: list[str]) -> int:
     artifact_dir = chosen or Path(tempfile.mkdtemp(prefix="budgetware-demo-"))
     out = Printer(args.plain)
     try:
-        import httpx2  # noqa: F401
-
-        if args.provider == "anthropic":
-            import anthropic  # noqa: F401
-        else:
-            import openai  # noqa: F401
+        for name in ("httpx2", args.provider):
+            importlib.import_module(name)
     except ImportError as exc:
         raise CliError(f'needs {exc.name}: pip install "budgetware[demo]"') from None
     where = "a real provider" if real else "an embedded fake provider (offline)"
