@@ -183,18 +183,17 @@ class FakeProvider:
         self._cache = PromptCache(clock or time.monotonic)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._wake: socket.socket | None = None
+        # While it serves: the server, its accept thread, the socket whose closing stops it.
+        self._serving: tuple[_Server, threading.Thread, socket.socket] | None = None
 
     # lifecycle
 
     def start(self) -> FakeProvider:
         """Listen on an ephemeral port of 127.0.0.1 and serve from a daemon thread."""
-        if self._server is not None:
+        if self._serving is not None:
             return self
         server = _Server(self)
-        wake, self._wake = socket.socketpair()
+        wake, stop = socket.socketpair()
         thread = threading.Thread(
             target=_serve_until_woken,
             args=(server, wake),
@@ -202,19 +201,17 @@ class FakeProvider:
             daemon=True,
         )
         thread.start()
-        self._server, self._thread = server, thread
+        self._serving = (server, thread, stop)
         return self
 
     def stop(self) -> None:
         """Stop serving, drop open keep-alive connections and close the listening socket."""
-        server, thread, wake = self._server, self._thread, self._wake
-        if server is None:
+        if self._serving is None:
             return
-        self._server = self._thread = self._wake = None
-        if wake is not None:
-            wake.close()  # wakes the accept loop at once, not at a next poll
-        if thread is not None:
-            thread.join(timeout=5)
+        server, thread, stop = self._serving
+        self._serving = None
+        stop.close()  # wakes the accept loop at once, not at a next poll
+        thread.join(timeout=5)
         with server.conn_lock:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
@@ -241,14 +238,14 @@ class FakeProvider:
     @property
     def running(self) -> bool:
         """Whether it serves now (between ``start()`` and ``stop()``)."""
-        return self._server is not None
+        return self._serving is not None
 
     @property
     def port(self) -> int:
         """The port it listens on (raises ``RuntimeError`` when it is not running)."""
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("FakeProvider is not running: call start() or use `with`")
-        return int(self._server.server_address[1])
+        return int(self._serving[0].server_address[1])
 
     @property
     def url(self) -> str:
