@@ -1,4 +1,4 @@
-"""What the openai and anthropic helpers share: the SDK's own client, its transports bounded."""
+"""What the per-SDK helpers share: the SDK's own client, its transports bounded."""
 
 from __future__ import annotations
 
