@@ -351,19 +351,18 @@ def main(argv: list[str]) -> int:
         typed = next((a for a in reversed(argv) if a.startswith("--b")), "--budget")
         typed = typed.partition("=")[0]  # as typed: --budget or --batch-budget
         parser.error(f"{typed} must be positive, not {args.budget}")
-    chosen = Path(args.artifact_dir) if args.artifact_dir is not None else None
-    if chosen is not None and chosen.exists() and not chosen.is_dir():
-        raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
-    if chosen is not None:
-        # Say it once, up front, rather than as a warning per artifact.
-        try:
+    if args.artifact_dir is not None:
+        chosen = Path(args.artifact_dir)
+        if chosen.exists() and not chosen.is_dir():
+            raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
+        try:  # said once, up front, rather than as a warning per artifact
             chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise CliError(f"cannot create --artifact-dir {describe_os_error(exc)}") from None
     # A bad BUDGETWARE_* variable fails here, in one line, not inside the first SDK call.
     BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
     real = _real_settings(args)
-    artifact_dir = chosen or Path(tempfile.mkdtemp(prefix="budgetware-demo-"))
+    artifact_dir = Path(args.artifact_dir or tempfile.mkdtemp(prefix="budgetware-demo-"))
     out = Printer(args.plain)
     try:
         for name in ("httpx2", args.provider):

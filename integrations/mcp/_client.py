@@ -286,19 +286,10 @@ class BoundedTransport:
     ) -> None:
         check_store(check_settings(config))  # a bad setting fails here, not on a call
         self._transport = transport
-        self._server = server
-        self._store = store
-        self._config = config
+        self._bound = functools.partial(bound_streams, server=server, store=store, config=config)
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self._transport.__aenter__()
-        return bound_streams(
-            read,
-            write,
-            server=self._server,
-            store=self._store,
-            config=self._config,
-        )
+        return self._bound(*await self._transport.__aenter__())
 
     async def __aexit__(
         self,
