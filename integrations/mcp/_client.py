@@ -150,9 +150,6 @@ class _StreamProxy:
         self._inner = inner
         self._state = state
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
