@@ -1,13 +1,15 @@
-"""What the per-SDK helpers share: the SDK's own client, its transports bounded."""
+"""What the per-SDK helpers share: the SDK's own client with its transports bounded, and the
+JSON size of a body that is not serialized yet."""
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
 from budgetware.core.config import BudgetConfig
+from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport, sdk_http_library
 
-__all__ = ["with_budget"]
+__all__ = ["json_size", "with_budget"]
 
 _Client = TypeVar("_Client")
 
@@ -25,3 +27,12 @@ def with_budget(client: _Client, sdk: str, config: BudgetConfig | None) -> _Clie
         for pattern, transport in http._mounts.items()
     }
     return client
+
+
+def json_size(value: Any) -> int:
+    """``value``'s size as compact JSON: what decides whether it is bounded off the event
+    loop; 0 when it is not JSON as it is (the SDK serializes some values itself)."""
+    try:
+        return len(dumps_bytes(value))
+    except (TypeError, ValueError, RecursionError):
+        return 0

@@ -343,7 +343,6 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="talk to the real provider ({OPENAI,ANTHROPIC}_API_KEY and _BASE_URL)",
     )
-    parser.add_argument("--offline", action="store_true", help="the default: no real provider")
     parser.add_argument("--model", help="model name (real provider)")
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,11 +93,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: no stderr line per request
 
-    def do_POST(self) -> None:
-        self._serve()
-
-    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
-
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             chunks: list[bytes] = []
@@ -114,7 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _serve(self) -> None:
+    def do_POST(self) -> None:
+        """Record the request and answer it (every method: a GET is recorded, then refused)."""
         try:
             raw = self._read_body()
         except (ValueError, OSError):
@@ -131,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         rendered, usage = provider._answer(self.command, self.path, raw, detected)
         provider._record(RecordedRequest(self.command, self.path, headers, raw, api, usage))
         self._send(rendered)
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
 
     def _send(self, rendered: Rendered) -> None:
         try:
@@ -227,12 +224,7 @@ class FakeProvider:
     def __enter__(self) -> FakeProvider:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     @property

@@ -15,14 +15,13 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig, check_settings
-from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.context import upper_layer_bounded
 from budgetware.http.headers import split_headers
 from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
-from .._sdk import with_budget
+from .._sdk import json_size, with_budget
 
 if TYPE_CHECKING:
     from anthropic import DefaultAioHttpClient, DefaultAsyncHttpxClient, DefaultHttpxClient
@@ -38,15 +37,6 @@ def _anthropic() -> Any:
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
     return anthropic
-
-
-def _json_size(body: Any) -> int:
-    if not isinstance(body, dict):
-        return 0
-    try:
-        return len(dumps_bytes(body))
-    except (TypeError, ValueError, RecursionError):
-        return 0  # not JSON as it is (the SDK serializes some values itself): measured later
 
 
 @functools.cache
@@ -79,7 +69,7 @@ def _middleware_class() -> type[Any]:
         async def handle_async(self, request: Any, call_next: Any) -> Any:
             # A large body (or one that may wait for S3) is bounded in a worker thread; its
             # JSON size decides, as the request has no content-length yet.
-            size = _json_size(request.json) if request.method.lower() == "post" else 0
+            size = json_size(request.json) if request.method.lower() == "post" else 0
             overrides = split_headers(request.headers)[0] if size else None
             bounded = await off_loop_for_size(
                 size, self._bounded, request, config=self.config, overrides=overrides

@@ -45,12 +45,10 @@ def budget_http_options(
         from google.genai import types
     except ImportError as exc:
         raise ImportError(_TOO_OLD if sys.version_info < (3, 11) else _INSTALL) from exc
-    if http_options is None:
-        values: dict[str, Any] = {}
-    elif isinstance(http_options, dict):
-        values = dict(http_options)
+    if isinstance(http_options, types.HttpOptions):
+        values: dict[str, Any] = http_options.model_dump(exclude_unset=True)
     else:
-        values = http_options.model_dump(exclude_unset=True)
+        values = dict(http_options or {})
     values.update(kwargs)
     client_args = dict(values.get("client_args") or {})
     async_args = dict(values.get("async_client_args") or {})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Mapping
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -157,13 +157,8 @@ class _StreamProxy:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
         return result
 
 
@@ -288,11 +283,6 @@ class BoundedTransport:
     async def __aenter__(self) -> tuple[Any, Any]:
         return self._bound(*await self._transport.__aenter__())
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._transport.__aexit__(exc_type, exc_val, exc_tb)
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        result: bool | None = await self._transport.__aexit__(*exc_info)
         return result
