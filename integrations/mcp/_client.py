@@ -144,7 +144,8 @@ class _State:
 
 
 class _StreamProxy:
-    """Delegates everything a memory stream offers to the stream it wraps."""
+    """Delegates everything a memory stream offers to the stream it wraps (``last_context``,
+    the sender's context mcp reads from the stream it receives from, too)."""
 
     def __init__(self, inner: Any, state: _State) -> None:
         self._inner = inner
@@ -184,11 +185,6 @@ class _ObservedWrite(_StreamProxy):
 
 class _BoundingRead(_StreamProxy):
     """The read stream, bounding the response to each noted ``tools/call``."""
-
-    @property
-    def last_context(self) -> Any:
-        # Consumers read the sender's context from the stream they receive from.
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         return await self._process(await self._inner.receive())
