@@ -4,7 +4,6 @@ and 2.x (classic httpx, the httpx-aiohttp package its DefaultAioHttpClient is bu
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
