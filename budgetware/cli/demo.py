@@ -16,9 +16,7 @@ from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
 from budgetware.core import observe
-from budgetware.core.artifacts import text_key
 from budgetware.core.config import BudgetConfig
-from budgetware.core.fit import fit_text
 from budgetware.core.observe import RequestReport
 from budgetware.http.transport import BudgetTransport
 
@@ -187,9 +185,9 @@ class Printer:
         print(text, flush=True)
 
 
-def show_request(out: Printer, number: int, report: RequestReport, elapsed: float) -> str | None:
-    """Print what the SDK made of request ``number`` and what went on the wire; returns the
-    text of a cut result whose preview names no artifact, if any."""
+def show_request(out: Printer, number: int, report: RequestReport, elapsed: float) -> bool:
+    """Print what the SDK made of request ``number`` and what went on the wire; returns
+    whether a cut result's preview names no artifact."""
     before, after = report.bytes_before, report.bytes_after
     share = f"{(before - after) * 100 // before}% smaller" if before else ""
     out.line(
@@ -229,34 +227,20 @@ def show_request(out: Printer, number: int, report: RequestReport, elapsed: floa
         for text in _excerpt(cut[0][1].full_text).splitlines():
             out.line("    | " + text, style="dim")
     out.line()
-    return next((old.full_text for old, new in cut if not new.persisted_output_files), None)
+    return any(not new.persisted_output_files for _, new in cut)
 
 
-def show_unnamed(out: Printer, text: str, budget: int, artifact_dir: Path) -> None:
+def show_unnamed(out: Printer, budget: int, artifact_dir: Path) -> None:
     """Say once why no artifact is written when previews are too small to name one."""
-    ref = os.path.join(os.path.abspath(artifact_dir), text_key(text) + ".txt")
-    need = _room_to_name(text, ref)
     out.line(
         f"note: previews this small cannot name their artifact: --budget {budget:,} is "
-        f"shared by the whole batch, and a preview names the file that holds the full "
-        f"output only from about {need:,} chars. The model sees a cut notice with no way "
-        f"back to the output, so no artifact is written for it to {artifact_dir} (one "
-        f"that no preview names could never be found).",
+        "shared by the whole batch, and a preview needs a few hundred chars to name the "
+        "file that holds the full output. The model sees a cut notice with no way back to "
+        f"the output, so no artifact is written for it to {artifact_dir} (one that no "
+        "preview names could never be found).",
         style="yellow",
     )
     out.line()
-
-
-def _room_to_name(text: str, ref: str) -> int:
-    """The smallest allocation at which ``text``'s preview names ``ref`` (by bisection)."""
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high) // 2
-        if ref in fit_text(text, mid, refs=[ref]):
-            high = mid
-        else:
-            low = mid + 1
-    return low
 
 
 def _excerpt(text: str, lines: int = 3) -> str:
@@ -311,9 +295,9 @@ def run(
             nonlocal started, unnamed_told
             elapsed = time.perf_counter() - started
             unnamed = show_request(out, len(reports), reports[-1], elapsed)
-            if unnamed is not None and not unnamed_told:
+            if unnamed and not unnamed_told:
                 unnamed_told = True
-                show_unnamed(out, unnamed, args.budget, artifact_dir)
+                show_unnamed(out, args.budget, artifact_dir)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
