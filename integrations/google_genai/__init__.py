@@ -50,15 +50,12 @@ def budget_http_options(
     else:
         values = dict(http_options or {})
     values.update(kwargs)
-    client_args = dict(values.get("client_args") or {})
-    async_args = dict(values.get("async_client_args") or {})
-    client_args["transport"] = BudgetTransport(
-        client_args.get("transport") or httpx2.HTTPTransport(), config=config
-    )
-    async_args["transport"] = AsyncBudgetTransport(
-        async_args.get("transport") or httpx2.AsyncHTTPTransport(), config=config
-    )
-    values["client_args"] = client_args
-    values["async_client_args"] = async_args
+    sync_args = values.get("client_args") or {}
+    inner = sync_args.get("transport") or httpx2.HTTPTransport()
+    values["client_args"] = {**sync_args, "transport": BudgetTransport(inner, config=config)}
+    async_args = values.get("async_client_args") or {}
+    async_inner = async_args.get("transport") or httpx2.AsyncHTTPTransport()
+    budget = AsyncBudgetTransport(async_inner, config=config)
+    values["async_client_args"] = {**async_args, "transport": budget}
     options: HttpOptions = types.HttpOptions(**values)
     return options

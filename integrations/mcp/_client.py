@@ -121,8 +121,7 @@ def budget_http_client(
     timeouts default to the mcp SDK's.
     """
     library = require("httpx2")
-    if "timeout" not in client_kwargs:
-        client_kwargs["timeout"] = library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
+    client_kwargs.setdefault("timeout", library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT))
     bounded = McpBoundTransport(transport, server=server, store=store, config=config)
     client: httpx2.AsyncClient = library.AsyncClient(transport=bounded, **client_kwargs)
     return client
