@@ -231,7 +231,7 @@ def show_request(out: Printer, number: int, report: RequestReport, elapsed: floa
 
 
 def show_unnamed(out: Printer, budget: int, artifact_dir: Path) -> None:
-    """Say once why no artifact is written when previews are too small to name one."""
+    """Say why no artifact is written when previews are too small to name one."""
     out.line(
         f"note: previews this small cannot name their artifact: --budget {budget:,} is "
         "shared by the whole batch, and a preview needs a few hundred chars to name the "
@@ -276,7 +276,7 @@ def run(
     config = BudgetConfig(batch_budget=args.budget, artifact_dir=artifact_dir)
     model = args.model or ("claude-haiku-4-5" if args.provider == "anthropic" else "gpt-4o-mini")
     reports: list[RequestReport] = []
-    unnamed_told = False
+    unnamed = False  # a preview too small to name its artifact
     with ExitStack() as stack:
         if real is None:
             policy = scripted_tool_calls(SCRIPT, FINAL_TEXT)
@@ -292,16 +292,15 @@ def run(
         started = time.perf_counter()
 
         def step() -> None:
-            nonlocal started, unnamed_told
-            elapsed = time.perf_counter() - started
-            unnamed = show_request(out, len(reports), reports[-1], elapsed)
-            if unnamed and not unnamed_told:
-                unnamed_told = True
-                show_unnamed(out, args.budget, artifact_dir)
+            nonlocal started, unnamed
+            unnamed |= show_request(out, len(reports), reports[-1], time.perf_counter() - started)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
-        return agent(client, model, step), reports
+        answer = agent(client, model, step)
+    if unnamed:
+        show_unnamed(out, args.budget, artifact_dir)
+    return answer, reports
 
 
 def main(argv: list[str]) -> int:
