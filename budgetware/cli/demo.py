@@ -17,7 +17,6 @@ from typing import Any
 from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
 from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
-from budgetware.core.observe import RequestReport
 from budgetware.http.transport import BudgetTransport
 
 __all__ = ["main"]
@@ -185,7 +184,7 @@ class Printer:
         print(text, flush=True)
 
 
-def show_request(out: Printer, number: int, report: RequestReport, elapsed: float) -> bool:
+def show_request(out: Printer, number: int, report: observe.RequestReport, elapsed: float) -> bool:
     """Print what the SDK made of request ``number`` and what went on the wire; returns
     whether a cut result's preview names no artifact."""
     before, after = report.bytes_before, report.bytes_after
@@ -213,11 +212,10 @@ def show_request(out: Printer, number: int, report: RequestReport, elapsed: floa
         )
     usage = report.usage
     if number > 1 and usage is not None:
-        # The history is bounded alike every turn, so it is re-sent byte for byte: the
-        # provider reads it from its prompt cache (a prefix of 1,024 tokens at least).
         out.line(
             f"    provider's prompt cache: {usage.cache_read_tokens:,} of "
-            f"{usage.input_tokens:,} input tokens read (the history is re-sent byte for byte)"
+            f"{usage.input_tokens:,} input tokens read (the history, bounded alike every "
+            "turn, is re-sent byte for byte)"
         )
     for ref in (ref for every in report.batches for ref in every.written):
         out.line(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
@@ -267,7 +265,7 @@ def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
 
 def run(
     args: argparse.Namespace, out: Printer, artifact_dir: Path, real: tuple[str | None, str] | None
-) -> tuple[str, list[RequestReport]]:
+) -> tuple[str, list[observe.RequestReport]]:
     """Run the scripted agent, printing each request; its answer and budgetware's reports."""
     import httpx2
 
@@ -275,7 +273,7 @@ def run(
 
     config = BudgetConfig(batch_budget=args.budget, artifact_dir=artifact_dir)
     model = args.model or ("claude-haiku-4-5" if args.provider == "anthropic" else "gpt-4o-mini")
-    reports: list[RequestReport] = []
+    reports: list[observe.RequestReport] = []
     unnamed = False  # a preview too small to name its artifact
     with ExitStack() as stack:
         if real is None:
