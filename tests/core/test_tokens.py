@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from exact_tokens import needs_vocabulary
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,18 +29,6 @@ TOUCHES_NO_FILES = True
 UNITS = ["tokens:o200k_base", "tokens:cl100k_base"]
 
 
-def _unavailable() -> str | None:
-    try:
-        tokens.check_available("o200k_base")
-    except tokens.ExactTokensUnavailable as exc:
-        return str(exc)
-    return None
-
-
-# The lowest-versions run of scripts/ci-matrix installs no litellm and no tiktoken.
-needs_vocabulary = pytest.mark.skipif(
-    _unavailable() is not None, reason=f"exact tokens unavailable: {_unavailable()}"
-)
 REF = "/cache/budgetware/artifacts/" + "a" * 64 + ".txt"
 SAMPLES = [
     "hello world",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exact_tokens import needs_vocabulary
 from http_helpers import one_breakpoint, tool_result_texts
 from testing import drivers
 from wire import _bodies
@@ -199,7 +200,9 @@ def _params() -> list[Any]:
             missing = importlib.util.find_spec(module) is None
         except ModuleNotFoundError:
             missing = True
-        marks = pytest.mark.skipif(missing, reason=f"{module} is not installed")
+        marks = [pytest.mark.skipif(missing, reason=f"{module} is not installed")]
+        if unit.startswith("tokens:"):
+            marks.append(needs_vocabulary)
         out.append(pytest.param(send, api, unit, id=name, marks=marks))
     return out
 
