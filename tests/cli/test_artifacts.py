@@ -21,7 +21,6 @@ LOG = "\n".join(
     + ["FAILED tests/test_cart.py::test_checkout_total - AssertionError: 汉字"]
     + [f"PASSED tests/test_{i}.py::test_more" for i in range(3000, 4000)]
 )
-NOW = time.time()
 
 
 @pytest.fixture
@@ -32,7 +31,8 @@ def store(tmp_path: Path) -> LocalArtifactStore:
 def put_aged(store: LocalArtifactStore, text: str, hours: float) -> str:
     """``text`` stored, last used ``hours`` ago."""
     ref = store.put(text)
-    os.utime(ref, (NOW - hours * 3600, NOW - hours * 3600))
+    then = time.time() - hours * 3600  # now, not at import: a loaded machine collects slowly
+    os.utime(ref, (then, then))
     return ref
 
 
@@ -163,7 +163,7 @@ def fill(directory: Path, count: int) -> None:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     for i in range(count):
         (directory / f"{i:064x}.txt").write_bytes(b"x" * 100)
-        os.utime(directory / f"{i:064x}.txt", (NOW - 86400, NOW - 86400))
+        os.utime(directory / f"{i:064x}.txt", (time.time() - 86400,) * 2)
 
 
 def cli_env(**variables: str) -> dict[str, str]:
