@@ -375,26 +375,13 @@ def tool_results(name: str, before: Sequence[ToolResult], after: Sequence[ToolRe
 
 @_hook
 def tool_results_wire(
-    stage: str,
-    batches: Sequence[Sequence[ToolResult]],
-    *,
-    wire_bytes: int | None = None,
-    session: str | None = None,
-    request: str | None = None,
-    mutated: bool = False,
-    artifacts: bool = True,
+    stage: str, batches: Sequence[Sequence[ToolResult]], *, wire_bytes: int | None = None
 ) -> None:
-    """One event for a request's ToolResult batches as submitted; ``artifacts=False`` for
-    entries read back from a body (which carries no artifact decision)."""
+    """One event for a request's ToolResult batches as read back from its body (which
+    carries no artifact decision)."""
     entries = [entry for batch in batches for entry in batch]
-    _emit(
-        stage,
-        lambda: batch_values(entries),
-        (lambda: [e.persisted_output_files for e in entries]) if artifacts else None,
-        lambda: {**batch_ids(entries), "session": session, "request": request},
-        mutated,
-        wire_bytes,
-    )
+    values = functools.partial(batch_values, entries)
+    _emit(stage, values, None, functools.partial(batch_ids, entries), False, wire_bytes)
 
 
 @_hook
