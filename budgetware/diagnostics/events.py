@@ -24,9 +24,7 @@ from budgetware.core import observe
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import json_string_bytes, measure
 from budgetware.diagnostics.values import (
-    ARTIFACT_KINDS,
     DISPLAY_VALUES,
-    ArtifactInfo,
     Value,
     artifact_kind,
     batch_ids,
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_VAR",
     "EVENT",
-    "ArtifactInfo",
     "active",
     "boundary",
     "configure",
@@ -62,24 +59,6 @@ OVERSIZED_BYTES = 65_536
 DEFAULT_LIMIT = 50
 DEFAULT_WINDOW = 60.0
 
-STAGES = frozenset(
-    {
-        "producer_input",
-        "producer_output",
-        "finalizer_input",
-        "finalizer_output",
-        "guard_input",
-        "guard_output",
-        "recorder",
-        "acp_projection_input",
-        "acp_projection_output",
-        "acp_wire",
-        "headless_projection_input",
-        "headless_projection_output",
-        "headless_wire",
-        "http_wire",
-    }
-)
 REPRESENTATIONS = frozenset(
     {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
 )
@@ -244,22 +223,15 @@ def key_id() -> str:
     return _key_id
 
 
-def _artifact(item: object) -> dict[str, Any]:
+def _artifact(files: object) -> dict[str, Any]:
     """One tool call's state and kinds; anything but the tri-state is ``undecided``."""
-    files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
-    if files is None:
-        return {"state": "undecided", "kinds": []}
     try:
-        if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
+        if files is None or isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
             raise TypeError("not a sequence of references")
         refs = list(files)
     except Exception:
         return {"state": "undecided", "kinds": []}
     kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
-    try:  # only exact members of the closed set survive: a path-like string is never echoed
-        kinds += [k if isinstance(k, str) and k in ARTIFACT_KINDS else "unknown" for k in explicit]
-    except Exception:
-        pass
     return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
 
 
@@ -462,8 +434,6 @@ def _emit(
     changed: bool,
     wire_bytes: int | None,
 ) -> None:
-    if stage not in STAGES:
-        raise ValueError(f"unknown diagnostics stage {stage!r}")
     items: list[Sequence[Any]] | None = None
     if not changed:  # only an oversized value makes an unchanged boundary worth an event
         items = _evaluate(values)
