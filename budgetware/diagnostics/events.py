@@ -129,7 +129,6 @@ def _observe_batches(on: bool) -> None:
 
 _lock = threading.RLock()
 _key = secrets.token_bytes(32)
-_base_mac: Any = hmac.new(_key, digestmod=hashlib.sha256)
 _key_id = ""
 _clock: Callable[[], float] = time.monotonic
 _limit = DEFAULT_LIMIT
@@ -141,9 +140,8 @@ failures = 0  # swallowed internal errors, for tests and debugging
 
 
 def _set_key(key: bytes) -> None:
-    global _key, _base_mac, _key_id
+    global _key, _key_id
     _key = bytes(key)
-    _base_mac = hmac.new(_key, digestmod=hashlib.sha256)
     # Lets `budgetware diagnose` tell processes apart: their hashes are not comparable.
     _key_id = keyed_hash("budgetware.diagnostics.key-id")[:16]
 
@@ -208,8 +206,7 @@ def keyed_hash(value: str) -> str:
     """HMAC-SHA-256 (hex) of one value: its 8-byte length, then its UTF-16-LE bytes (lone
     surrogates kept distinct)."""
     data = value.encode("utf-16-le", "surrogatepass")
-    mac = _base_mac.copy()
-    mac.update(len(data).to_bytes(8, "big"))
+    mac = hmac.new(_key, len(data).to_bytes(8, "big"), hashlib.sha256)
     mac.update(data)
     digest: str = mac.hexdigest()
     return digest
@@ -416,7 +413,7 @@ def _admit() -> int | None:
     global _window_start, _window_count, _suppressed
     now = _clock()
     start = _window_start
-    if start is None or now < start or now - start >= _window:
+    if start is None or not 0 <= now - start < _window:
         _window_start, _window_count = now, 0  # a new fixed window (or a clock went back)
     if _window_count >= _limit:
         _suppressed += 1

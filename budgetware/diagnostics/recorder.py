@@ -36,9 +36,8 @@ __all__ = [
 ENV_VAR = "BUDGETWARE_RECORD_DIR"
 _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+_FLAGS |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def redact_url(url: str) -> str:
@@ -92,8 +91,7 @@ class Recorder:
         try:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             name = f"submitted-{stamp}-{os.getpid()}.jsonl"
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY
-            self._fd = folder.open(name, flags, 0o600)
+            self._fd = folder.open(name, _FLAGS, 0o600)
         finally:
             folder.close()
         self._pid = os.getpid()
