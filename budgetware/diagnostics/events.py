@@ -24,9 +24,7 @@ from budgetware.core import observe
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import json_string_bytes, measure
 from budgetware.diagnostics.values import (
-    ARTIFACT_KINDS,
     DISPLAY_VALUES,
-    ArtifactInfo,
     Value,
     artifact_kind,
     batch_ids,
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_VAR",
     "EVENT",
-    "ArtifactInfo",
     "active",
     "boundary",
     "configure",
@@ -62,24 +59,6 @@ OVERSIZED_BYTES = 65_536
 DEFAULT_LIMIT = 50
 DEFAULT_WINDOW = 60.0
 
-STAGES = frozenset(
-    {
-        "producer_input",
-        "producer_output",
-        "finalizer_input",
-        "finalizer_output",
-        "guard_input",
-        "guard_output",
-        "recorder",
-        "acp_projection_input",
-        "acp_projection_output",
-        "acp_wire",
-        "headless_projection_input",
-        "headless_projection_output",
-        "headless_wire",
-        "http_wire",
-    }
-)
 REPRESENTATIONS = frozenset(
     {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
 )
@@ -150,7 +129,6 @@ def _observe_batches(on: bool) -> None:
 
 _lock = threading.RLock()
 _key = secrets.token_bytes(32)
-_base_mac: Any = hmac.new(_key, digestmod=hashlib.sha256)
 _key_id = ""
 _clock: Callable[[], float] = time.monotonic
 _limit = DEFAULT_LIMIT
@@ -162,9 +140,8 @@ failures = 0  # swallowed internal errors, for tests and debugging
 
 
 def _set_key(key: bytes) -> None:
-    global _key, _base_mac, _key_id
+    global _key, _key_id
     _key = bytes(key)
-    _base_mac = hmac.new(_key, digestmod=hashlib.sha256)
     # Lets `budgetware diagnose` tell processes apart: their hashes are not comparable.
     _key_id = keyed_hash("budgetware.diagnostics.key-id")[:16]
 
@@ -229,8 +206,7 @@ def keyed_hash(value: str) -> str:
     """HMAC-SHA-256 (hex) of one value: its 8-byte length, then its UTF-16-LE bytes (lone
     surrogates kept distinct)."""
     data = value.encode("utf-16-le", "surrogatepass")
-    mac = _base_mac.copy()
-    mac.update(len(data).to_bytes(8, "big"))
+    mac = hmac.new(_key, len(data).to_bytes(8, "big"), hashlib.sha256)
     mac.update(data)
     digest: str = mac.hexdigest()
     return digest
@@ -244,22 +220,15 @@ def key_id() -> str:
     return _key_id
 
 
-def _artifact(item: object) -> dict[str, Any]:
+def _artifact(files: object) -> dict[str, Any]:
     """One tool call's state and kinds; anything but the tri-state is ``undecided``."""
-    files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
-    if files is None:
-        return {"state": "undecided", "kinds": []}
     try:
-        if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
+        if files is None or isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
             raise TypeError("not a sequence of references")
         refs = list(files)
     except Exception:
         return {"state": "undecided", "kinds": []}
     kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
-    try:  # only exact members of the closed set survive: a path-like string is never echoed
-        kinds += [k if isinstance(k, str) and k in ARTIFACT_KINDS else "unknown" for k in explicit]
-    except Exception:
-        pass
     return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
 
 
@@ -375,26 +344,13 @@ def tool_results(name: str, before: Sequence[ToolResult], after: Sequence[ToolRe
 
 @_hook
 def tool_results_wire(
-    stage: str,
-    batches: Sequence[Sequence[ToolResult]],
-    *,
-    wire_bytes: int | None = None,
-    session: str | None = None,
-    request: str | None = None,
-    mutated: bool = False,
-    artifacts: bool = True,
+    stage: str, batches: Sequence[Sequence[ToolResult]], *, wire_bytes: int | None = None
 ) -> None:
-    """One event for a request's ToolResult batches as submitted; ``artifacts=False`` for
-    entries read back from a body (which carries no artifact decision)."""
+    """One event for a request's ToolResult batches as read back from its body (which
+    carries no artifact decision)."""
     entries = [entry for batch in batches for entry in batch]
-    _emit(
-        stage,
-        lambda: batch_values(entries),
-        (lambda: [e.persisted_output_files for e in entries]) if artifacts else None,
-        lambda: {**batch_ids(entries), "session": session, "request": request},
-        mutated,
-        wire_bytes,
-    )
+    values = functools.partial(batch_values, entries)
+    _emit(stage, values, None, functools.partial(batch_ids, entries), False, wire_bytes)
 
 
 @_hook
@@ -457,7 +413,7 @@ def _admit() -> int | None:
     global _window_start, _window_count, _suppressed
     now = _clock()
     start = _window_start
-    if start is None or now < start or now - start >= _window:
+    if start is None or not 0 <= now - start < _window:
         _window_start, _window_count = now, 0  # a new fixed window (or a clock went back)
     if _window_count >= _limit:
         _suppressed += 1
@@ -475,8 +431,6 @@ def _emit(
     changed: bool,
     wire_bytes: int | None,
 ) -> None:
-    if stage not in STAGES:
-        raise ValueError(f"unknown diagnostics stage {stage!r}")
     items: list[Sequence[Any]] | None = None
     if not changed:  # only an oversized value makes an unchanged boundary worth an event
         items = _evaluate(values)

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_VAR",
     "Recorder",
-    "record_submission",
-    "recording",
     "set_recorder",
     "submitted",
 ]
@@ -38,9 +36,8 @@ __all__ = [
 ENV_VAR = "BUDGETWARE_RECORD_DIR"
 _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+_FLAGS |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def redact_url(url: str) -> str:
@@ -60,31 +57,18 @@ class Recorder:
         self._pid = 0
         self._sequence = itertools.count(1)
 
-    def record(
-        self,
-        url: str,
-        batches: Sequence[Sequence[ToolResult]],
-        *,
-        body: bytes | None = None,
-        session: str | None = None,
-        request: str | None = None,
-        source: str = "entries",
-    ) -> None:
-        """Write one record; raises on an I/O error. ``source`` is ``entries`` (the caller's
-        ToolResults) or ``wire`` (read back from the body: no artifact decision)."""
-        record: dict[str, Any] = {
+    def record(self, url: str, batches: Sequence[Sequence[ToolResult]], body: bytes) -> None:
+        """Write one record of the tool results read back from ``body``; raises on an I/O
+        error."""
+        record = {
             "time": round(time.time(), 3),
             "sequence": next(self._sequence),
             "key_id": diagnostics.key_id(),
             "url": redact_url(url),
-            "session": session,
-            "request": request,
-            "source": source,
             "batches": [[_entry(entry) for entry in batch] for batch in batches],
+            "body_sha256": hashlib.sha256(body).hexdigest(),
+            "wire_utf8_bytes": len(body),
         }
-        if body is not None:
-            record["body_sha256"] = hashlib.sha256(body).hexdigest()
-            record["wire_utf8_bytes"] = len(body)
         line = dumps_bytes(record) + b"\n"
         with self._lock:
             fd = self._open()
@@ -107,8 +91,7 @@ class Recorder:
         try:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             name = f"submitted-{stamp}-{os.getpid()}.jsonl"
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY
-            self._fd = folder.open(name, flags, 0o600)
+            self._fd = folder.open(name, _FLAGS, 0o600)
         finally:
             folder.close()
         self._pid = os.getpid()
@@ -117,13 +100,11 @@ class Recorder:
 
 
 def _entry(entry: ToolResult) -> dict[str, Any]:
-    files = entry.persisted_output_files
     return {
         "call_id": entry.call_id,
         "tool_name": entry.tool_name,
         "slots": list(entry.slots),
         "hmac_sha256": [diagnostics.keyed_hash(slot) for slot in entry.slots],
-        "persisted_output_files": None if files is None else list(files),
     }
 
 
@@ -162,49 +143,23 @@ def current() -> Recorder | None:
     return _env_recorder
 
 
-def recording() -> bool:
-    """Whether submissions are recorded (an explicit recorder, or ``BUDGETWARE_RECORD_DIR``)."""
-    return current() is not None
-
-
-def record_submission(
-    url: str,
-    batches: Sequence[Sequence[ToolResult]],
-    *,
-    body: bytes | None = None,
-    session: str | None = None,
-    request: str | None = None,
-    source: str = "entries",
-) -> None:
-    """Record what one request submits (``body`` only as its SHA-256 and length) and emit
-    its ``recorder`` diagnostic; never raises."""
+def submitted(url: str, body: bytes, *, config: BudgetConfig | None = None) -> None:
+    """The HTTP layer's call with the exact bytes it sends: the ``http_wire`` event, then a
+    record and its ``recorder`` event, all read back from ``body`` itself. Never raises."""
     global failures
     try:
         recorder = current()
-        if recorder is None:
+        if not (diagnostics.active() or recorder is not None):
             return
-        recorder.record(url, batches, body=body, session=session, request=request, source=source)
-        diagnostics.tool_results_wire(
-            "recorder", batches, session=session, request=request, artifacts=source != "wire"
-        )
-    except Exception:
-        failures += 1
-
-
-def submitted(url: str, body: bytes, *, config: BudgetConfig | None = None) -> None:
-    """The HTTP layer's call with the exact bytes it sends: the ``http_wire`` event and a
-    record, both read back from ``body`` itself (as undecided ToolResults). Never raises."""
-    if not (diagnostics.active() or current() is not None):
-        return
-    global failures
-    try:
         from budgetware.wire.detect import read_body
 
         read = read_body(url, body, config)
         batches = [[found.entry() for found in batch] for batch in read[1]] if read else []
         if not batches:
             return
-        diagnostics.tool_results_wire("http_wire", batches, wire_bytes=len(body), artifacts=False)
-        record_submission(url, batches, body=body, source="wire")
+        diagnostics.tool_results_wire("http_wire", batches, wire_bytes=len(body))
+        if recorder is not None:
+            recorder.record(url, batches, body)
+            diagnostics.tool_results_wire("recorder", batches)
     except Exception:
         failures += 1

@@ -7,16 +7,13 @@ headless messages); the event pipeline (``events``) measures and hashes what the
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from budgetware.core.models import ToolResult
 
 __all__ = [
-    "ARTIFACT_KINDS",
     "DISPLAY_VALUES",
     "MCP_SLOT_CHARS",
-    "ArtifactInfo",
     "Value",
     "artifact_kind",
     "batch_ids",
@@ -27,9 +24,6 @@ __all__ = [
     "mcp_values",
 ]
 
-ARTIFACT_KINDS = frozenset(
-    {"file", "link", "html", "image", "video", "audio", "pdf", "notebook", "document", "other"}
-)
 # Reference extension -> kind; any other path-like reference is a plain "file".
 _EXTENSION_KINDS = {
     **dict.fromkeys(("html", "htm", "xhtml"), "html"),
@@ -51,17 +45,9 @@ MCP_SLOT_CHARS = 64
 Value = tuple[str, str] | tuple[str, str, int]
 
 
-@dataclass(frozen=True)
-class ArtifactInfo:
-    """One tool call's artifacts (``files``: the tri-state, only its state logged) with
-    explicit kinds, logged after the kinds of ``files`` themselves."""
-
-    files: Sequence[str] | None
-    kinds: Sequence[str] = ()
-
-
 def artifact_kind(ref: str) -> str:
-    """The kind of an artifact reference (a path or a URL), from the closed set."""
+    """The kind of an artifact reference (a path or a URL), from a closed set: ``file link
+    html image video audio pdf notebook document other``."""
     lowered = ref.strip().lower()
     if lowered.startswith(("http://", "https://")):
         return "link"

@@ -267,17 +267,11 @@ class _SseTransform:
         return out
 
     def _rewrite(self, event: bytes) -> bytes:
-        lines: list[bytes] = []
-        terminators: list[bytes] = []
-        pos = 0
-        while (found := _next_eol(event, pos)) is not None:
-            lines.append(event[pos : found[0]])
-            terminators.append(event[found[0] : found[1]])
-            pos = found[1]
+        lines = event.splitlines(keepends=True)  # the SSE line endings: CRLF, LF or CR
         data: list[bytes] = []
         other_bytes = 0
         kind = b"message"
-        for line in lines:
+        for line in map(_no_eol, lines):
             if not line or line.startswith(b":"):
                 continue
             field, _, value = line.partition(b":")
@@ -304,13 +298,12 @@ class _SseTransform:
             return event
         if not isinstance(message, dict) or not _same_id(message.get("id"), self._call_id):
             return event
-        return self._bounded_event(event, lines, terminators, text, message, other_bytes, data)
+        return self._bounded_event(event, lines, text, message, other_bytes, data)
 
     def _bounded_event(
         self,
         event: bytes,
         lines: list[bytes],
-        terminators: list[bytes],
         text: bytes,
         message: Any,
         other_bytes: int,
@@ -337,15 +330,20 @@ class _SseTransform:
             reserve += over
         out = bytearray()
         wrote = False
-        for line, end in zip(lines, terminators):
-            if line.startswith(b"data:") or line == b"data":
+        for line in lines:
+            field = _no_eol(line)
+            if field.startswith(b"data:") or field == b"data":
                 if not wrote:
                     for payload in payload_lines:
-                        out += b"data: " + payload + end
+                        out += b"data: " + payload + line[len(field) :]
                     wrote = True
                 continue
-            out += line + end
+            out += line
         return bytes(out)
+
+
+def _no_eol(line: bytes) -> bytes:
+    return line.rstrip(b"\r\n")
 
 
 def _patched(body: bytes, message: Any, bounded: Any) -> bytes:

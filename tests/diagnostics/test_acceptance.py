@@ -10,7 +10,7 @@ import pytest
 
 from budgetware import BudgetConfig
 from budgetware.diagnostics import events as diagnostics
-from budgetware.diagnostics.events import ArtifactInfo, keyed_hash
+from budgetware.diagnostics.events import keyed_hash
 from budgetware.finalizer import ToolResult, finalize_batch, guard_batch
 
 from .conftest import FakeClock, Log
@@ -239,30 +239,17 @@ def test_case8_artifact_states_from_the_tri_state(log: Log) -> None:
     assert "abc" not in log.text
 
 
-def test_case8_unknown_and_path_like_kinds_become_unknown(log: Log) -> None:
+def test_case8_kinds_come_from_the_closed_set_never_the_path(log: Log) -> None:
     diagnostics.boundary(
         "producer_output",
         values=list,
-        artifacts=lambda: [
-            ArtifactInfo(["/srv/zq7/report.pdf"], ["pdf", "hologram", "/srv/zq7/x.png", "Image"])
-        ],
+        artifacts=lambda: [["/srv/zq7/report.pdf", "/srv/zq7/x.hologram", 42, "zq7"]],
         mutated=True,
     )
     (artifact,) = log.events[0]["artifacts"]
-    assert artifact == {"state": "reusable", "kinds": ["pdf", "unknown"]}
+    assert artifact == {"state": "reusable", "kinds": ["pdf", "file", "unknown", "other"]}
     assert "zq7" not in log.text
     assert "hologram" not in log.text
-
-
-def test_explicit_kinds_keep_the_persisted_files_own_kind(log: Log) -> None:
-    diagnostics.boundary(
-        "producer_output",
-        values=list,
-        artifacts=lambda: [ArtifactInfo(["/var/tmp/zq8/abc.txt"], ["image", "pdf"])],
-        mutated=True,
-    )
-    (artifact,) = log.events[0]["artifacts"]
-    assert artifact == {"state": "reusable", "kinds": ["file", "image", "pdf"]}
 
 
 def _raising() -> list[str]:
@@ -280,10 +267,9 @@ def _broken_refs() -> object:
         "/var/tmp/zq5/abc.txt",  # a bare string, not a list of references
         b"/var/tmp/zq5/abc.txt",
         42,
-        ArtifactInfo(42, ["pdf"]),  # type: ignore[arg-type]
-        ArtifactInfo(_broken_refs()),  # type: ignore[arg-type]
+        _broken_refs(),
     ],
-    ids=["str", "bytes", "int", "files-int", "files-raise"],
+    ids=["str", "bytes", "int", "raise"],
 )
 def test_bad_artifact_metadata_is_written_as_a_documented_state_with_no_kinds(
     log: Log, bad: object
@@ -302,17 +288,6 @@ def test_bad_artifact_metadata_is_written_as_a_documented_state_with_no_kinds(
     ]
     assert "zq5" not in log.text
     assert diagnostics.failures == 0
-
-
-@pytest.mark.parametrize("kinds", [None, 7], ids=["none", "int"])
-def test_unreadable_explicit_kinds_leave_the_references_own(log: Log, kinds: object) -> None:
-    diagnostics.boundary(
-        "producer_output",
-        values=list,
-        artifacts=lambda: [ArtifactInfo(["/var/tmp/zq5/abc.txt"], kinds)],  # type: ignore[arg-type]
-        mutated=True,
-    )
-    assert log.events[0]["artifacts"] == [{"state": "reusable", "kinds": ["file"]}]
 
 
 @pytest.mark.parametrize(
