@@ -19,7 +19,7 @@ from budgetware.core import observe
 from budgetware.core.config import AUTO, BudgetConfig, check_settings, resolve_config
 from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
-from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
+from budgetware.http.headers import header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
 from budgetware.http.usage import counters
 from budgetware.store.select import check_store
@@ -34,47 +34,29 @@ __all__ = ["BudgetCallback"]
 logger = logging.getLogger("budgetware")
 
 _CHAT = ("/chat/completions", "messages")
-_ANTHROPIC = ("/v1/messages", "messages")
-_RESPONSES = ("/responses", "input")
 _GEMINI = ("/models/litellm:generateContent", "contents")
 
-# The wire format of each call type's request, and the field that holds its conversation.
-# Call types not listed (embeddings, images, audio, batches, ...) carry no tool results.
+# The wire format of each call type's request (sync, and async with an "a" before it), and
+# the field that holds its conversation. Call types not listed (embeddings, images, audio,
+# batches, ...) carry no tool results; a text completion may carry ``messages`` anyway.
 _FORMATS: dict[str, tuple[str, str]] = {
-    "completion": _CHAT,
-    "acompletion": _CHAT,
-    # A ``messages`` field a client sends with a text completion anyway.
-    "text_completion": _CHAT,
-    "atext_completion": _CHAT,
-    "anthropic_messages": _ANTHROPIC,
-    "aanthropic_messages": _ANTHROPIC,
-    "responses": _RESPONSES,
-    "aresponses": _RESPONSES,
-    "generate_content": _GEMINI,
-    "agenerate_content": _GEMINI,
-    "generate_content_stream": _GEMINI,
-    "agenerate_content_stream": _GEMINI,
+    prefix + name: wire
+    for name, wire in (
+        ("completion", _CHAT),
+        ("text_completion", _CHAT),
+        ("anthropic_messages", ("/v1/messages", "messages")),
+        ("responses", ("/responses", "input")),
+        ("generate_content", _GEMINI),
+        ("generate_content_stream", _GEMINI),
+    )
+    for prefix in ("", "a")
 }
 
 
-def _call_type_name(call_type: object) -> str:
-    if isinstance(call_type, CallTypes):
-        return str(call_type.value)
-    return call_type if isinstance(call_type, str) else ""
-
-
-# Messages already logged by log_warning (a bounded set: past it, every one is logged).
-_LOGGED: set[str] = set()
-_LOGGED_MAX = 1024
-
-
+@functools.lru_cache(maxsize=1024)
 def log_warning(message: str) -> None:
-    """A ``BudgetwareWarning`` as a log line, once per message and process: the LiteLLM
-    Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
-    if message in _LOGGED:
-        return
-    if len(_LOGGED) < _LOGGED_MAX:
-        _LOGGED.add(message)
+    """A ``BudgetwareWarning`` as a log line, once per message and process (the last 1,024
+    kept): the LiteLLM Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
     logger.warning("BudgetwareWarning: %s", message)
 
 
@@ -95,16 +77,8 @@ def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
     own: dict[str, str] = {}
     for headers in (data.get("extra_headers"), found):
         if isinstance(headers, Mapping):
-            own.update(
-                (name, value)
-                for name, value in headers.items()
-                if _is_own_header(name) and isinstance(value, str)
-            )
+            own.update(_passthrough.own_headers(headers))
     return own
-
-
-def _is_own_header(name: object) -> bool:
-    return isinstance(name, str) and name.lower().startswith(REQUEST_HEADER_PREFIX)
 
 
 def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
@@ -113,8 +87,8 @@ def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
     body's ``extra_headers``. They are settings for the gateway."""
     for field in ("headers", "extra_headers"):
         forwarded = data.get(field)
-        if isinstance(forwarded, Mapping) and any(map(_is_own_header, forwarded)):
-            kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
+        if isinstance(forwarded, Mapping) and any(map(_passthrough.is_own, forwarded)):
+            kept = {k: v for k, v in forwarded.items() if not _passthrough.is_own(k)}
             data = {**data, field: kept}
     return data
 
@@ -191,12 +165,7 @@ def _request_size(data: Mapping[str, Any]) -> int:
     """The client's request body size, as its ``content-length`` header says (0: unknown)."""
     server_request = data.get("proxy_server_request")
     headers = server_request.get("headers") if isinstance(server_request, Mapping) else None
-    if not isinstance(headers, Mapping):
-        return 0
-    try:
-        return int(headers.get("content-length") or 0)
-    except (TypeError, ValueError):
-        return 0
+    return _passthrough.content_length(headers) if isinstance(headers, Mapping) else 0
 
 
 def _plain(value: Any) -> Any:
@@ -382,14 +351,13 @@ class BudgetCallback(CustomLogger):
                 "remove x-budgetware-* headers from a LiteLLM Proxy request", config=self.config
             )
         try:
-            name = _call_type_name(call_type)
-            if name == _passthrough.CALL_TYPE:
+            if call_type == _passthrough.CALL_TYPE:
                 client = _passthrough.take_client_request()
                 route = getattr(user_api_key_dict, "request_route", None)
                 wire = _passthrough.route_wire(route)
                 headers, size = client.headers, client.size
             else:
-                wire = _FORMATS.get(name)
+                wire = _FORMATS.get(call_type)
                 if wire is None:
                     return data
                 headers, size = request_headers(given), _request_size(data)
@@ -431,7 +399,7 @@ class BudgetCallback(CustomLogger):
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
-            wire = _FORMATS.get(_call_type_name(call_type))
+            wire = _FORMATS.get(call_type or "")
             if wire is None:
                 return kwargs
             path, field = wire

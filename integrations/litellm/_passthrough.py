@@ -22,7 +22,10 @@ from budgetware.wire.detect import format_for_path
 __all__ = [
     "CALL_TYPE",
     "ClientRequest",
+    "content_length",
     "guard_forwarded_headers",
+    "is_own",
+    "own_headers",
     "route_wire",
     "take_client_request",
 ]
@@ -82,11 +85,18 @@ def take_client_request() -> ClientRequest:
     return found
 
 
-def _is_own(name: object) -> bool:
+def is_own(name: object) -> bool:
+    """Whether ``name`` is an ``x-budgetware-*`` header, a setting for the gateway."""
     return isinstance(name, str) and name.lower().startswith(REQUEST_HEADER_PREFIX)
 
 
-def _size(headers: Mapping[Any, Any]) -> int:
+def own_headers(headers: Mapping[Any, Any]) -> dict[str, str]:
+    """The ``x-budgetware-*`` headers among ``headers`` (string values only)."""
+    return {k: v for k, v in headers.items() if is_own(k) and isinstance(v, str)}
+
+
+def content_length(headers: Mapping[Any, Any]) -> int:
+    """The body's size as its ``content-length`` header says (0: unknown)."""
     for name, value in headers.items():
         if isinstance(name, str) and name.lower() == "content-length":
             try:
@@ -103,14 +113,13 @@ def _guarded(original: Callable[..., Any]) -> Callable[..., Any]:
             # Read first: litellm pops names from the client's headers as it merges them.
             client = kwargs.get("request_headers", args[0] if args else None)
             if isinstance(client, Mapping):
-                own = {k: v for k, v in client.items() if _is_own(k) and isinstance(v, str)}
-                _CLIENT.set(ClientRequest(own, _size(client)))
+                _CLIENT.set(ClientRequest(own_headers(client), content_length(client)))
         except Exception:
             fail_open("read the x-budgetware-* headers of a pass-through request")
         forwarded = original(*args, **kwargs)
         try:
-            if isinstance(forwarded, Mapping) and any(map(_is_own, forwarded)):
-                return {k: v for k, v in forwarded.items() if not _is_own(k)}
+            if isinstance(forwarded, Mapping) and any(map(is_own, forwarded)):
+                return {k: v for k, v in forwarded.items() if not is_own(k)}
         except Exception:
             fail_open("remove x-budgetware-* headers from a pass-through request")
         return forwarded
