@@ -60,24 +60,21 @@ def log_warning(message: str) -> None:
     logger.warning("BudgetwareWarning: %s", message)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
-    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``, and
-    those it put in the body's ``extra_headers`` (the real headers win)."""
-    found: Any = None
-    server_request = data.get("proxy_server_request")
-    if isinstance(server_request, Mapping):
-        found = server_request.get("headers")
-    if not isinstance(found, Mapping):
-        # The proxy also copies the headers into the request's metadata, for guardrails.
-        for field in ("metadata", "litellm_metadata"):
-            metadata = data.get(field)
-            if isinstance(metadata, Mapping) and isinstance(metadata.get("headers"), Mapping):
-                found = metadata["headers"]
-                break
+    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data`` (or
+    copies them into its metadata, for guardrails), and those it put in the body's
+    ``extra_headers`` (the real headers win)."""
+    found = _mapping(data.get("proxy_server_request")).get("headers")
+    for field in ("metadata", "litellm_metadata"):
+        if not isinstance(found, Mapping):
+            found = _mapping(data.get(field)).get("headers")
     own: dict[str, str] = {}
     for headers in (data.get("extra_headers"), found):
-        if isinstance(headers, Mapping):
-            own.update(_passthrough.own_headers(headers))
+        own.update(_passthrough.own_headers(_mapping(headers)))
     return own
 
 
@@ -163,9 +160,8 @@ def _clamp_history(kept: dict[str, Any], bounds: BudgetConfig, factor: int) -> N
 
 def _request_size(data: Mapping[str, Any]) -> int:
     """The client's request body size, as its ``content-length`` header says (0: unknown)."""
-    server_request = data.get("proxy_server_request")
-    headers = server_request.get("headers") if isinstance(server_request, Mapping) else None
-    return _passthrough.content_length(headers) if isinstance(headers, Mapping) else 0
+    headers = _mapping(data.get("proxy_server_request")).get("headers")
+    return _passthrough.content_length(_mapping(headers))
 
 
 def _plain(value: Any) -> Any:
@@ -352,14 +348,11 @@ class BudgetCallback(CustomLogger):
             )
         try:
             if call_type == _passthrough.CALL_TYPE:
-                client = _passthrough.take_client_request()
+                headers, size = _passthrough.take_client_request()
                 route = getattr(user_api_key_dict, "request_route", None)
                 wire = _passthrough.route_wire(route)
-                headers, size = client.headers, client.size
             else:
                 wire = _FORMATS.get(call_type)
-                if wire is None:
-                    return data
                 headers, size = request_headers(given), _request_size(data)
             if wire is None:
                 return data
