@@ -112,7 +112,9 @@ def client_settings(
     client: Mapping[str, Any], operator: Mapping[str, Any], config: BudgetConfig | None
 ) -> dict[str, Any]:
     """The request's settings from the client's headers and the operator's key and team
-    metadata, by the ``client_overrides`` policy in effect."""
+    metadata, by the ``client_overrides`` policy in effect. Under ``clamp`` a client may
+    tighten the operator's budgets (smaller, fewer kept batches, in a comparable unit),
+    never loosen or turn them off; a history budget of ``auto`` is held as it is."""
     if not client:
         return dict(operator)
     bounds = resolve_config(config, request_overrides=operator, lenient=True)
@@ -128,34 +130,20 @@ def client_settings(
         del kept["unit"]
         factor = 1
         log_warning(_CLAMPED)
-    for name in ("batch_budget", "mcp_result_budget"):
+    for name in ("batch_budget", "mcp_result_budget", "history_budget"):
         bound = getattr(bounds, name)
-        if bound <= 0:
+        if bound is None or (isinstance(bound, int) and bound <= 0):
             continue  # the operator set no bound: any budget is within it
-        most = max(bound // factor, 1)
+        most = bound if bound == AUTO else max(bound // factor, 1)
         asked = kept.get(name, bound)
-        if not 0 < asked <= most:
+        within = asked == most if most == AUTO else isinstance(asked, int) and 0 < asked <= most
+        if not within:
             kept[name] = most
-            log_warning(_CLAMPED)
-    _clamp_history(kept, bounds, factor)
-    return {**operator, **kept}
-
-
-def _clamp_history(kept: dict[str, Any], bounds: BudgetConfig, factor: int) -> None:
-    """Under ``clamp``, a client may tighten the operator's history budget (a smaller one,
-    fewer kept batches), never loosen or turn it off; ``auto`` is held as it is."""
-    bound = bounds.history_budget
-    if bound is None:
-        return  # the operator set no history budget: any is within it
-    if "history_budget" in kept:
-        asked = kept["history_budget"]
-        most: int | str = max(bound // factor, 1) if isinstance(bound, int) else AUTO
-        if not (isinstance(asked, int) and isinstance(most, int) and asked <= most):
-            kept["history_budget"] = most
             log_warning(_CLAMPED)
     if kept.get("history_keep_batches", 0) > bounds.history_keep_batches:
         kept["history_keep_batches"] = bounds.history_keep_batches
         log_warning(_CLAMPED)
+    return {**operator, **kept}
 
 
 def _request_size(data: Mapping[str, Any]) -> int:
