@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BudgetCallback", "budget_async_http_handler", "budget_callback", "budget_http_handler"]
 
-_HANDLERS = "litellm.llms.custom_httpx.http_handler"
+# litellm imports its http_handler module with itself: the package names it.
+_HANDLERS = "litellm.llms.custom_httpx"
 
 
 def _callback_module() -> Any:
@@ -57,7 +58,7 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
     take ``openai.OpenAI(http_client=budgetware.integrations.openai.budget_http_client())``);
     ``handler.close()`` closes its connections.
     """
-    handler: HTTPHandler = require(_HANDLERS, "litellm").HTTPHandler()
+    handler: HTTPHandler = require(_HANDLERS, "litellm").http_handler.HTTPHandler()
     with_budget(handler.client, "litellm", config)
     return handler
 
@@ -65,6 +66,6 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
 def budget_async_http_handler(*, config: BudgetConfig | None = None) -> AsyncHTTPHandler:
     """A litellm ``AsyncHTTPHandler`` whose client's transports (litellm's own aiohttp-backed
     one, or classic httpx's) bound tool results."""
-    handler: AsyncHTTPHandler = require(_HANDLERS, "litellm").AsyncHTTPHandler()
+    handler: AsyncHTTPHandler = require(_HANDLERS, "litellm").http_handler.AsyncHTTPHandler()
     with_budget(handler.client, "litellm", config)
     return handler
