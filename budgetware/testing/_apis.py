@@ -150,10 +150,6 @@ _RESPONSES_CALL_TYPES: Final = frozenset(
 )
 
 
-def _has_items(value: Any) -> bool:
-    return isinstance(value, list) and len(value) > 0
-
-
 def count_tool_call_turns(api: ApiName, body: Mapping[str, Any] | None) -> int:
     """How many assistant turns in the request's conversation asked for tools (in the
     Responses API: runs of call items)."""
@@ -162,7 +158,8 @@ def count_tool_call_turns(api: ApiName, body: Mapping[str, Any] | None) -> int:
     turns = 0
     if api in ("openai_chat", "ollama", "cohere"):
         for msg in _dicts(body.get("messages")):
-            if msg.get("role") == "assistant" and _has_items(msg.get("tool_calls")):
+            calls = msg.get("tool_calls")
+            if msg.get("role") == "assistant" and isinstance(calls, list) and calls:
                 turns += 1
     elif api == "anthropic":
         for msg in _dicts(body.get("messages")):

@@ -139,8 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(rendered.body)
+            self.wfile.write(rendered.body)
             self.wfile.flush()
         except OSError:  # the client went away mid-answer
             self.close_connection = True

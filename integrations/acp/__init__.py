@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_faithful, loads_exact
 from budgetware.diagnostics import events as diagnostics
 from budgetware.display.projection import FIELD_BUDGET, project_acp_frame
+
+from .. import require
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent
@@ -41,17 +42,6 @@ class TransportLike(Protocol):
     async def receive(self) -> dict[str, Any] | None: ...
 
     async def close(self) -> None: ...
-
-
-def _require_acp() -> ModuleType:
-    try:
-        import acp
-    except ImportError as exc:  # pragma: no cover - acp is installed in development
-        raise ImportError(
-            "budgetware.integrations.acp needs the agent-client-protocol package: "
-            'pip install "budgetware[acp]"'
-        ) from exc
-    return acp
 
 
 class ProjectingTransport:
@@ -151,7 +141,7 @@ async def stdio_transport(
     *, budget: int = FIELD_BUDGET, limit: int = DEFAULT_READ_LIMIT
 ) -> ProjectingTransport:
     """A projecting transport over this process's stdin and stdout, for ``acp.run_agent``."""
-    acp = _require_acp()
+    acp = require("acp", "acp")
     reader, writer = await acp.stdio_streams(limit=limit)
     return ProjectingTransport(NdjsonStreamTransport(reader, writer), budget=budget)
 
@@ -160,6 +150,6 @@ async def run_agent(
     agent: Agent, *, budget: int = FIELD_BUDGET, limit: int = DEFAULT_READ_LIMIT, **kwargs: Any
 ) -> None:
     """``acp.run_agent`` over stdio, with tool output bounded: a drop-in replacement."""
-    acp = _require_acp()
+    acp = require("acp", "acp")
     transport = await stdio_transport(budget=budget, limit=limit)
     await acp.run_agent(agent, transport, **kwargs)

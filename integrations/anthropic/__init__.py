@@ -21,6 +21,7 @@ from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
 
+from .. import require
 from .._sdk import json_size, with_budget
 
 if TYPE_CHECKING:
@@ -28,20 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["budget_async_http_client", "budget_http_client", "budget_middleware"]
 
-_INSTALL = 'the anthropic integration needs the anthropic SDK: pip install "budgetware[anthropic]"'
-
-
-def _anthropic() -> Any:
-    try:
-        import anthropic
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return anthropic
-
 
 @functools.cache
 def _middleware_class() -> type[Any]:
-    anthropic = _anthropic()
+    anthropic = require("anthropic", "anthropic")
 
     class BudgetMiddleware(anthropic.Middleware):  # type: ignore[misc,name-defined]
         """Bounds the tool results of each request body before it is serialized and signed."""
@@ -96,7 +87,7 @@ def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> 
     """``anthropic.DefaultHttpxClient(**kwargs)``, as the SDK makes it (its limits, TCP
     keep-alive, proxies), with a budget: ``Anthropic(http_client=budget_http_client())``."""
     client: DefaultHttpxClient = with_budget(
-        _anthropic().DefaultHttpxClient(**kwargs), "anthropic", config
+        require("anthropic", "anthropic").DefaultHttpxClient(**kwargs), "anthropic", config
     )
     return client
 
@@ -106,7 +97,7 @@ def budget_async_http_client(
 ) -> DefaultAsyncHttpxClient | DefaultAioHttpClient:
     """``anthropic.DefaultAsyncHttpxClient`` (or ``DefaultAioHttpClient`` with ``aiohttp=True``)
     with a budget."""
-    anthropic = _anthropic()
+    anthropic = require("anthropic", "anthropic")
     made = (anthropic.DefaultAioHttpClient if aiohttp else anthropic.DefaultAsyncHttpxClient)(
         **kwargs
     )

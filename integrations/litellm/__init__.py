@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
 
+from .. import require
 from .._sdk import with_budget
 
 if TYPE_CHECKING:
@@ -22,24 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = ["BudgetCallback", "budget_async_http_handler", "budget_callback", "budget_http_handler"]
 
-_INSTALL = 'the litellm integration needs litellm: pip install "budgetware[litellm]"'
-
-
-def _handlers() -> Any:
-    try:
-        from litellm.llms.custom_httpx import http_handler
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return http_handler
+# litellm imports its http_handler module with itself: the package names it.
+_HANDLERS = "litellm.llms.custom_httpx"
 
 
 def _callback_module() -> Any:
     """``_callback``, imported on demand: importing this package must not import litellm."""
-    try:
-        from . import _callback
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return _callback
+    return require(f"{__name__}._callback", "litellm")
 
 
 def budget_callback(*, config: BudgetConfig | None = None) -> BudgetCallback:
@@ -68,7 +58,7 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
     take ``openai.OpenAI(http_client=budgetware.integrations.openai.budget_http_client())``);
     ``handler.close()`` closes its connections.
     """
-    handler: HTTPHandler = _handlers().HTTPHandler()
+    handler: HTTPHandler = require(_HANDLERS, "litellm").http_handler.HTTPHandler()
     with_budget(handler.client, "litellm", config)
     return handler
 
@@ -76,6 +66,6 @@ def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
 def budget_async_http_handler(*, config: BudgetConfig | None = None) -> AsyncHTTPHandler:
     """A litellm ``AsyncHTTPHandler`` whose client's transports (litellm's own aiohttp-backed
     one, or classic httpx's) bound tool results."""
-    handler: AsyncHTTPHandler = _handlers().AsyncHTTPHandler()
+    handler: AsyncHTTPHandler = require(_HANDLERS, "litellm").http_handler.AsyncHTTPHandler()
     with_budget(handler.client, "litellm", config)
     return handler

@@ -19,7 +19,7 @@ from budgetware.core import observe
 from budgetware.core.config import AUTO, BudgetConfig, check_settings, resolve_config
 from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
-from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
+from budgetware.http.headers import header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
 from budgetware.http.usage import counters
 from budgetware.store.select import check_store
@@ -34,77 +34,48 @@ __all__ = ["BudgetCallback"]
 logger = logging.getLogger("budgetware")
 
 _CHAT = ("/chat/completions", "messages")
-_ANTHROPIC = ("/v1/messages", "messages")
-_RESPONSES = ("/responses", "input")
 _GEMINI = ("/models/litellm:generateContent", "contents")
 
-# The wire format of each call type's request, and the field that holds its conversation.
-# Call types not listed (embeddings, images, audio, batches, ...) carry no tool results.
+# The wire format of each call type's request (sync, and async with an "a" before it), and
+# the field that holds its conversation. Call types not listed (embeddings, images, audio,
+# batches, ...) carry no tool results; a text completion may carry ``messages`` anyway.
 _FORMATS: dict[str, tuple[str, str]] = {
-    "completion": _CHAT,
-    "acompletion": _CHAT,
-    # A ``messages`` field a client sends with a text completion anyway.
-    "text_completion": _CHAT,
-    "atext_completion": _CHAT,
-    "anthropic_messages": _ANTHROPIC,
-    "aanthropic_messages": _ANTHROPIC,
-    "responses": _RESPONSES,
-    "aresponses": _RESPONSES,
-    "generate_content": _GEMINI,
-    "agenerate_content": _GEMINI,
-    "generate_content_stream": _GEMINI,
-    "agenerate_content_stream": _GEMINI,
+    prefix + name: wire
+    for name, wire in (
+        ("completion", _CHAT),
+        ("text_completion", _CHAT),
+        ("anthropic_messages", ("/v1/messages", "messages")),
+        ("responses", ("/responses", "input")),
+        ("generate_content", _GEMINI),
+        ("generate_content_stream", _GEMINI),
+    )
+    for prefix in ("", "a")
 }
 
 
-def _call_type_name(call_type: object) -> str:
-    if isinstance(call_type, CallTypes):
-        return str(call_type.value)
-    return call_type if isinstance(call_type, str) else ""
-
-
-# Messages already logged by log_warning (a bounded set: past it, every one is logged).
-_LOGGED: set[str] = set()
-_LOGGED_MAX = 1024
-
-
+@functools.lru_cache(maxsize=1024)
 def log_warning(message: str) -> None:
-    """A ``BudgetwareWarning`` as a log line, once per message and process: the LiteLLM
-    Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
-    if message in _LOGGED:
-        return
-    if len(_LOGGED) < _LOGGED_MAX:
-        _LOGGED.add(message)
+    """A ``BudgetwareWarning`` as a log line, once per message and process (the last 1,024
+    kept): the LiteLLM Proxy replaces ``warnings.showwarning`` with one that prints nothing."""
     logger.warning("BudgetwareWarning: %s", message)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def request_headers(data: Mapping[str, Any]) -> dict[str, str]:
-    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data``, and
-    those it put in the body's ``extra_headers`` (the real headers win)."""
-    found: Any = None
-    server_request = data.get("proxy_server_request")
-    if isinstance(server_request, Mapping):
-        found = server_request.get("headers")
-    if not isinstance(found, Mapping):
-        # The proxy also copies the headers into the request's metadata, for guardrails.
-        for field in ("metadata", "litellm_metadata"):
-            metadata = data.get(field)
-            if isinstance(metadata, Mapping) and isinstance(metadata.get("headers"), Mapping):
-                found = metadata["headers"]
-                break
+    """The client's ``x-budgetware-*`` headers as the proxy records them in ``data`` (or
+    copies them into its metadata, for guardrails), and those it put in the body's
+    ``extra_headers`` (the real headers win)."""
+    found = _mapping(data.get("proxy_server_request")).get("headers")
+    for field in ("metadata", "litellm_metadata"):
+        if not isinstance(found, Mapping):
+            found = _mapping(data.get(field)).get("headers")
     own: dict[str, str] = {}
     for headers in (data.get("extra_headers"), found):
-        if isinstance(headers, Mapping):
-            own.update(
-                (name, value)
-                for name, value in headers.items()
-                if _is_own_header(name) and isinstance(value, str)
-            )
+        own.update(_passthrough.own_headers(_mapping(headers)))
     return own
-
-
-def _is_own_header(name: object) -> bool:
-    return isinstance(name, str) and name.lower().startswith(REQUEST_HEADER_PREFIX)
 
 
 def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
@@ -113,8 +84,8 @@ def without_own_headers(data: dict[Any, Any]) -> dict[Any, Any]:
     body's ``extra_headers``. They are settings for the gateway."""
     for field in ("headers", "extra_headers"):
         forwarded = data.get(field)
-        if isinstance(forwarded, Mapping) and any(map(_is_own_header, forwarded)):
-            kept = {name: value for name, value in forwarded.items() if not _is_own_header(name)}
+        if isinstance(forwarded, Mapping) and any(map(_passthrough.is_own, forwarded)):
+            kept = {k: v for k, v in forwarded.items() if not _passthrough.is_own(k)}
             data = {**data, field: kept}
     return data
 
@@ -141,7 +112,9 @@ def client_settings(
     client: Mapping[str, Any], operator: Mapping[str, Any], config: BudgetConfig | None
 ) -> dict[str, Any]:
     """The request's settings from the client's headers and the operator's key and team
-    metadata, by the ``client_overrides`` policy in effect."""
+    metadata, by the ``client_overrides`` policy in effect. Under ``clamp`` a client may
+    tighten the operator's budgets (smaller, fewer kept batches, in a comparable unit),
+    never loosen or turn them off; a history budget of ``auto`` is held as it is."""
     if not client:
         return dict(operator)
     bounds = resolve_config(config, request_overrides=operator, lenient=True)
@@ -157,46 +130,26 @@ def client_settings(
         del kept["unit"]
         factor = 1
         log_warning(_CLAMPED)
-    for name in ("batch_budget", "mcp_result_budget"):
+    for name in ("batch_budget", "mcp_result_budget", "history_budget"):
         bound = getattr(bounds, name)
-        if bound <= 0:
+        if bound is None or (isinstance(bound, int) and bound <= 0):
             continue  # the operator set no bound: any budget is within it
-        most = max(bound // factor, 1)
+        most = bound if bound == AUTO else max(bound // factor, 1)
         asked = kept.get(name, bound)
-        if not 0 < asked <= most:
+        within = asked == most if most == AUTO else isinstance(asked, int) and 0 < asked <= most
+        if not within:
             kept[name] = most
-            log_warning(_CLAMPED)
-    _clamp_history(kept, bounds, factor)
-    return {**operator, **kept}
-
-
-def _clamp_history(kept: dict[str, Any], bounds: BudgetConfig, factor: int) -> None:
-    """Under ``clamp``, a client may tighten the operator's history budget (a smaller one,
-    fewer kept batches), never loosen or turn it off; ``auto`` is held as it is."""
-    bound = bounds.history_budget
-    if bound is None:
-        return  # the operator set no history budget: any is within it
-    if "history_budget" in kept:
-        asked = kept["history_budget"]
-        most: int | str = max(bound // factor, 1) if isinstance(bound, int) else AUTO
-        if not (isinstance(asked, int) and isinstance(most, int) and asked <= most):
-            kept["history_budget"] = most
             log_warning(_CLAMPED)
     if kept.get("history_keep_batches", 0) > bounds.history_keep_batches:
         kept["history_keep_batches"] = bounds.history_keep_batches
         log_warning(_CLAMPED)
+    return {**operator, **kept}
 
 
 def _request_size(data: Mapping[str, Any]) -> int:
     """The client's request body size, as its ``content-length`` header says (0: unknown)."""
-    server_request = data.get("proxy_server_request")
-    headers = server_request.get("headers") if isinstance(server_request, Mapping) else None
-    if not isinstance(headers, Mapping):
-        return 0
-    try:
-        return int(headers.get("content-length") or 0)
-    except (TypeError, ValueError):
-        return 0
+    headers = _mapping(data.get("proxy_server_request")).get("headers")
+    return _passthrough.content_length(_mapping(headers))
 
 
 def _plain(value: Any) -> Any:
@@ -382,16 +335,12 @@ class BudgetCallback(CustomLogger):
                 "remove x-budgetware-* headers from a LiteLLM Proxy request", config=self.config
             )
         try:
-            name = _call_type_name(call_type)
-            if name == _passthrough.CALL_TYPE:
-                client = _passthrough.take_client_request()
+            if call_type == _passthrough.CALL_TYPE:
+                headers, size = _passthrough.take_client_request()
                 route = getattr(user_api_key_dict, "request_route", None)
                 wire = _passthrough.route_wire(route)
-                headers, size = client.headers, client.size
             else:
-                wire = _FORMATS.get(name)
-                if wire is None:
-                    return data
+                wire = _FORMATS.get(call_type)
                 headers, size = request_headers(given), _request_size(data)
             if wire is None:
                 return data
@@ -431,7 +380,7 @@ class BudgetCallback(CustomLogger):
         if isinstance(kwargs.get("proxy_server_request"), Mapping):
             return kwargs
         try:
-            wire = _FORMATS.get(_call_type_name(call_type))
+            wire = _FORMATS.get(call_type or "")
             if wire is None:
                 return kwargs
             path, field = wire

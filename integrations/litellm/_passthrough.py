@@ -12,7 +12,6 @@ import functools
 import logging
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from budgetware.core.errors import fail_open
@@ -21,8 +20,10 @@ from budgetware.wire.detect import format_for_path
 
 __all__ = [
     "CALL_TYPE",
-    "ClientRequest",
+    "content_length",
     "guard_forwarded_headers",
+    "is_own",
+    "own_headers",
     "route_wire",
     "take_client_request",
 ]
@@ -59,34 +60,33 @@ def route_wire(route: object) -> tuple[str, str] | None:
     return path, _FIELDS[fmt.name]
 
 
-@dataclass(frozen=True)
-class ClientRequest:
-    """What the hook of a pass-through request needs of the client's headers."""
-
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """The client's ``x-budgetware-*`` headers."""
-    size: int = 0
-    """The body's ``content-length`` (0: unknown)."""
+# The client's x-budgetware-* headers and body size (content-length, 0: unknown) of the
+# pass-through request being served, for its hook.
+_CLIENT: ContextVar[tuple[dict[str, str], int] | None] = ContextVar(
+    "budgetware_pass_through", default=None
+)
 
 
-_NOTHING = ClientRequest()
-_CLIENT: ContextVar[ClientRequest | None] = ContextVar("budgetware_pass_through", default=None)
-
-
-def take_client_request() -> ClientRequest:
-    """The client's headers of the pass-through request being served (once: cleared)."""
+def take_client_request() -> tuple[dict[str, str], int]:
+    """The client's ``x-budgetware-*`` headers and body size of the pass-through request
+    being served (once: cleared)."""
     found = _CLIENT.get()
-    if found is None:
-        return _NOTHING
     _CLIENT.set(None)
-    return found
+    return found or ({}, 0)
 
 
-def _is_own(name: object) -> bool:
+def is_own(name: object) -> bool:
+    """Whether ``name`` is an ``x-budgetware-*`` header, a setting for the gateway."""
     return isinstance(name, str) and name.lower().startswith(REQUEST_HEADER_PREFIX)
 
 
-def _size(headers: Mapping[Any, Any]) -> int:
+def own_headers(headers: Mapping[Any, Any]) -> dict[str, str]:
+    """The ``x-budgetware-*`` headers among ``headers`` (string values only)."""
+    return {k: v for k, v in headers.items() if is_own(k) and isinstance(v, str)}
+
+
+def content_length(headers: Mapping[Any, Any]) -> int:
+    """The body's size as its ``content-length`` header says (0: unknown)."""
     for name, value in headers.items():
         if isinstance(name, str) and name.lower() == "content-length":
             try:
@@ -103,14 +103,13 @@ def _guarded(original: Callable[..., Any]) -> Callable[..., Any]:
             # Read first: litellm pops names from the client's headers as it merges them.
             client = kwargs.get("request_headers", args[0] if args else None)
             if isinstance(client, Mapping):
-                own = {k: v for k, v in client.items() if _is_own(k) and isinstance(v, str)}
-                _CLIENT.set(ClientRequest(own, _size(client)))
+                _CLIENT.set((own_headers(client), content_length(client)))
         except Exception:
             fail_open("read the x-budgetware-* headers of a pass-through request")
         forwarded = original(*args, **kwargs)
         try:
-            if isinstance(forwarded, Mapping) and any(map(_is_own, forwarded)):
-                return {k: v for k, v in forwarded.items() if not _is_own(k)}
+            if isinstance(forwarded, Mapping) and any(map(is_own, forwarded)):
+                return {k: v for k, v in forwarded.items() if not is_own(k)}
         except Exception:
             fail_open("remove x-budgetware-* headers from a pass-through request")
         return forwarded

@@ -7,9 +7,7 @@ is the public face.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,24 +26,14 @@ from budgetware.mcp.bound import bound_tool_result, result_budget_for
 from budgetware.mcp.http import rewrite_mcp_response
 from budgetware.store.select import check_store, store_for_config
 
+from .. import require
+
 __all__ = [
     "BoundedTransport",
     "McpBoundTransport",
     "bound_streams",
     "budget_http_client",
-    "require",
 ]
-
-_HINT = 'budgetware\'s MCP integration needs the mcp package: pip install "budgetware[mcp]"'
-
-
-def require(name: str) -> ModuleType:
-    """Import ``name`` (``mcp...`` or ``httpx2``), or raise an ImportError with the hint."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise ImportError(f"{_HINT} ({exc})", name=exc.name) from exc
-
 
 # The mcp SDK's own client defaults (create_mcp_http_client): a stream may idle for minutes.
 _TIMEOUT = 30.0
@@ -73,7 +61,7 @@ class McpBoundTransport(_Base):
     ) -> None:
         check_store(check_settings(config))  # a bad setting fails here, not on a call
         if inner is None:
-            inner = require("httpx2").AsyncHTTPTransport()
+            inner = require("httpx2", "mcp").AsyncHTTPTransport()
         self.inner = inner
         self.server = server
         self.store = store
@@ -101,7 +89,7 @@ class McpBoundTransport(_Base):
 def _with_httpx2_base() -> type[McpBoundTransport]:
     """``McpBoundTransport`` deriving from ``httpx2.AsyncBaseTransport`` (its context manager
     methods), made on first use: importing this module imports no httpx2."""
-    base = require("httpx2").AsyncBaseTransport
+    base = require("httpx2", "mcp").AsyncBaseTransport
     return type("McpBoundTransport", (McpBoundTransport, base), {"__module__": __name__})
 
 
@@ -120,7 +108,7 @@ def budget_http_client(
     ``transport`` is the one to wrap; other keyword arguments go to the client, whose
     timeouts default to the mcp SDK's.
     """
-    library = require("httpx2")
+    library = require("httpx2", "mcp")
     client_kwargs.setdefault("timeout", library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT))
     bounded = McpBoundTransport(transport, server=server, store=store, config=config)
     client: httpx2.AsyncClient = library.AsyncClient(transport=bounded, **client_kwargs)
@@ -222,7 +210,7 @@ class _BoundingRead(_StreamProxy):
         bounded = await anyio.to_thread.run_sync(self._bound, result, config, limit)
         if bounded is result:
             return item
-        types = require("mcp_types")
+        types = require("mcp_types", "mcp")
         new_message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=bounded)
         return type(item)(message=new_message, metadata=getattr(item, "metadata", None))
 

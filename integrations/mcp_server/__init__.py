@@ -24,6 +24,8 @@ from budgetware.tools import (
     run_read_tool_output,
 )
 
+from .. import require
+
 __all__ = [
     "SERVER_NAME",
     "TOKEN_ENV",
@@ -38,7 +40,6 @@ __all__ = [
 SERVER_NAME = "budgetware"
 # Set: every HTTP request needs this bearer token (not an option: command lines are public).
 TOKEN_ENV = "BUDGETWARE_MCP_SERVER_TOKEN"
-_INSTALL = 'the budgetware MCP server needs the mcp package: pip install "budgetware[mcp-server]"'
 _INSTRUCTIONS = (
     "Tool results that were too long reach you as a preview that names the full output "
     "('Full output: <ref>'). Call read_tool_output with that ref to read any part of it "
@@ -52,12 +53,8 @@ CLIENT_SEARCHES = 2
 
 
 def _mcp() -> tuple[Any, Any]:
-    try:
-        import mcp_types
-        from mcp.server.lowlevel.server import Server
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return Server, mcp_types
+    types = require("mcp_types", "mcp-server")
+    return require("mcp.server.lowlevel.server", "mcp-server").Server, types
 
 
 def build_server(
@@ -262,10 +259,8 @@ async def serve_http(
 ) -> None:
     """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
     see ``http_app``); ``on_ready()`` once the port is bound."""
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
+    require("uvicorn", "mcp-server")
+    import uvicorn
 
     class Uvicorn(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:

@@ -98,25 +98,24 @@ class BudgetwareCapture:
             )
         problems: list[str] = []
         for number, request in enumerate(self.requests, 1):
+            where = f"request {number} ({request.api or 'unknown format'})"
             if request.error is not None:
                 problems.append(
-                    f"request {number} ({request.api or 'unknown format'}): budgetware failed "
-                    f"({request.error}) and sent it unchanged"
+                    f"{where}: budgetware failed ({request.error}) and sent it unchanged"
                 )
             history = request.history
             # A history left to the provider (context_management) is the provider's to bound.
             if history is not None and history.skipped is None and history.budget < history.after:
                 problems.append(
-                    f"request {number} ({request.api or 'unknown format'}): history of "
-                    f"{history.after:,} {request.unit} sent, history budget {history.budget:,} "
-                    "(its newest batches alone are over it)"
+                    f"{where}: history of {history.after:,} {request.unit} sent, history "
+                    f"budget {history.budget:,} (its newest batches alone are over it)"
                 )
             for index, batch in enumerate(request.batches, 1):
                 limit = batch.budget if budget is None else budget
                 if limit > 0 and batch.size_after > limit:
                     problems.append(
-                        f"request {number} ({request.api or 'unknown format'}), batch {index}: "
-                        f"{batch.size_after:,} {request.unit} sent, budget {limit:,}"
+                        f"{where}, batch {index}: {batch.size_after:,} {request.unit} sent, "
+                        f"budget {limit:,}"
                     )
         if problems:
             raise AssertionError("tool results over budget:\n  " + "\n  ".join(problems))

@@ -20,6 +20,8 @@ from budgetware.tools import (
     run_read_tool_output,
 )
 
+from .. import require
+
 if TYPE_CHECKING:
     from agents import FunctionTool
     from langchain_core.tools import StructuredTool
@@ -80,21 +82,12 @@ aread_tool_output.__doc__ = read_tool_output.__doc__
 aread_tool_output.__name__ = aread_tool_output.__qualname__ = TOOL_NAME
 
 
-def _require(module: str, extra: str) -> None:
-    try:
-        __import__(module)
-    except ImportError as exc:
-        raise ImportError(
-            f'the {extra} tool needs {module}: pip install "budgetware[{extra}]"'
-        ) from exc
-
-
 def openai_agents_tool(
     *, store: ContentStore | None = None, config: BudgetConfig | None = None
 ) -> FunctionTool:
     """``read_tool_output`` as an OpenAI Agents SDK ``FunctionTool``:
     ``Agent(..., tools=[openai_agents_tool()])``."""
-    _require("agents", "openai-agents")
+    require("agents", "openai-agents")
     from agents import FunctionTool
 
     async def invoke(context: Any, arguments: str) -> str:
@@ -115,7 +108,7 @@ def langchain_tool(
 ) -> StructuredTool:
     """``read_tool_output`` as a LangChain ``StructuredTool`` (LangGraph's ``ToolNode`` and
     ``create_react_agent`` take it): ``model.bind_tools([langchain_tool()])``."""
-    _require("langchain_core", "langchain")
+    require("langchain_core", "langchain")
     from langchain_core.tools import StructuredTool
 
     def run(**arguments: Any) -> str:
@@ -140,7 +133,7 @@ def pydantic_ai_tool(
 ) -> Tool[Any]:
     """``read_tool_output`` as a pydantic-ai ``Tool``:
     ``Agent(..., tools=[pydantic_ai_tool()])``."""
-    _require("pydantic_ai", "pydantic-ai")
+    require("pydantic_ai", "pydantic-ai")
     from pydantic_ai import Tool
 
     async def run(**arguments: Any) -> str:

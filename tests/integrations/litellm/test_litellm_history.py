@@ -128,6 +128,19 @@ async def test_a_client_may_tighten_the_history_budget_or_set_one(artifact_dir: 
         assert _history_total(result) <= HISTORY * 3 // 4
 
 
+async def test_a_clients_unit_converts_the_operators_history_budget(artifact_dir: Path) -> None:
+    from budgetware.integrations.litellm import budget_callback
+
+    callback = budget_callback(
+        config=BudgetConfig(artifact_dir=artifact_dir, history_budget=HISTORY)
+    )
+    headers = {"x-budgetware-unit": "tokens"}  # 12,000 chars of history: 3,000 tokens at most
+    data = proxy_data("messages", openai_chat(conversation())[0]["messages"], headers=headers)
+    result = await _hook(callback, data, _key())
+    assert _masked_count(result) > 0
+    assert _history_total(result) <= HISTORY
+
+
 async def test_auto_looks_up_the_model_the_request_names(artifact_dir: Path) -> None:
     from budgetware.integrations.litellm import budget_callback
 

@@ -252,13 +252,11 @@ def threads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
 
 
 @pytest.fixture
-def proxy_log(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> pytest.LogCaptureFixture:
+def proxy_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     """The budgetware log, with no message counted as already logged."""
     from budgetware.integrations.litellm import _callback
 
-    monkeypatch.setattr(_callback, "_LOGGED", set())
+    _callback.log_warning.cache_clear()
     caplog.set_level(logging.WARNING, logger="budgetware")
     return caplog
 
