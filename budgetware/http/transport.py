@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import enum
-import logging
+import functools
 import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from functools import partial
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 from budgetware.core import observe
 from budgetware.core.config import (
@@ -51,18 +50,9 @@ __all__ = [
     "sdk_http_library",
 ]
 
-logger = logging.getLogger("budgetware")
-
 # Set on a request that one layer already bounded, so a lower layer leaves it alone.
 HANDLED_EXTENSION = "budgetware.handled"
 _LIBRARIES = ("httpx", "httpx2")
-
-
-class HttpLibrary(Protocol):
-    """What budgetware uses of an HTTP library module: httpx and httpx2 both provide it."""
-
-    Request: Any
-    RequestNotRead: type[Exception]
 
 
 # --- the one code path shared by the transports and instrument() ---------------------------
@@ -95,24 +85,14 @@ def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
 
 
 _WARNED_LOCK = threading.Lock()
-_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
-# Owners that cannot be weakly referenced, by id (bounded: a warning may repeat).
-_WARNED_IDS: set[int] = set()
-_WARNED_IDS_MAX = 1024
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()  # the transports and clients warned
 
 
 def _warn_signed_once(owner: object, host: str) -> None:
     with _WARNED_LOCK:
-        try:
-            if owner in _WARNED:
-                return
-            _WARNED.add(owner)
-        except TypeError:  # an owner that cannot be weakly referenced: remember its id
-            if id(owner) in _WARNED_IDS:
-                return
-            if len(_WARNED_IDS) >= _WARNED_IDS_MAX:
-                _WARNED_IDS.clear()
-            _WARNED_IDS.add(id(owner))
+        if owner in _WARNED:
+            return
+        _WARNED.add(owner)
     warnings.warn(
         f"budgetware: requests to {host} are signed (AWS SigV4) and pass through unbounded: "
         "changing a signed body would break its signature. Bound them before they are signed: "
@@ -125,7 +105,7 @@ def _warn_signed_once(owner: object, host: str) -> None:
 
 def prepare_request(
     request: Any,
-    lib: ModuleType,
+    lib: Any,
     base: BudgetConfig | None,
     owner: object,
     *,
@@ -135,7 +115,6 @@ def prepare_request(
     without ``x-budgetware-*`` headers, carrying its report while something watches (the
     caller calls ``settle`` after sending it). ``owner`` warns once about signed requests.
     """
-    library = cast(HttpLibrary, lib)
     headers = request.headers
     url = str(request.url)
     own = [name for name in headers if name.lower().startswith(REQUEST_HEADER_PREFIX)]
@@ -147,13 +126,13 @@ def prepare_request(
         if not strip:
             return request
         try:
-            return _rebuild(library, request, request.content, strip)
-        except library.RequestNotRead:
+            return _rebuild(lib, request, request.content, strip)
+        except lib.RequestNotRead:
             return _rebuild_headers_only(request, strip)
     overrides = header_overrides(headers) if own else {}
     try:
         body = request.content
-    except library.RequestNotRead:  # a streaming body: not ours to buffer
+    except lib.RequestNotRead:  # a streaming body: not ours to buffer
         if overrides:
             request.extensions[OVERRIDES_EXTENSION] = overrides
         return _rebuild_headers_only(request, own) if own else request
@@ -172,9 +151,7 @@ def prepare_request(
             fail_open("bound a request", config=config)
             new_body = body
     _recorder.submitted(url, new_body, config=config)
-    outgoing = (
-        request if new_body is body and not own else _rebuild(library, request, new_body, own)
-    )
+    outgoing = request if new_body is body and not own else _rebuild(lib, request, new_body, own)
     if overrides:  # for the response side (the MCP boundary), once the headers are gone
         outgoing.extensions[OVERRIDES_EXTENSION] = overrides
     if report is not None:
@@ -191,7 +168,7 @@ def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> B
         return None
 
 
-def _rebuild(library: HttpLibrary, request: Any, body: bytes, drop: list[str]) -> Any:
+def _rebuild(library: Any, request: Any, body: bytes, drop: list[str]) -> Any:
     dropped = {name.lower() for name in drop} | {"content-length"}
     headers = [
         (key, value)
@@ -228,7 +205,7 @@ def mark_handled(request: Any) -> None:
 # --- the transports ------------------------------------------------------------------------
 
 
-_CONCRETE_LOCK = threading.Lock()
+# (transport class, library name) -> that class deriving from the library's base class too.
 _CONCRETE: dict[tuple[type, str], type] = {}
 
 
@@ -245,14 +222,11 @@ class _TransportBase:
         lib = library_of(inner)
         if lib is None or cls.lib is not None:
             return super().__new__(cls)
-        key = (cls, lib.__name__)
-        with _CONCRETE_LOCK:
-            concrete = _CONCRETE.get(key)
-            if concrete is None:
-                base = getattr(lib, cls._library_base)
-                namespace = {"lib": lib, "__module__": cls.__module__}
-                concrete = type(cls.__name__, (cls, base), namespace)
-                _CONCRETE[key] = concrete
+        concrete = _CONCRETE.get((cls, lib.__name__))
+        if concrete is None:
+            base = getattr(lib, cls._library_base)
+            made = type(cls.__name__, (cls, base), {"lib": lib, "__module__": cls.__module__})
+            concrete = _CONCRETE.setdefault((cls, lib.__name__), made)
         return super().__new__(concrete)
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
@@ -439,7 +413,7 @@ async def rewrite_response_off_loop(
     import anyio.to_thread
 
     return await anyio.to_thread.run_sync(
-        partial(rewrite_response, request, response, config, load=load)
+        functools.partial(rewrite_response, request, response, config, load=load)
     )
 
 
