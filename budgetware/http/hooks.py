@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESPONSE_REWRITERS",
-    "ResponseRewriter",
     "entry_config",
     "load_before_first_response",
     "load_features",
@@ -28,23 +27,16 @@ __all__ = [
 ]
 
 # (request, response) -> the response to deliver (the same object when nothing changes).
-if TYPE_CHECKING:
-    ResponseRewriter = Callable[[Any, Any], Any]
-else:
-    ResponseRewriter = Callable
-
-RESPONSE_REWRITERS: list[ResponseRewriter] = []
+RESPONSE_REWRITERS: list[Callable[[Any, Any], Any]] = []
 # (request, response, entry point's config) -> whether rewriting this read response may
 # wait for a store over the network.
-if TYPE_CHECKING:
-    ResponseWait = Callable[[Any, Any, "BudgetConfig | None"], bool]
-else:
-    ResponseWait = Callable
-_RESPONSE_WAITS: list[ResponseWait] = []
+_RESPONSE_WAITS: list[Callable[[Any, Any, BudgetConfig | None], bool]] = []
 
 
 def register_response_rewriter(
-    rewriter: ResponseRewriter, *, may_wait: ResponseWait | None = None
+    rewriter: Callable[[Any, Any], Any],
+    *,
+    may_wait: Callable[[Any, Any, BudgetConfig | None], bool] | None = None,
 ) -> None:
     """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order).
     ``may_wait`` tells the async paths whether a rewrite may wait for a store over the

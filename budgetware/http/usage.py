@@ -5,10 +5,10 @@ each SSE line that names the usage, is held. Nothing found (or unreadable) repor
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -82,7 +82,7 @@ class _Scanner:
         self.found: dict[str, Any] = {}
 
     def feed(self, chunk: bytes) -> None:
-        self.buf += self._decode(chunk)
+        self.buf += chunk if self.decoder is None else _joined(self.decoder.decode(chunk))
         if self.sse:
             end = self.buf.rfind(b"\n")
             if end >= 0:
@@ -104,9 +104,6 @@ class _Scanner:
         usage = _usage_in(line)
         if usage is not None:  # a stream's later usage completes or corrects an earlier one
             self.found.update((k, v) for k, v in usage.items() if v is not None)
-
-    def _decode(self, chunk: bytes) -> bytes:
-        return chunk if self.decoder is None else _joined(self.decoder.decode(chunk))
 
 
 def _joined(out: Any) -> bytes:
@@ -160,18 +157,11 @@ def _report(usage: Mapping[str, Any], report: RequestReport) -> None:
         deliver_usage(UsageReport(str(api), *found, request=report))
 
 
-_STREAM_CLASSES: dict[str, type[_WatchedStream]] = {}
-_STREAM_LOCK = threading.Lock()
-
-
+@functools.cache
 def _stream_class(library: Any) -> type[_WatchedStream]:
     """A byte stream of the response's own library (httpx or httpx2), sync and async."""
-    with _STREAM_LOCK:
-        cls = _STREAM_CLASSES.get(library.__name__)
-        if cls is None:
-            bases = (_WatchedStream, library.SyncByteStream, library.AsyncByteStream)
-            cls = _STREAM_CLASSES[library.__name__] = type("UsageWatchedStream", bases, {})
-        return cls
+    bases = (_WatchedStream, library.SyncByteStream, library.AsyncByteStream)
+    return type("UsageWatchedStream", bases, {})
 
 
 class _WatchedStream:
@@ -213,11 +203,9 @@ class _WatchedStream:
 
     def _end(self) -> None:
         scanner, self._scanner = self._scanner, None
-        if scanner is None:
-            return
         try:
-            usage = scanner.finish()
-        except Exception:
+            usage = scanner.finish() if scanner is not None else {}
+        except Exception:  # an undecodable end: nothing to report
             return
         try:
             _report(usage, self.report)
