@@ -6,13 +6,14 @@ Cheap to set up: settings are validated at once, but the bounding layer
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
 import warnings
 from collections.abc import Callable
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import wrapt
 
@@ -28,29 +29,17 @@ if TYPE_CHECKING:
 __all__ = ["PATCH_TARGETS", "Instrumentation", "instrument", "is_instrumented", "uninstrument"]
 
 
-class PatchTarget:
+class PatchTarget(NamedTuple):
     """One method ``instrument()`` wraps: ``module.cls.method``, sync or async."""
 
-    __slots__ = ("cls", "method", "module", "wrapper")
-
-    def __init__(
-        self,
-        module: str,
-        cls: str,
-        method: str,
-        wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any],
-    ) -> None:
-        self.module = module
-        self.cls = cls
-        self.method = method
-        self.wrapper = wrapper
+    module: str
+    cls: str
+    method: str
+    wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any]
 
     @property
     def name(self) -> str:
         return f"{self.module}.{self.cls}.{self.method}"
-
-    def __repr__(self) -> str:
-        return f"PatchTarget({self.name!r})"
 
 
 class _State:
@@ -93,33 +82,27 @@ def _nothing_to_do(request: Any) -> bool:
 
 def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]:
     """The request to send and whether this layer handles it (False: a layer below will)."""
-    extensions = request.extensions
-    if extensions.get(_HANDLED):
+    if request.extensions.get(_HANDLED):
         return request, False
-    if _nothing_to_do(request):
-        loaded = sys.modules.get("budgetware.http.transport")
-        # No BudgetTransport exists before that module is imported.
-        if loaded is not None and isinstance(
-            _client_transport(client, request), loaded._TransportBase
-        ):
+    body = not _nothing_to_do(request)
+    # The bounding layer loads at the first body; no BudgetTransport exists before it.
+    transport: Any = sys.modules.get("budgetware.http.transport")
+    if body:
+        transport = importlib.import_module("budgetware.http.transport")
+    if transport is not None and isinstance(
+        _client_transport(client, request), transport._TransportBase
+    ):
+        return request, False
+    if body and not bounded_above():
+        lib = transport.library_of(request)
+        if lib is None:  # not an httpx or httpx2 request: nothing to rebuild it with
             return request, False
-        extensions[_HANDLED] = True
-        return request, True
-    from budgetware.http import transport  # the bounding layer, at the first body
-
-    if isinstance(_client_transport(client, request), transport._TransportBase):
-        return request, False
-    if bounded_above():  # an SDK hook bounded it: deliver its response, leave the request
-        transport.mark_handled(request)
-        return request, True
-    lib = sys.modules.get(type(request).__module__.partition(".")[0])
-    if lib is None:
-        return request, False
-    outgoing = transport.prepare_request(
-        request, lib, _STATE.config, client, asynchronous=asynchronous
-    )
-    transport.mark_handled(outgoing)
-    return outgoing, True
+        request = transport.prepare_request(
+            request, lib, _STATE.config, client, asynchronous=asynchronous
+        )
+    # Nothing to bound, or an SDK hook bounded it: delivered, the request left alone.
+    request.extensions[_HANDLED] = True
+    return request, True
 
 
 def _bind(
@@ -135,13 +118,6 @@ def _bind(
     return args, kwargs, None, False
 
 
-def _has_body(request: Any) -> bool:
-    try:
-        return bool(request.content)
-    except Exception:  # a streaming body
-        return True
-
-
 def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return wrapped(*args, **kwargs)
@@ -153,7 +129,7 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
         response = wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response, config, load=_has_body(request))
+    return rewrite_response(request, response, config, load=not _nothing_to_do(request))
 
 
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -175,7 +151,7 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
         response = await wrapped(*args, **kwargs)
     finally:
         settle(request)
-    load = _has_body(request)
+    load = not _nothing_to_do(request)
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
     if not load and not (isinstance(content, bytes) and len(content) >= _OFFLOAD_FLOOR):
         return rewrite_response(request, response, config, load=False)
@@ -288,10 +264,6 @@ def _unwrap_own(cls: type, target: PatchTarget) -> None:
         node = inner
 
 
-def _on_import(module: ModuleType) -> None:
-    _patch_module(module)
-
-
 class Instrumentation:
     """What ``instrument()`` returns: a context manager that restores, on exit, exactly the
     state before the call (uninstrumented, or an outer ``instrument()`` with its config)."""
@@ -328,55 +300,39 @@ _PREFIX = "BUDGETWARE_"
 _RUN_PREFIX = _PREFIX + "RUN_"  # budgetware run's own variables, not settings
 
 
-def _settings_in_environment() -> bool:
-    """Whether any ``BUDGETWARE_*`` variable is set (those of ``budgetware run`` itself aside)."""
-    return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
-
-
 # The BUDGETWARE_* variables looked at already: an unknown one is warned about once.
 _SEEN_VARIABLES: set[str] = set()
 
 
-def _warn_unknown_variables() -> None:
-    """A ``BudgetwareWarning`` for each ``BUDGETWARE_*`` variable budgetware does not read
-    (``budgetware run`` said so already)."""
-    if any(key.startswith(_RUN_PREFIX) for key in os.environ):
-        return
-    from budgetware.core.environment import ignored_variables
-    from budgetware.core.errors import BudgetwareWarning
-
-    fresh = [key for key in os.environ if key.startswith(_PREFIX) and key not in _SEEN_VARIABLES]
-    _SEEN_VARIABLES.update(fresh)
-    for said in ignored_variables(fresh):
-        warnings.warn(f"budgetware: {said}", BudgetwareWarning, stacklevel=4)
-
-
 def _check_setup(config: BudgetConfig | None) -> None:
     """A bad setting or unusable store is a ``ConfigError`` now, not on a request; without
-    any setting only the default directory is checked, cheaply."""
-    if config is None and not _settings_in_environment():
+    any setting only the default directory is checked, cheaply. A ``BudgetwareWarning``
+    names each ``BUDGETWARE_*`` variable budgetware does not read (``budgetware run``
+    named them already)."""
+    names = [key for key in os.environ if key.startswith(_PREFIX)]
+    variables = [key for key in names if not key.startswith(_RUN_PREFIX)]
+    if config is None and not variables:
         from budgetware.core.paths import default_artifact_path
 
         try:
-            path = default_artifact_path()
+            if plainly_private(default_artifact_path()):
+                return
         except (RuntimeError, KeyError, OSError):
             return  # no home directory: bounded without a reference, as at request time
-        if plainly_private(path):
-            return
-        from budgetware.core.config import resolve_config
-        from budgetware.store.select import check_store
-
-        check_store(resolve_config())  # says exactly what is wrong with it
-        return
     from budgetware.core.config import check_settings
-
-    resolved = check_settings(config)
-    _warn_unknown_variables()
-    if plainly_accepted(resolved, s3_later=False):
-        return
     from budgetware.store.select import check_store
 
-    check_store(resolved)
+    resolved = check_settings(config)
+    if len(variables) == len(names):
+        from budgetware.core.environment import ignored_variables
+        from budgetware.core.errors import BudgetwareWarning
+
+        fresh = [key for key in variables if key not in _SEEN_VARIABLES]
+        _SEEN_VARIABLES.update(fresh)
+        for said in ignored_variables(fresh):
+            warnings.warn(f"budgetware: {said}", BudgetwareWarning, stacklevel=3)
+    if not plainly_accepted(resolved, s3_later=False):
+        check_store(resolved)
 
 
 def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
@@ -399,7 +355,7 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
                 _patch_module(module)
             if name not in _STATE.hooked:
                 # Fires at once if the module is imported by then, else when it is imported.
-                wrapt.register_post_import_hook(_on_import, name)
+                wrapt.register_post_import_hook(_patch_module, name)
                 _STATE.hooked.add(name)
     return handle
 
