@@ -183,12 +183,7 @@ def _run(args: argparse.Namespace, store: ContentStore, now: float) -> int:
         _show(store, args.ref, args.offset, args.limit)
     elif args.command == "grep":
         _grep(store, args.ref, args.pattern, args.context)
-    elif args.command == "sweep":
-        _say_listing(name)
-        gone = store.retention.sweep(now=now, progress=_progress())
-        print(f"deleted {_describe(gone, now)}")
-        print(f"left: {_describe(store.usage(), now)}")
-    elif args.dry_run:
+    elif args.command == "prune" and args.dry_run:
         listing = store.retention.listing()
         doomed = plan_prune(
             listing.artifacts, older_than=args.older_than, max_total_bytes=args.max_size, now=now
@@ -200,13 +195,17 @@ def _run(args: argparse.Namespace, store: ContentStore, now: float) -> int:
         print(f"would delete {_describe(summarize(doomed), now)}")
         print(f"would leave: {_describe(left, now)}")
     else:
-        _say_listing(name)
-        gone = store.retention.prune(
-            older_than=args.older_than,
-            max_total_bytes=args.max_size,
-            now=now,
-            progress=_progress(),
-        )
+        if sys.stderr.isatty():
+            print(f"listing {name} ...", file=sys.stderr, flush=True)
+        if args.command == "sweep":
+            gone = store.retention.sweep(now=now, progress=_progress())
+        else:
+            gone = store.retention.prune(
+                older_than=args.older_than,
+                max_total_bytes=args.max_size,
+                now=now,
+                progress=_progress(),
+            )
         print(f"deleted {_describe(gone, now)}")
         print(f"left: {_describe(store.usage(), now)}")
     return 0
@@ -297,11 +296,6 @@ class _Output:
             pass
         self._pager.wait()
         return isinstance(exc, BrokenPipeError)  # the reader quit the pager
-
-
-def _say_listing(name: str) -> None:
-    if sys.stderr.isatty():
-        print(f"listing {name} ...", file=sys.stderr, flush=True)
 
 
 def _progress() -> Progress | None:

@@ -48,14 +48,17 @@ def register_response_rewriter(
 
 
 def response_may_wait(
-    request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
+    request: Any, response: Any, config: BudgetConfig | None = None, load: bool = True
 ) -> bool:
-    """Whether a rewriter may wait for a store over the network on this read response."""
-    if load and _loaders:
-        load_features()
+    """Whether a rewriter may wait for a store over the network on this read response (when
+    undecidable, it may: a thread hop costs far less than a blocked loop)."""
     token = _ENTRY_CONFIG.set(config)
     try:
+        if load and _loaders:
+            load_features()
         return any(wait(request, response, config) for wait in _RESPONSE_WAITS)
+    except Exception:
+        return True
     finally:
         _ENTRY_CONFIG.reset(token)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import functools
 import sys
 import threading
@@ -10,7 +9,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from budgetware.core import observe
 from budgetware.core.config import (
@@ -39,10 +38,8 @@ __all__ = [
     "HANDLED_EXTENSION",
     "AsyncBudgetTransport",
     "BudgetTransport",
-    "is_handled",
     "library_of",
     "library_of_class",
-    "mark_handled",
     "off_loop",
     "off_loop_for_size",
     "prepare_request",
@@ -192,16 +189,6 @@ def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
     return request
 
 
-def is_handled(request: Any) -> bool:
-    """Whether a layer above already bounded ``request``."""
-    return bool(request.extensions.get(HANDLED_EXTENSION))
-
-
-def mark_handled(request: Any) -> None:
-    """Tell the layers below that ``request`` is bounded already."""
-    request.extensions[HANDLED_EXTENSION] = True
-
-
 # --- the transports ------------------------------------------------------------------------
 
 
@@ -238,7 +225,7 @@ class _TransportBase:
     _asynchronous = False
 
     def _prepare(self, request: Any) -> Any:
-        if is_handled(request) or bounded_above():
+        if request.extensions.get(HANDLED_EXTENSION) or bounded_above():
             return request
         lib = self.lib or library_of(request)
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
@@ -267,8 +254,7 @@ class BudgetTransport(_TransportBase):
 
     def handle_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
-        handled = is_handled(request)
-        if handled:
+        if request.extensions.get(HANDLED_EXTENSION):
             return self.inner.handle_request(request)
         outgoing = self._prepare(request)
         try:
@@ -295,43 +281,7 @@ class BudgetTransport(_TransportBase):
 
 # From this size the async paths bound a body in a worker thread, not on the event loop.
 OFFLOAD_BYTES = 1 << 20
-
-
-class _Unset(enum.Enum):
-    UNSET = "unset"
-
-
-_UNSET: Final = _Unset.UNSET
-"""``config`` not given: the caller did not say which configuration bounds the body."""
-
-
-def _offload(
-    size: int,
-    config: BudgetConfig | _Unset | None = _UNSET,
-    overrides: Mapping[str, Any] | None = None,
-) -> bool:
-    """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
-    ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
-    longer than its smallest budget; any body when ``config`` is not given).
-    """
-    if size >= OFFLOAD_BYTES:
-        return True
-    if size <= 0 or not _remote_store_possible():
-        return False  # no store over the network in this process: nothing to wait for
-    if config is _UNSET:
-        return True
-    try:
-        effective = resolve_config(config, request_overrides=overrides, lenient=True)
-        threshold = read_threshold(effective)
-        if threshold is None or not effective.persist or size <= threshold:
-            return False
-        return _names_remote_store(effective)
-    except Exception:  # undecidable: a thread hop costs far less than a blocked loop
-        return True
-
-
-def _names_remote_store(config: BudgetConfig) -> bool:
-    return config.persist and config.store_location().scheme == "s3"
+T = TypeVar("T")
 
 
 def _remote_store_possible() -> bool:
@@ -340,30 +290,28 @@ def _remote_store_possible() -> bool:
     return remote_store_in_use() or "artifact_store" in current_overrides()
 
 
-def _offload_response(
-    request: Any, response: Any, size: int, config: BudgetConfig | None, load: bool
+def _offload(
+    size: int, config: BudgetConfig | None, overrides: Mapping[str, Any] | None = None
 ) -> bool:
-    """Whether rewriting a read response body of ``size`` bytes goes to a worker thread:
-    from ``OFFLOAD_BYTES``, or when a rewriter says it may wait for a store over the network."""
+    """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
+    ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
+    longer than its smallest budget)."""
     if size >= OFFLOAD_BYTES:
         return True
-    if not _remote_store_possible():
-        return False
+    if size <= 0 or not _remote_store_possible():
+        return False  # no store over the network in this process: nothing to wait for
     try:
-        return response_may_wait(request, response, config, load=load)
+        effective = resolve_config(config, request_overrides=overrides, lenient=True)
+        threshold = read_threshold(effective)
+        if threshold is None or not effective.persist or size <= threshold:
+            return False
+        return effective.store_location().scheme == "s3"
     except Exception:  # undecidable: a thread hop costs far less than a blocked loop
         return True
 
 
-def _no_warning(message: str) -> None:
-    """Header mistakes are reported once, when the request is bounded, not here too."""
-
-
-T = TypeVar("T")
-
-
 async def off_loop(
-    request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | _Unset | None = _UNSET
+    request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | None = None
 ) -> T:
     """``fn(*args)``, in a worker thread when bounding ``request`` may take long
     (``_offload``; ``config``: the entry point's, the request's headers on top). The thread
@@ -372,14 +320,11 @@ async def off_loop(
         headers = request.headers
         size = int(headers.get("content-length") or 0)
     except (AttributeError, ValueError):
-        return await off_loop_for_size(0, fn, *args, config=config)
+        headers, size = {}, 0
     overrides = None
-    if config is not _UNSET and size < OFFLOAD_BYTES and _remote_store_possible():
-        try:
-            if any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
-                overrides = header_overrides(headers, warn=_no_warning)
-        except Exception:
-            config = _UNSET  # undecidable: decided as for an unknown configuration
+    if 0 < size < OFFLOAD_BYTES and _remote_store_possible():
+        # A mistake in them is reported once, when the request is bounded.
+        overrides = header_overrides(headers, warn=lambda message: None)
     return await off_loop_for_size(size, fn, *args, config=config, overrides=overrides)
 
 
@@ -387,7 +332,7 @@ async def off_loop_for_size(
     size: int,
     fn: Callable[..., T],
     *args: Any,
-    config: BudgetConfig | _Unset | None = _UNSET,
+    config: BudgetConfig | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> T:
     """``off_loop`` for entry points that bound a decoded body of ``size`` bytes (SDK hooks,
@@ -403,18 +348,18 @@ async def rewrite_response_off_loop(
     request: Any, response: Any, config: Any, *, load: bool = True
 ) -> Any:
     """``rewrite_response`` for the async paths: in a worker thread when the body is read
-    already and ``_offload_response`` says so (a streamed body is rewritten off the loop
-    chunk by chunk)."""
+    already and is ``OFFLOAD_BYTES`` long, or a rewriter says it may wait for a store over
+    the network (a streamed body is rewritten off the loop chunk by chunk)."""
+    rewrite = functools.partial(rewrite_response, request, response, config, load=load)
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
-    if not isinstance(content, bytes) or not _offload_response(
-        request, response, len(content), config, load
+    if not isinstance(content, bytes) or (
+        len(content) < OFFLOAD_BYTES
+        and not (_remote_store_possible() and response_may_wait(request, response, config, load))
     ):
-        return rewrite_response(request, response, config, load=load)
+        return rewrite()
     import anyio.to_thread
 
-    return await anyio.to_thread.run_sync(
-        functools.partial(rewrite_response, request, response, config, load=load)
-    )
+    return await anyio.to_thread.run_sync(rewrite)
 
 
 class AsyncBudgetTransport(_TransportBase):
@@ -438,7 +383,7 @@ class AsyncBudgetTransport(_TransportBase):
 
     async def handle_async_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
-        if is_handled(request):
+        if request.extensions.get(HANDLED_EXTENSION):
             return await self.inner.handle_async_request(request)
         outgoing = await off_loop(request, self._prepare, request, config=self.config)
         try:
