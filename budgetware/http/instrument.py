@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,10 +47,8 @@ class _State:
         self.lock = threading.RLock()
         self.active = False
         self.config: BudgetConfig | None = None
-        # target -> the exact attribute found in the class __dict__ before patching
-        self.originals: dict[PatchTarget, Any] = {}
-        # target -> the class that attribute was found on (and wrapped on)
-        self.owners: dict[PatchTarget, type] = {}
+        # target -> the class its method was found on (and wrapped on)
+        self.patched: dict[PatchTarget, type] = {}
         self.hooked: set[str] = set()
 
 
@@ -198,7 +196,7 @@ def _patch_module(module: ModuleType) -> None:
         if not _STATE.active:
             return
         for target in PATCH_TARGETS:
-            if target.module != module.__name__ or target in _STATE.originals:
+            if target.module != module.__name__ or target in _STATE.patched:
                 continue
             named = getattr(module, target.cls, None)
             cls = _defining_class(named, target) if isinstance(named, type) else None
@@ -213,14 +211,10 @@ def _patch_module(module: ModuleType) -> None:
                 )
                 continue
             current = cls.__dict__[target.method]
-            _STATE.owners[target] = cls
-            ours = _own_layer(current, target)
-            if ours is not None:
-                # Our layer is still in the chain, under a wrapper that could not unlink it.
-                _STATE.originals[target] = ours.__wrapped__
-                continue
-            setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
-            _STATE.originals[target] = current
+            _STATE.patched[target] = cls
+            # Our layer may still be in the chain, under a wrapper that could not unlink it.
+            if not any(_is_own(node, target) for _, node in _chain(current)):
+                setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
 
 
 # wrapt proxies, whose __wrapped__ can be relinked (wrapt 2: BaseObjectProxy).
@@ -234,34 +228,27 @@ def _is_own(obj: Any, target: PatchTarget) -> bool:
     )
 
 
-def _own_layer(obj: Any, target: PatchTarget) -> Any:
-    """budgetware's wrapper for ``target`` in the chain of wrappers starting at ``obj``."""
-    for _ in range(64):  # a chain of wrappers is short; a cycle must not hang us
+def _chain(obj: Any) -> Iterator[tuple[Any, Any]]:
+    """(the wrapper above or None, the wrapper) down a chain of wrappers starting at
+    ``obj``; a chain is short, and a cycle must not hang us."""
+    above = None
+    for _ in range(64):
         if obj is None:
-            return None
-        if _is_own(obj, target):
-            return obj
-        obj = getattr(obj, "__wrapped__", None)
-    return None
+            return
+        yield above, obj
+        above, obj = obj, getattr(obj, "__wrapped__", None)
 
 
 def _unwrap_own(cls: type, target: PatchTarget) -> None:
     """Take budgetware's layer out of the chain on ``cls``, wherever it sits: a wrapt proxy
     above it is relinked; under a plain function it stays, inert."""
-    current: Any = cls.__dict__.get(target.method)
-    if _is_own(current, target):
-        setattr(cls, target.method, current.__wrapped__)
-        return
-    node = current
-    for _ in range(64):
-        inner = getattr(node, "__wrapped__", None)
-        if inner is None:
+    for above, node in _chain(cls.__dict__.get(target.method)):
+        if _is_own(node, target):
+            if above is None:
+                setattr(cls, target.method, node.__wrapped__)
+            elif isinstance(above, _PROXIES):
+                above.__wrapped__ = node.__wrapped__  # type: ignore[attr-defined]
             return
-        if _is_own(inner, target):
-            if isinstance(node, _PROXIES):
-                node.__wrapped__ = inner.__wrapped__  # type: ignore[attr-defined]
-            return
-        node = inner
 
 
 class Instrumentation:
@@ -293,7 +280,7 @@ class Instrumentation:
     def patched(self) -> tuple[str, ...]:
         """The names of the methods currently wrapped (``"httpx2.Client.send"``, ...)."""
         with _STATE.lock:
-            return tuple(t.name for t in _STATE.originals)
+            return tuple(t.name for t in _STATE.patched)
 
 
 _PREFIX = "BUDGETWARE_"
@@ -365,11 +352,9 @@ def uninstrument() -> None:
     with _STATE.lock:
         _STATE.active = False
         _STATE.config = None
-        for target, cls in _STATE.owners.items():
-            if target in _STATE.originals:
-                _unwrap_own(cls, target)
-        _STATE.originals.clear()
-        _STATE.owners.clear()
+        for target, cls in _STATE.patched.items():
+            _unwrap_own(cls, target)
+        _STATE.patched.clear()
 
 
 def is_instrumented() -> bool:

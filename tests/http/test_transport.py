@@ -227,4 +227,3 @@ def test_streaming_request_body_loses_its_budgetware_headers(lib: ModuleType) ->
     BudgetTransport(mock(lib, seen)).handle_request(request)
     assert "x-budgetware-disable" not in seen[0].headers
     assert seen[0].content == b'{"model": "m"}'
-
