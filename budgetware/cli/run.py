@@ -335,30 +335,18 @@ def _shebang_python_args(path: str) -> list[str] | None:
 
 
 def _which(name: str, path: str | None) -> tuple[str | None, str | None]:
-    """A POSIX shell's lookup: ``(executable, None)``, ``(None, why it cannot run)`` or
+    """A shell's lookup: ``(executable, None)``, ``(None, why it cannot run)`` or
     ``(None, None)`` when there is no such file."""
-    if os.name != "posix":  # pragma: no cover - Windows (PATHEXT and friends)
-        import shutil
+    import shutil
 
-        return shutil.which(name, path=path), None
-    if not name:
-        return None, None
+    found = shutil.which(name, path=path)
+    if found is not None or not name:
+        return found, None
     if "/" in name and os.path.isdir(name):
         return None, "Is a directory"
-    candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in _path(path)]
-    denied = None
-    for candidate in candidates:
-        if not os.path.isfile(candidate):
-            continue
-        if os.access(candidate, os.X_OK):
-            return candidate, None
-        denied = denied or "Permission denied"
-    return None, denied
-
-
-def _path(path: str | None) -> list[str]:
-    text = os.environ.get("PATH", os.defpath) if path is None else path
-    return text.split(os.pathsep)
+    folders = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in folders]
+    return None, "Permission denied" if any(map(os.path.isfile, candidates)) else None
 
 
 def _reordered_for_otel(parsed: Parsed, executable: str) -> list[str] | None:
