@@ -9,7 +9,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from budgetware.core import observe
 from budgetware.core.config import (
@@ -192,8 +192,11 @@ def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
 # --- the transports ------------------------------------------------------------------------
 
 
-# (transport class, library name) -> that class deriving from the library's base class too.
-_CONCRETE: dict[tuple[type, str], type] = {}
+@functools.cache
+def _concrete(cls: Any, lib: ModuleType) -> type:
+    """``cls`` deriving from ``lib``'s base transport class too."""
+    base = getattr(lib, cls._library_base)
+    return type(cls.__name__, (cls, base), {"lib": lib, "__module__": cls.__module__})
 
 
 class _TransportBase:
@@ -209,12 +212,7 @@ class _TransportBase:
         lib = library_of(inner)
         if lib is None or cls.lib is not None:
             return super().__new__(cls)
-        concrete = _CONCRETE.get((cls, lib.__name__))
-        if concrete is None:
-            base = getattr(lib, cls._library_base)
-            made = type(cls.__name__, (cls, base), {"lib": lib, "__module__": cls.__module__})
-            concrete = _CONCRETE.setdefault((cls, lib.__name__), made)
-        return super().__new__(concrete)
+        return super().__new__(_concrete(cast(type, cls), lib))
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
         check_store(check_settings(config))
