@@ -9,8 +9,10 @@ artifact: on the loop that stalls every other task; off the loop (a worker threa
 request bodies over 1 MiB) the loop waits for the GIL at most the interpreter's switch
 interval (5 ms) and the longest single C call of the worker. Target: never more than 10
 ms. The cases run interleaved, one request each per round, in a rotating order; "added" is
-each statistic of a case minus the same statistic of the baseline. The same message is
-then measured as one server-sent event (a text/event-stream answer).
+each statistic of a case minus the same statistic of the baseline. A usage listener is
+subscribed while bounded (an MCP answer is no model call: its body is not read for token
+counters). The same message is then measured as one server-sent event (a
+text/event-stream answer).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx2
 from _harness import print_table
 
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
 from budgetware.http import transport
 from budgetware.http.instrument import instrument
@@ -85,8 +88,8 @@ def case(config: BudgetConfig, *, bounded: bool, threshold: int | None) -> Itera
     if threshold is not None:
         transport.OFFLOAD_BYTES = threshold
     try:
-        if bounded:
-            with instrument(config=config):
+        if bounded:  # a usage listener, as telemetry subscribes one when OpenTelemetry is in
+            with instrument(config=config), observe.subscribe(usage=lambda report: None):
                 yield
         else:
             yield

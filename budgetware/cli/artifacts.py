@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -183,12 +185,7 @@ def _run(args: argparse.Namespace, store: ContentStore, now: float) -> int:
         _show(store, args.ref, args.offset, args.limit)
     elif args.command == "grep":
         _grep(store, args.ref, args.pattern, args.context)
-    elif args.command == "sweep":
-        _say_listing(name)
-        gone = store.retention.sweep(now=now, progress=_progress())
-        print(f"deleted {_describe(gone, now)}")
-        print(f"left: {_describe(store.usage(), now)}")
-    elif args.dry_run:
+    elif args.command == "prune" and args.dry_run:
         listing = store.retention.listing()
         doomed = plan_prune(
             listing.artifacts, older_than=args.older_than, max_total_bytes=args.max_size, now=now
@@ -200,13 +197,17 @@ def _run(args: argparse.Namespace, store: ContentStore, now: float) -> int:
         print(f"would delete {_describe(summarize(doomed), now)}")
         print(f"would leave: {_describe(left, now)}")
     else:
-        _say_listing(name)
-        gone = store.retention.prune(
-            older_than=args.older_than,
-            max_total_bytes=args.max_size,
-            now=now,
-            progress=_progress(),
-        )
+        if sys.stderr.isatty():
+            print(f"listing {name} ...", file=sys.stderr, flush=True)
+        if args.command == "sweep":
+            gone = store.retention.sweep(now=now, progress=_progress())
+        else:
+            gone = store.retention.prune(
+                older_than=args.older_than,
+                max_total_bytes=args.max_size,
+                now=now,
+                progress=_progress(),
+            )
         print(f"deleted {_describe(gone, now)}")
         print(f"left: {_describe(store.usage(), now)}")
     return 0
@@ -233,12 +234,12 @@ def _show(store: ContentStore, ref: str, offset: int, limit: int | None) -> None
     """The full output (or ``limit`` characters from ``offset``), paged on a terminal; a
     window says on stderr where it is, once the pager is done."""
     if offset == 0 and limit is None:
-        with _Output() as out:  # the verified bytes as they are
+        with _output() as out:  # the verified bytes as they are
             read_ref(ref, lambda artifact: _copy(artifact, out), store=store)
         return
     end = None if limit is None else offset + limit
     at, total = offset, 0
-    with _Output() as out:
+    with _output() as out:
         while end is None or at < end:
             size = _PIECE if end is None else min(_PIECE, end - at)
             window = read_window(ref, offset=at, limit=size, store=store)
@@ -268,40 +269,29 @@ def _grep(store: ContentStore, ref: str, pattern: str, context: int) -> None:
         print(lines)
 
 
-class _Output:
+@contextlib.contextmanager
+def _output() -> Iterator[IO[bytes]]:
     """Where ``show`` writes: the pager (``$PAGER``, else ``less``) when stdout is a
     terminal, else stdout; a pager the reader quit ends the output quietly."""
-
-    def __enter__(self) -> IO[bytes]:
-        sys.stdout.flush()
-        self._pager: subprocess.Popen[bytes] | None = None
-        command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
-        if sys.stdout.isatty() and command:
-            env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
-            try:  # a shell, as git and man run $PAGER (it may hold options)
-                self._pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
-            except OSError:
-                self._pager = None
-        if self._pager is not None and self._pager.stdin is not None:
-            return self._pager.stdin
-        return sys.stdout.buffer
-
-    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
-        if self._pager is None:
-            sys.stdout.buffer.flush()
-            return False
-        try:
-            if self._pager.stdin is not None:
-                self._pager.stdin.close()
-        except BrokenPipeError:
-            pass
-        self._pager.wait()
-        return isinstance(exc, BrokenPipeError)  # the reader quit the pager
-
-
-def _say_listing(name: str) -> None:
-    if sys.stderr.isatty():
-        print(f"listing {name} ...", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    pager = None
+    command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
+    if sys.stdout.isatty() and command:
+        env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+        with contextlib.suppress(OSError):  # a shell, as git and man run $PAGER (with options)
+            pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+    if pager is None or pager.stdin is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    try:
+        yield pager.stdin
+    except BrokenPipeError:
+        pass  # the reader quit the pager
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            pager.stdin.close()
+        pager.wait()
 
 
 def _progress() -> Progress | None:

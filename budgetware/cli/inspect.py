@@ -54,7 +54,6 @@ class Inspector:
         self.lock = threading.Lock()
         self.port = 0
         self.url = ""
-        self._refs: set[str] | None = None
 
     def start(self, port: int = 0) -> Inspector:
         """Serve on 127.0.0.1 (``port`` 0: any free one); ``url`` is the page's address."""
@@ -74,25 +73,17 @@ class Inspector:
     def current(self) -> Session:
         """The session, read again when its processes have written more since."""
         with self.lock:
-            session = self.session
             try:
-                changed = file_sizes(session.path) != session.files
+                if file_sizes(self.session.path) != self.session.files:
+                    self.session = read_session(self.session.path)
             except OSError:
-                changed = False
-            if changed:
-                self.session = session = read_session(session.path)
-                self._refs = None
-            return session
+                pass
+            return self.session
 
-    def refs(self) -> set[str]:
-        """The references the session names: the only artifacts the page reads."""
-        with self.lock:
-            if self._refs is None:
-                batches = self.session.batches
-                self._refs = {
-                    ref for b in batches for r in b["results"] for ref in r.get("refs", ())
-                }
-            return self._refs
+    def names(self, ref: str) -> bool:
+        """Whether the session names ``ref``: the only artifacts the page reads."""
+        results = (r for b in self.current().batches for r in b["results"])
+        return any(ref in r.get("refs", ()) for r in results)
 
     def request(self, index: int) -> dict[str, Any]:
         session = self.current()
@@ -107,7 +98,7 @@ class Inspector:
         refs = tuple(result.get("refs", ()))
         if not refs:
             return {"error": "no full output was kept of this result"}
-        full = _read_all(refs[0])
+        full = read_window(refs[0], offset=0, limit=sys.maxsize, config=store_config(refs[0])).text
         unit = record.get("unit", "chars")
         options = preview_options(BudgetConfig(**record.get("preview", {})))
         slots = result.get("slots")
@@ -158,10 +149,6 @@ class Inspector:
         return {"matches": matches, "more": found.more}
 
 
-def _read_all(ref: str) -> str:
-    return read_window(ref, offset=0, limit=sys.maxsize, config=store_config(ref)).text
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     inspector: Inspector
@@ -204,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "api/preview":
             return inspector.preview(int(query["r"]), int(query["b"]), int(query["i"]))
         ref = query["ref"]
-        if ref not in inspector.refs():
+        if not inspector.names(ref):
             raise KeyError(ref)
         if route == "api/read":
             offset = int(query.get("offset", 0))

@@ -77,14 +77,9 @@ def summary(session: Session) -> str:
     rows = table(session)
     if not rows:
         return f"session {session.id}: no requests were logged ({session.path})\n"
-    written: set[str] = set()
-    named: set[str] = set()
-    for batch in session.batches:
-        for result in batch["results"]:
-            refs = result.get("refs", ())
-            named.update(refs)
-            if result.get("written"):
-                written.update(refs)
+    results = [result for batch in session.batches for result in batch["results"]]
+    named = {ref for result in results for ref in result.get("refs", ())}
+    written = {ref for result in results if result.get("written") for ref in result["refs"]}
     start, end = rows[0][0], rows[-1][0]
     apis = sorted({str(row[1]) for row in rows if row[1]})
     processes = f"{session.processes} process{'es' if session.processes != 1 else ''}"

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import NoReturn
 
-    from budgetware.core.config import BudgetConfig
 
 __all__ = [
     "BOOTSTRAP_DIR",
@@ -67,12 +66,9 @@ LOG_LEVEL_VARIABLE = _PREFIX + "RUN_LOG_LEVEL"
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-def _setting_name(option: str) -> str:
-    return option.replace("-", "_").lower()
-
-
 class Parsed:
-    """What ``parse`` found: the settings, the command, and the option words as typed."""
+    """What ``parse_command_line`` found: the settings, the command, the option words as
+    typed, and run's own options."""
 
     def __init__(self, settings: dict[str, str], command: list[str], options: list[str]):
         self.settings = settings
@@ -84,11 +80,9 @@ class Parsed:
 
 def parse_command_line(argv: list[str]) -> Parsed | int:
     """The settings, the command and the option words, or 0 after printing the help."""
-    settings: dict[str, str] = {}
     args = list(argv)
-    options: list[str] = []
-    booleans: frozenset[str] = frozenset()
-    own: dict[str, str] = {}
+    parsed = Parsed({}, args, [])  # the command: what is left of args after the options
+    settings, options = parsed.settings, parsed.options
     while args:
         arg = args.pop(0)
         if arg == "--":
@@ -101,12 +95,12 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
             break
         options.append(arg)
         name, equals, value = arg[2:].partition("=")
+        setting = name.replace("-", "_").lower()
         if not name:
             raise UsageError(f"bad option {arg!r} (see 'budgetware run --help')")
         if name == "report" and not equals:
-            own["report"] = "1"
-            continue
-        if name == "log-level":
+            parsed.report = True
+        elif name == "log-level":
             if not equals:
                 if not args or args[0].startswith("--"):
                     raise UsageError(f"{arg} needs a value (see 'budgetware run --help')")
@@ -114,16 +108,12 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
                 options.append(value)
             if value.lower() not in _LOG_LEVELS:
                 raise UsageError(f"--log-level: one of {', '.join(_LOG_LEVELS)}, not {value!r}")
-            own["log_level"] = value.upper()
-            continue
-        setting = _setting_name(name)
-        if not booleans:
-            booleans = _boolean_settings()
-        if equals:
+            parsed.log_level = value.upper()
+        elif equals:
             settings[setting] = value
-        elif setting.startswith("no_") and setting[3:] in booleans:
+        elif setting.startswith("no_") and setting[3:] in _boolean_settings():
             settings[setting[3:]] = "false"
-        elif setting in booleans:
+        elif setting in _boolean_settings():
             # A flag: on, unless a boolean word follows; never the command's first word.
             if args and args[0].lower() in _BOOLEAN_WORDS:
                 options.append(args[0])
@@ -131,17 +121,15 @@ def parse_command_line(argv: list[str]) -> Parsed | int:
             else:
                 settings[setting] = "true"
         elif setting.startswith("no_"):
-            _not_a_switch(arg, setting[3:])
+            flag = setting[3:].replace("_", "-")
+            _refuse(arg, setting[3:], f"{arg}: {flag} is not an on/off setting (--{flag} VALUE)")
         elif args and not args[0].startswith("--"):
             options.append(args[0])
             settings[setting] = args.pop(0)
         else:  # no value: only a boolean setting is a flag
-            _needs_a_value(arg, setting)
+            _refuse(arg, setting, f"{arg} needs a value")
     if not args:
         raise UsageError("no command given (see 'budgetware run --help')")
-    parsed = Parsed(settings, args, options)
-    parsed.report = "report" in own
-    parsed.log_level = own.get("log_level")
     return parsed
 
 
@@ -164,28 +152,14 @@ def unknown_options(options: Iterable[str]) -> str:
     return f"unknown option {listed} (settings: {valid}; see 'budgetware run --help')"
 
 
-def _unknown(option: str, setting: str) -> None:
-    """Raise the "unknown option" error if ``setting`` is no setting."""
+def _refuse(option: str, setting: str, message: str) -> NoReturn:
+    """A UsageError: "unknown option" if ``setting`` is no setting, else ``message`` and
+    where to look."""
     from budgetware.core.config import BudgetConfig
 
     if setting not in BudgetConfig.model_fields:
         raise UsageError(unknown_options([option]))
-
-
-def _not_a_switch(option: str, setting: str) -> NoReturn:
-    """``--no-<setting>`` for a setting that is not a boolean (or no setting at all)."""
-    _unknown(option, setting)
-    flag = setting.replace("_", "-")
-    raise UsageError(
-        f"{option}: {flag} is not an on/off setting (give it a value: --{flag} VALUE; "
-        "see 'budgetware run --help')"
-    )
-
-
-def _needs_a_value(option: str, setting: str) -> NoReturn:
-    """``--<setting>`` with no value after it (the end, ``--`` or another option)."""
-    _unknown(option, setting)
-    raise UsageError(f"{option} needs a value (see 'budgetware run --help')")
+    raise UsageError(f"{message} (see 'budgetware run --help')")
 
 
 def child_environment(
@@ -207,31 +181,42 @@ def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> 
 
 def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
     """Validate the program's settings in ``env`` and the store they name, as ``instrument()``
-    will: a ``UsageError`` naming the bad option (of ``options``) or variable; then warn of
-    each ``BUDGETWARE_*`` variable nobody reads. No settings: one look at the default store."""
+    will (an ``s3://`` store is left to the program: no network here): a ``UsageError``
+    naming the bad option (of ``options``) or variable; then say which ``BUDGETWARE_*``
+    variables nobody reads. No settings: one look at the default store."""
+    from budgetware.core.paths import default_artifact_path
+    from budgetware.store.files import plainly_accepted, plainly_private
+
     given = list(options)
     variables = {
         key: value
         for key, value in env.items()
         if key.startswith(_PREFIX) and not key.startswith(_PREFIX + "RUN_")
     }
-    if not variables and _default_directory_is_private():
-        return
+    try:
+        if not variables and plainly_private(default_artifact_path()):
+            return
+    except (RuntimeError, KeyError, OSError):
+        return  # no home directory: the program bounds without references
     from budgetware.core.config import BudgetConfig, ConfigError
     from budgetware.core.config import check_settings as check
+    from budgetware.core.environment import ignored_variables
 
     unknown = [
-        "--" + name.replace("_", "-") for name in given if name not in BudgetConfig.model_fields
+        f"--{name.replace('_', '-')}" for name in given if name not in BudgetConfig.model_fields
     ]
     if unknown:
         raise UsageError(unknown_options(unknown))
     # This process becomes the program (exec): its environment, read as the program will.
-    for key in [key for key in os.environ if key.startswith(_PREFIX)]:
-        if key not in env:
-            del os.environ[key]
+    for key in [key for key in os.environ if key.startswith(_PREFIX) and key not in env]:
+        del os.environ[key]
     os.environ.update(variables)
     try:
-        _check_store(check())
+        config = check()
+        if not plainly_accepted(config, s3_later=True):
+            from budgetware.store.select import check_store
+
+            check_store(config)
     except ConfigError as exc:
         message = str(exc)
         for name in given:  # name the option the user typed, not the variable it became
@@ -239,32 +224,8 @@ def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
                 f"({_PREFIX}{name.upper()})", f"(--{name.replace('_', '-')})"
             )
         raise UsageError(message) from None
-    from budgetware.core.environment import ignored_variables
-
     for said in ignored_variables(variables):
         print(f"budgetware run: {said}", file=sys.stderr)
-
-
-def _default_directory_is_private() -> bool:
-    """Whether the default artifact directory is surely accepted (or none can be named)."""
-    from budgetware.core.paths import default_artifact_path
-    from budgetware.store.files import plainly_private
-
-    try:
-        return plainly_private(default_artifact_path())
-    except (RuntimeError, KeyError, OSError):
-        return True
-
-
-def _check_store(config: BudgetConfig) -> None:
-    """``check_store`` for a local store; an ``s3://`` one is left to the program (no network)."""
-    from budgetware.store.files import plainly_accepted
-
-    if plainly_accepted(config, s3_later=True):
-        return
-    from budgetware.store.select import check_store
-
-    check_store(config)
 
 
 def _is_python_name(path: str) -> bool:
@@ -373,38 +334,19 @@ def _shebang_python_args(path: str) -> list[str] | None:
     return words[1:]
 
 
-def _skipping_flags(executable: str, command: list[str]) -> list[str]:
-    if _is_python_name(executable):
-        return python_flags_skipping_the_hook(command[1:])
-    args = _shebang_python_args(executable)
-    return [] if args is None else python_flags_skipping_the_hook(args)
-
-
 def _which(name: str, path: str | None) -> tuple[str | None, str | None]:
-    """A POSIX shell's lookup: ``(executable, None)``, ``(None, why it cannot run)`` or
+    """A shell's lookup: ``(executable, None)``, ``(None, why it cannot run)`` or
     ``(None, None)`` when there is no such file."""
-    if os.name != "posix":  # pragma: no cover - Windows (PATHEXT and friends)
-        import shutil
+    import shutil
 
-        return shutil.which(name, path=path), None
-    if not name:
-        return None, None
+    found = shutil.which(name, path=path)
+    if found is not None or not name:
+        return found, None
     if "/" in name and os.path.isdir(name):
         return None, "Is a directory"
-    candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in _path(path)]
-    denied = None
-    for candidate in candidates:
-        if not os.path.isfile(candidate):
-            continue
-        if os.access(candidate, os.X_OK):
-            return candidate, None
-        denied = denied or "Permission denied"
-    return None, denied
-
-
-def _path(path: str | None) -> list[str]:
-    text = os.environ.get("PATH", os.defpath) if path is None else path
-    return text.split(os.pathsep)
+    folders = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in folders]
+    return None, "Permission denied" if any(map(os.path.isfile, candidates)) else None
 
 
 def _reordered_for_otel(parsed: Parsed, executable: str) -> list[str] | None:
@@ -458,7 +400,7 @@ def main(argv: list[str]) -> int:
     if reordered is not None:
         # OpenTelemetry's process gets no hook of ours; the inner budgetware run adds it.
         command = reordered
-        env = _with_settings({}, None)
+        env = dict(os.environ)
     elif not is_python_program(executable):
         print(
             f"budgetware run: {command[0]} is not a Python program; it runs unchanged "
@@ -466,7 +408,8 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
     else:
-        skipping = _skipping_flags(executable, command)
+        python = command[1:] if _is_python_name(executable) else _shebang_python_args(executable)
+        skipping = python_flags_skipping_the_hook(python or [])
         if skipping:
             print(
                 f"budgetware run: {command[0]} runs Python with {_skipping_reasons(skipping)}, "

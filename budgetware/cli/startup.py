@@ -43,15 +43,11 @@ class _ChainedLoader:
         self._loader = loader
         self._after = after
 
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        module: ModuleType | None = self._loader.create_module(spec)
-        return module
-
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
         self._after()
 
-    def __getattr__(self, name: str) -> Any:  # resource readers, get_code, ...
+    def __getattr__(self, name: str) -> Any:  # create_module, resource readers, get_code, ...
         return getattr(self._loader, name)
 
 

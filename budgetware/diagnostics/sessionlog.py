@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from budgetware.core import observe
-from budgetware.core.config import BudgetConfig
+from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.finalize import rooms, tool_priority
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.core.measure import measure
@@ -182,8 +182,8 @@ class _Log:
             if self.fd is None:
                 self._open()
             if self.size + len(data) > MAX_FILE_BYTES:
-                data = dumps_bytes({"type": "stopped", "reason": "size", "time": time.time()})
                 self.stopped = True
+                data = dumps_bytes({"type": "stopped", "reason": "size", "time": time.time()})
                 data += b"\n"
             assert self.fd is not None
             view = memoryview(data)
@@ -359,8 +359,6 @@ def stop() -> str | None:
 
 def start_if_asked(config: BudgetConfig | None) -> bool:
     """Start the log if the ``session_log`` setting (or ``budgetware run``) asks for it."""
-    from budgetware.core.config import resolve_config
-
     directory = directory_for(resolve_config(config, lenient=True).session_log)
     if directory is None:
         return False

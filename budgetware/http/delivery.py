@@ -6,7 +6,6 @@ Its response's usage is read as it passes (``http/usage.py``), while something w
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from budgetware.core.observe import RequestReport, deliver_request, usage_watched
@@ -19,6 +18,8 @@ _TRACE = "trace"
 
 
 class _Pending:
+    """A request's report until it is delivered, and the ``trace`` callback it replaced."""
+
     __slots__ = ("delivered", "inner", "report", "watched")
 
     def __init__(self, report: RequestReport, inner: Any) -> None:
@@ -32,49 +33,29 @@ class _Pending:
             self.delivered = True
             deliver_request(self.report)
 
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        """httpcore's sync ``trace`` callback: deliver at the first event, then pass through."""
+        self.deliver()
+        if self.inner is not None:
+            self.inner(name, info)
 
-class _SyncTrace:
-    """httpcore's sync ``trace`` callback: deliver at the first event, then pass through."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self, pending: _Pending) -> None:
-        self.pending = pending
-
-    def __call__(self, name: str, info: dict[str, Any]) -> None:
-        pending = self.pending
-        if not pending.delivered:
-            pending.deliver()
-        if pending.inner is not None:
-            pending.inner(name, info)
-
-
-class _AsyncTrace:
-    """httpcore's async ``trace`` callback (it must be a coroutine function)."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self, pending: _Pending) -> None:
-        self.pending = pending
-
-    async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        pending = self.pending
-        if not pending.delivered:
-            pending.deliver()
-        if pending.inner is not None:
-            inner: Callable[[str, dict[str, Any]], Awaitable[None]] = pending.inner
-            await inner(name, info)
+    async def atrace(self, name: str, info: dict[str, Any]) -> None:
+        """httpcore's async ``trace`` callback (it must be a coroutine function)."""
+        self.deliver()
+        if self.inner is not None:
+            await self.inner(name, info)
 
 
 def attach_report(request: Any, report: RequestReport, *, asynchronous: bool) -> None:
     """Carry ``report`` on ``request`` until it reaches the network (see the module doc)."""
     extensions = request.extensions
     inner = extensions.get(_TRACE)
-    if isinstance(inner, (_SyncTrace, _AsyncTrace)):  # a request sent again: unwrap ours
-        inner = inner.pending.inner
+    ours = getattr(inner, "__self__", None)
+    if isinstance(ours, _Pending):  # a request sent again: unwrap ours
+        inner = ours.inner
     pending = _Pending(report, inner)
     extensions[REPORT_EXTENSION] = pending
-    extensions[_TRACE] = _AsyncTrace(pending) if asynchronous else _SyncTrace(pending)
+    extensions[_TRACE] = pending.atrace if asynchronous else pending.trace
 
 
 def settle(request: Any) -> None:
@@ -82,7 +63,7 @@ def settle(request: Any) -> None:
     if request is None:
         return
     pending = request.extensions.get(REPORT_EXTENSION)
-    if pending is not None and not pending.delivered:
+    if pending is not None:
         pending.deliver()
 
 

@@ -3,7 +3,6 @@ spelled ``budgetware_*``, LiteLLM key and team metadata."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,38 +52,17 @@ def _expected(spell: Callable[[str], str]) -> str:
 
 
 def _flag(value: object) -> bool | None:
-    if isinstance(value, bool):
-        return value
     if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in _TRUE:
-            return True
-        if lowered in _FALSE:
-            return False
-    return None
-
-
-@functools.lru_cache(maxsize=256)
-def _checked(setting: str, value: object) -> tuple[tuple[str, Any], ...] | None:
-    """The validated setting a value stands for, or None; cached, since the same few values
-    recur on every request."""
-    try:
-        return tuple(check_overrides({setting: value}).items())
-    except ConfigError:
-        return None
+        word = value.strip().lower()
+        return True if word in _TRUE else False if word in _FALSE else None
+    return value if isinstance(value, bool) else None
 
 
 def _setting(setting: str, value: object) -> dict[str, Any] | None:
-    check: Callable[[str, object], tuple[tuple[str, Any], ...] | None] = _checked
-    if isinstance(value, str):
-        value = value.strip()
-        if len(value) > 64:  # not a setting: kept out of the cache
-            check = _checked.__wrapped__
     try:
-        checked = check(setting, value)
-    except TypeError:  # an unhashable value (a list in metadata): never a valid one
-        checked = None
-    return None if checked is None else dict(checked)
+        return check_overrides({setting: value})
+    except ConfigError:
+        return None
 
 
 def _overrides(

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESPONSE_REWRITERS",
-    "ResponseRewriter",
     "entry_config",
     "load_before_first_response",
     "load_features",
@@ -28,23 +27,16 @@ __all__ = [
 ]
 
 # (request, response) -> the response to deliver (the same object when nothing changes).
-if TYPE_CHECKING:
-    ResponseRewriter = Callable[[Any, Any], Any]
-else:
-    ResponseRewriter = Callable
-
-RESPONSE_REWRITERS: list[ResponseRewriter] = []
+RESPONSE_REWRITERS: list[Callable[[Any, Any], Any]] = []
 # (request, response, entry point's config) -> whether rewriting this read response may
 # wait for a store over the network.
-if TYPE_CHECKING:
-    ResponseWait = Callable[[Any, Any, "BudgetConfig | None"], bool]
-else:
-    ResponseWait = Callable
-_RESPONSE_WAITS: list[ResponseWait] = []
+_RESPONSE_WAITS: list[Callable[[Any, Any, BudgetConfig | None], bool]] = []
 
 
 def register_response_rewriter(
-    rewriter: ResponseRewriter, *, may_wait: ResponseWait | None = None
+    rewriter: Callable[[Any, Any], Any],
+    *,
+    may_wait: Callable[[Any, Any, BudgetConfig | None], bool] | None = None,
 ) -> None:
     """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order).
     ``may_wait`` tells the async paths whether a rewrite may wait for a store over the
@@ -56,14 +48,17 @@ def register_response_rewriter(
 
 
 def response_may_wait(
-    request: Any, response: Any, config: BudgetConfig | None = None, *, load: bool = True
+    request: Any, response: Any, config: BudgetConfig | None = None, load: bool = True
 ) -> bool:
-    """Whether a rewriter may wait for a store over the network on this read response."""
-    if load and _loaders:
-        load_features()
+    """Whether a rewriter may wait for a store over the network on this read response (when
+    undecidable, it may: a thread hop costs far less than a blocked loop)."""
     token = _ENTRY_CONFIG.set(config)
     try:
+        if load and _loaders:
+            load_features()
         return any(wait(request, response, config) for wait in _RESPONSE_WAITS)
+    except Exception:
+        return True
     finally:
         _ENTRY_CONFIG.reset(token)
 

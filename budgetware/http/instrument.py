@@ -6,13 +6,14 @@ Cheap to set up: settings are validated at once, but the bounding layer
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import wrapt
 
@@ -28,29 +29,17 @@ if TYPE_CHECKING:
 __all__ = ["PATCH_TARGETS", "Instrumentation", "instrument", "is_instrumented", "uninstrument"]
 
 
-class PatchTarget:
+class PatchTarget(NamedTuple):
     """One method ``instrument()`` wraps: ``module.cls.method``, sync or async."""
 
-    __slots__ = ("cls", "method", "module", "wrapper")
-
-    def __init__(
-        self,
-        module: str,
-        cls: str,
-        method: str,
-        wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any],
-    ) -> None:
-        self.module = module
-        self.cls = cls
-        self.method = method
-        self.wrapper = wrapper
+    module: str
+    cls: str
+    method: str
+    wrapper: Callable[[Callable[..., Any], Any, Any, Any], Any]
 
     @property
     def name(self) -> str:
         return f"{self.module}.{self.cls}.{self.method}"
-
-    def __repr__(self) -> str:
-        return f"PatchTarget({self.name!r})"
 
 
 class _State:
@@ -58,10 +47,8 @@ class _State:
         self.lock = threading.RLock()
         self.active = False
         self.config: BudgetConfig | None = None
-        # target -> the exact attribute found in the class __dict__ before patching
-        self.originals: dict[PatchTarget, Any] = {}
-        # target -> the class that attribute was found on (and wrapped on)
-        self.owners: dict[PatchTarget, type] = {}
+        # target -> the class its method was found on (and wrapped on)
+        self.patched: dict[PatchTarget, type] = {}
         self.hooked: set[str] = set()
 
 
@@ -93,33 +80,27 @@ def _nothing_to_do(request: Any) -> bool:
 
 def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]:
     """The request to send and whether this layer handles it (False: a layer below will)."""
-    extensions = request.extensions
-    if extensions.get(_HANDLED):
+    if request.extensions.get(_HANDLED):
         return request, False
-    if _nothing_to_do(request):
-        loaded = sys.modules.get("budgetware.http.transport")
-        # No BudgetTransport exists before that module is imported.
-        if loaded is not None and isinstance(
-            _client_transport(client, request), loaded._TransportBase
-        ):
+    body = not _nothing_to_do(request)
+    # The bounding layer loads at the first body; no BudgetTransport exists before it.
+    transport: Any = sys.modules.get("budgetware.http.transport")
+    if body:
+        transport = importlib.import_module("budgetware.http.transport")
+    if transport is not None and isinstance(
+        _client_transport(client, request), transport._TransportBase
+    ):
+        return request, False
+    if body and not bounded_above():
+        lib = transport.library_of(request)
+        if lib is None:  # not an httpx or httpx2 request: nothing to rebuild it with
             return request, False
-        extensions[_HANDLED] = True
-        return request, True
-    from budgetware.http import transport  # the bounding layer, at the first body
-
-    if isinstance(_client_transport(client, request), transport._TransportBase):
-        return request, False
-    if bounded_above():  # an SDK hook bounded it: deliver its response, leave the request
-        transport.mark_handled(request)
-        return request, True
-    lib = sys.modules.get(type(request).__module__.partition(".")[0])
-    if lib is None:
-        return request, False
-    outgoing = transport.prepare_request(
-        request, lib, _STATE.config, client, asynchronous=asynchronous
-    )
-    transport.mark_handled(outgoing)
-    return outgoing, True
+        request = transport.prepare_request(
+            request, lib, _STATE.config, client, asynchronous=asynchronous
+        )
+    # Nothing to bound, or an SDK hook bounded it: delivered, the request left alone.
+    request.extensions[_HANDLED] = True
+    return request, True
 
 
 def _bind(
@@ -135,13 +116,6 @@ def _bind(
     return args, kwargs, None, False
 
 
-def _has_body(request: Any) -> bool:
-    try:
-        return bool(request.content)
-    except Exception:  # a streaming body
-        return True
-
-
 def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
     if not _STATE.active:
         return wrapped(*args, **kwargs)
@@ -153,7 +127,7 @@ def _sync_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: An
         response = wrapped(*args, **kwargs)
     finally:
         settle(request)
-    return rewrite_response(request, response, config, load=_has_body(request))
+    return rewrite_response(request, response, config, load=not _nothing_to_do(request))
 
 
 async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -175,7 +149,7 @@ async def _async_send(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
         response = await wrapped(*args, **kwargs)
     finally:
         settle(request)
-    load = _has_body(request)
+    load = not _nothing_to_do(request)
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
     if not load and not (isinstance(content, bytes) and len(content) >= _OFFLOAD_FLOOR):
         return rewrite_response(request, response, config, load=False)
@@ -222,7 +196,7 @@ def _patch_module(module: ModuleType) -> None:
         if not _STATE.active:
             return
         for target in PATCH_TARGETS:
-            if target.module != module.__name__ or target in _STATE.originals:
+            if target.module != module.__name__ or target in _STATE.patched:
                 continue
             named = getattr(module, target.cls, None)
             cls = _defining_class(named, target) if isinstance(named, type) else None
@@ -237,14 +211,10 @@ def _patch_module(module: ModuleType) -> None:
                 )
                 continue
             current = cls.__dict__[target.method]
-            _STATE.owners[target] = cls
-            ours = _own_layer(current, target)
-            if ours is not None:
-                # Our layer is still in the chain, under a wrapper that could not unlink it.
-                _STATE.originals[target] = ours.__wrapped__
-                continue
-            setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
-            _STATE.originals[target] = current
+            _STATE.patched[target] = cls
+            # Our layer may still be in the chain, under a wrapper that could not unlink it.
+            if not any(_is_own(node, target) for _, node in _chain(current)):
+                setattr(cls, target.method, wrapt.FunctionWrapper(current, target.wrapper))
 
 
 # wrapt proxies, whose __wrapped__ can be relinked (wrapt 2: BaseObjectProxy).
@@ -258,38 +228,27 @@ def _is_own(obj: Any, target: PatchTarget) -> bool:
     )
 
 
-def _own_layer(obj: Any, target: PatchTarget) -> Any:
-    """budgetware's wrapper for ``target`` in the chain of wrappers starting at ``obj``."""
-    for _ in range(64):  # a chain of wrappers is short; a cycle must not hang us
+def _chain(obj: Any) -> Iterator[tuple[Any, Any]]:
+    """(the wrapper above or None, the wrapper) down a chain of wrappers starting at
+    ``obj``; a chain is short, and a cycle must not hang us."""
+    above = None
+    for _ in range(64):
         if obj is None:
-            return None
-        if _is_own(obj, target):
-            return obj
-        obj = getattr(obj, "__wrapped__", None)
-    return None
+            return
+        yield above, obj
+        above, obj = obj, getattr(obj, "__wrapped__", None)
 
 
 def _unwrap_own(cls: type, target: PatchTarget) -> None:
     """Take budgetware's layer out of the chain on ``cls``, wherever it sits: a wrapt proxy
     above it is relinked; under a plain function it stays, inert."""
-    current: Any = cls.__dict__.get(target.method)
-    if _is_own(current, target):
-        setattr(cls, target.method, current.__wrapped__)
-        return
-    node = current
-    for _ in range(64):
-        inner = getattr(node, "__wrapped__", None)
-        if inner is None:
+    for above, node in _chain(cls.__dict__.get(target.method)):
+        if _is_own(node, target):
+            if above is None:
+                setattr(cls, target.method, node.__wrapped__)
+            elif isinstance(above, _PROXIES):
+                above.__wrapped__ = node.__wrapped__  # type: ignore[attr-defined]
             return
-        if _is_own(inner, target):
-            if isinstance(node, _PROXIES):
-                node.__wrapped__ = inner.__wrapped__  # type: ignore[attr-defined]
-            return
-        node = inner
-
-
-def _on_import(module: ModuleType) -> None:
-    _patch_module(module)
 
 
 class Instrumentation:
@@ -321,62 +280,46 @@ class Instrumentation:
     def patched(self) -> tuple[str, ...]:
         """The names of the methods currently wrapped (``"httpx2.Client.send"``, ...)."""
         with _STATE.lock:
-            return tuple(t.name for t in _STATE.originals)
+            return tuple(t.name for t in _STATE.patched)
 
 
 _PREFIX = "BUDGETWARE_"
 _RUN_PREFIX = _PREFIX + "RUN_"  # budgetware run's own variables, not settings
 
 
-def _settings_in_environment() -> bool:
-    """Whether any ``BUDGETWARE_*`` variable is set (those of ``budgetware run`` itself aside)."""
-    return any(key.startswith(_PREFIX) and not key.startswith(_RUN_PREFIX) for key in os.environ)
-
-
 # The BUDGETWARE_* variables looked at already: an unknown one is warned about once.
 _SEEN_VARIABLES: set[str] = set()
 
 
-def _warn_unknown_variables() -> None:
-    """A ``BudgetwareWarning`` for each ``BUDGETWARE_*`` variable budgetware does not read
-    (``budgetware run`` said so already)."""
-    if any(key.startswith(_RUN_PREFIX) for key in os.environ):
-        return
-    from budgetware.core.environment import ignored_variables
-    from budgetware.core.errors import BudgetwareWarning
-
-    fresh = [key for key in os.environ if key.startswith(_PREFIX) and key not in _SEEN_VARIABLES]
-    _SEEN_VARIABLES.update(fresh)
-    for said in ignored_variables(fresh):
-        warnings.warn(f"budgetware: {said}", BudgetwareWarning, stacklevel=4)
-
-
 def _check_setup(config: BudgetConfig | None) -> None:
     """A bad setting or unusable store is a ``ConfigError`` now, not on a request; without
-    any setting only the default directory is checked, cheaply."""
-    if config is None and not _settings_in_environment():
+    any setting only the default directory is checked, cheaply. A ``BudgetwareWarning``
+    names each ``BUDGETWARE_*`` variable budgetware does not read (``budgetware run``
+    named them already)."""
+    names = [key for key in os.environ if key.startswith(_PREFIX)]
+    variables = [key for key in names if not key.startswith(_RUN_PREFIX)]
+    if config is None and not variables:
         from budgetware.core.paths import default_artifact_path
 
         try:
-            path = default_artifact_path()
+            if plainly_private(default_artifact_path()):
+                return
         except (RuntimeError, KeyError, OSError):
             return  # no home directory: bounded without a reference, as at request time
-        if plainly_private(path):
-            return
-        from budgetware.core.config import resolve_config
-        from budgetware.store.select import check_store
-
-        check_store(resolve_config())  # says exactly what is wrong with it
-        return
     from budgetware.core.config import check_settings
-
-    resolved = check_settings(config)
-    _warn_unknown_variables()
-    if plainly_accepted(resolved, s3_later=False):
-        return
     from budgetware.store.select import check_store
 
-    check_store(resolved)
+    resolved = check_settings(config)
+    if len(variables) == len(names):
+        from budgetware.core.environment import ignored_variables
+        from budgetware.core.errors import BudgetwareWarning
+
+        fresh = [key for key in variables if key not in _SEEN_VARIABLES]
+        _SEEN_VARIABLES.update(fresh)
+        for said in ignored_variables(fresh):
+            warnings.warn(f"budgetware: {said}", BudgetwareWarning, stacklevel=3)
+    if not plainly_accepted(resolved, s3_later=False):
+        check_store(resolved)
 
 
 def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
@@ -399,7 +342,7 @@ def instrument(*, config: BudgetConfig | None = None) -> Instrumentation:
                 _patch_module(module)
             if name not in _STATE.hooked:
                 # Fires at once if the module is imported by then, else when it is imported.
-                wrapt.register_post_import_hook(_on_import, name)
+                wrapt.register_post_import_hook(_patch_module, name)
                 _STATE.hooked.add(name)
     return handle
 
@@ -409,11 +352,9 @@ def uninstrument() -> None:
     with _STATE.lock:
         _STATE.active = False
         _STATE.config = None
-        for target, cls in _STATE.owners.items():
-            if target in _STATE.originals:
-                _unwrap_own(cls, target)
-        _STATE.originals.clear()
-        _STATE.owners.clear()
+        for target, cls in _STATE.patched.items():
+            _unwrap_own(cls, target)
+        _STATE.patched.clear()
 
 
 def is_instrumented() -> bool:

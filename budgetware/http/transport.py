@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import enum
-import logging
+import functools
 import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from functools import partial
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from budgetware.core import observe
 from budgetware.core.config import (
@@ -40,10 +38,8 @@ __all__ = [
     "HANDLED_EXTENSION",
     "AsyncBudgetTransport",
     "BudgetTransport",
-    "is_handled",
     "library_of",
     "library_of_class",
-    "mark_handled",
     "off_loop",
     "off_loop_for_size",
     "prepare_request",
@@ -51,18 +47,9 @@ __all__ = [
     "sdk_http_library",
 ]
 
-logger = logging.getLogger("budgetware")
-
 # Set on a request that one layer already bounded, so a lower layer leaves it alone.
 HANDLED_EXTENSION = "budgetware.handled"
 _LIBRARIES = ("httpx", "httpx2")
-
-
-class HttpLibrary(Protocol):
-    """What budgetware uses of an HTTP library module: httpx and httpx2 both provide it."""
-
-    Request: Any
-    RequestNotRead: type[Exception]
 
 
 # --- the one code path shared by the transports and instrument() ---------------------------
@@ -95,24 +82,14 @@ def sdk_http_library(client_class: type, sdk: str) -> ModuleType:
 
 
 _WARNED_LOCK = threading.Lock()
-_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
-# Owners that cannot be weakly referenced, by id (bounded: a warning may repeat).
-_WARNED_IDS: set[int] = set()
-_WARNED_IDS_MAX = 1024
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()  # the transports and clients warned
 
 
 def _warn_signed_once(owner: object, host: str) -> None:
     with _WARNED_LOCK:
-        try:
-            if owner in _WARNED:
-                return
-            _WARNED.add(owner)
-        except TypeError:  # an owner that cannot be weakly referenced: remember its id
-            if id(owner) in _WARNED_IDS:
-                return
-            if len(_WARNED_IDS) >= _WARNED_IDS_MAX:
-                _WARNED_IDS.clear()
-            _WARNED_IDS.add(id(owner))
+        if owner in _WARNED:
+            return
+        _WARNED.add(owner)
     warnings.warn(
         f"budgetware: requests to {host} are signed (AWS SigV4) and pass through unbounded: "
         "changing a signed body would break its signature. Bound them before they are signed: "
@@ -125,7 +102,7 @@ def _warn_signed_once(owner: object, host: str) -> None:
 
 def prepare_request(
     request: Any,
-    lib: ModuleType,
+    lib: Any,
     base: BudgetConfig | None,
     owner: object,
     *,
@@ -135,7 +112,6 @@ def prepare_request(
     without ``x-budgetware-*`` headers, carrying its report while something watches (the
     caller calls ``settle`` after sending it). ``owner`` warns once about signed requests.
     """
-    library = cast(HttpLibrary, lib)
     headers = request.headers
     url = str(request.url)
     own = [name for name in headers if name.lower().startswith(REQUEST_HEADER_PREFIX)]
@@ -147,13 +123,13 @@ def prepare_request(
         if not strip:
             return request
         try:
-            return _rebuild(library, request, request.content, strip)
-        except library.RequestNotRead:
+            return _rebuild(lib, request, request.content, strip)
+        except lib.RequestNotRead:
             return _rebuild_headers_only(request, strip)
     overrides = header_overrides(headers) if own else {}
     try:
         body = request.content
-    except library.RequestNotRead:  # a streaming body: not ours to buffer
+    except lib.RequestNotRead:  # a streaming body: not ours to buffer
         if overrides:
             request.extensions[OVERRIDES_EXTENSION] = overrides
         return _rebuild_headers_only(request, own) if own else request
@@ -172,9 +148,7 @@ def prepare_request(
             fail_open("bound a request", config=config)
             new_body = body
     _recorder.submitted(url, new_body, config=config)
-    outgoing = (
-        request if new_body is body and not own else _rebuild(library, request, new_body, own)
-    )
+    outgoing = request if new_body is body and not own else _rebuild(lib, request, new_body, own)
     if overrides:  # for the response side (the MCP boundary), once the headers are gone
         outgoing.extensions[OVERRIDES_EXTENSION] = overrides
     if report is not None:
@@ -191,7 +165,7 @@ def _effective_config(base: BudgetConfig | None, overrides: dict[str, Any]) -> B
         return None
 
 
-def _rebuild(library: HttpLibrary, request: Any, body: bytes, drop: list[str]) -> Any:
+def _rebuild(library: Any, request: Any, body: bytes, drop: list[str]) -> Any:
     dropped = {name.lower() for name in drop} | {"content-length"}
     headers = [
         (key, value)
@@ -215,21 +189,14 @@ def _rebuild_headers_only(request: Any, drop: list[str]) -> Any:
     return request
 
 
-def is_handled(request: Any) -> bool:
-    """Whether a layer above already bounded ``request``."""
-    return bool(request.extensions.get(HANDLED_EXTENSION))
-
-
-def mark_handled(request: Any) -> None:
-    """Tell the layers below that ``request`` is bounded already."""
-    request.extensions[HANDLED_EXTENSION] = True
-
-
 # --- the transports ------------------------------------------------------------------------
 
 
-_CONCRETE_LOCK = threading.Lock()
-_CONCRETE: dict[tuple[type, str], type] = {}
+@functools.cache
+def _concrete(cls: Any, lib: ModuleType) -> type:
+    """``cls`` deriving from ``lib``'s base transport class too."""
+    base = getattr(lib, cls._library_base)
+    return type(cls.__name__, (cls, base), {"lib": lib, "__module__": cls.__module__})
 
 
 class _TransportBase:
@@ -245,15 +212,7 @@ class _TransportBase:
         lib = library_of(inner)
         if lib is None or cls.lib is not None:
             return super().__new__(cls)
-        key = (cls, lib.__name__)
-        with _CONCRETE_LOCK:
-            concrete = _CONCRETE.get(key)
-            if concrete is None:
-                base = getattr(lib, cls._library_base)
-                namespace = {"lib": lib, "__module__": cls.__module__}
-                concrete = type(cls.__name__, (cls, base), namespace)
-                _CONCRETE[key] = concrete
-        return super().__new__(concrete)
+        return super().__new__(_concrete(cast(type, cls), lib))
 
     def __init__(self, inner: Any, *, config: BudgetConfig | None = None) -> None:
         check_store(check_settings(config))
@@ -264,7 +223,7 @@ class _TransportBase:
     _asynchronous = False
 
     def _prepare(self, request: Any) -> Any:
-        if is_handled(request) or bounded_above():
+        if request.extensions.get(HANDLED_EXTENSION) or bounded_above():
             return request
         lib = self.lib or library_of(request)
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
@@ -293,8 +252,7 @@ class BudgetTransport(_TransportBase):
 
     def handle_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
-        handled = is_handled(request)
-        if handled:
+        if request.extensions.get(HANDLED_EXTENSION):
             return self.inner.handle_request(request)
         outgoing = self._prepare(request)
         try:
@@ -321,43 +279,7 @@ class BudgetTransport(_TransportBase):
 
 # From this size the async paths bound a body in a worker thread, not on the event loop.
 OFFLOAD_BYTES = 1 << 20
-
-
-class _Unset(enum.Enum):
-    UNSET = "unset"
-
-
-_UNSET: Final = _Unset.UNSET
-"""``config`` not given: the caller did not say which configuration bounds the body."""
-
-
-def _offload(
-    size: int,
-    config: BudgetConfig | _Unset | None = _UNSET,
-    overrides: Mapping[str, Any] | None = None,
-) -> bool:
-    """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
-    ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
-    longer than its smallest budget; any body when ``config`` is not given).
-    """
-    if size >= OFFLOAD_BYTES:
-        return True
-    if size <= 0 or not _remote_store_possible():
-        return False  # no store over the network in this process: nothing to wait for
-    if config is _UNSET:
-        return True
-    try:
-        effective = resolve_config(config, request_overrides=overrides, lenient=True)
-        threshold = read_threshold(effective)
-        if threshold is None or not effective.persist or size <= threshold:
-            return False
-        return _names_remote_store(effective)
-    except Exception:  # undecidable: a thread hop costs far less than a blocked loop
-        return True
-
-
-def _names_remote_store(config: BudgetConfig) -> bool:
-    return config.persist and config.store_location().scheme == "s3"
+T = TypeVar("T")
 
 
 def _remote_store_possible() -> bool:
@@ -366,30 +288,28 @@ def _remote_store_possible() -> bool:
     return remote_store_in_use() or "artifact_store" in current_overrides()
 
 
-def _offload_response(
-    request: Any, response: Any, size: int, config: BudgetConfig | None, load: bool
+def _offload(
+    size: int, config: BudgetConfig | None, overrides: Mapping[str, Any] | None = None
 ) -> bool:
-    """Whether rewriting a read response body of ``size`` bytes goes to a worker thread:
-    from ``OFFLOAD_BYTES``, or when a rewriter says it may wait for a store over the network."""
+    """Whether bounding a request body of ``size`` bytes goes to a worker thread: from
+    ``OFFLOAD_BYTES``, or when it may wait for an S3 store (persistence on and the body
+    longer than its smallest budget)."""
     if size >= OFFLOAD_BYTES:
         return True
-    if not _remote_store_possible():
-        return False
+    if size <= 0 or not _remote_store_possible():
+        return False  # no store over the network in this process: nothing to wait for
     try:
-        return response_may_wait(request, response, config, load=load)
+        effective = resolve_config(config, request_overrides=overrides, lenient=True)
+        threshold = read_threshold(effective)
+        if threshold is None or not effective.persist or size <= threshold:
+            return False
+        return effective.store_location().scheme == "s3"
     except Exception:  # undecidable: a thread hop costs far less than a blocked loop
         return True
 
 
-def _no_warning(message: str) -> None:
-    """Header mistakes are reported once, when the request is bounded, not here too."""
-
-
-T = TypeVar("T")
-
-
 async def off_loop(
-    request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | _Unset | None = _UNSET
+    request: Any, fn: Callable[..., T], *args: Any, config: BudgetConfig | None = None
 ) -> T:
     """``fn(*args)``, in a worker thread when bounding ``request`` may take long
     (``_offload``; ``config``: the entry point's, the request's headers on top). The thread
@@ -398,14 +318,11 @@ async def off_loop(
         headers = request.headers
         size = int(headers.get("content-length") or 0)
     except (AttributeError, ValueError):
-        return await off_loop_for_size(0, fn, *args, config=config)
+        headers, size = {}, 0
     overrides = None
-    if config is not _UNSET and size < OFFLOAD_BYTES and _remote_store_possible():
-        try:
-            if any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
-                overrides = header_overrides(headers, warn=_no_warning)
-        except Exception:
-            config = _UNSET  # undecidable: decided as for an unknown configuration
+    if 0 < size < OFFLOAD_BYTES and _remote_store_possible():
+        # A mistake in them is reported once, when the request is bounded.
+        overrides = header_overrides(headers, warn=lambda message: None)
     return await off_loop_for_size(size, fn, *args, config=config, overrides=overrides)
 
 
@@ -413,7 +330,7 @@ async def off_loop_for_size(
     size: int,
     fn: Callable[..., T],
     *args: Any,
-    config: BudgetConfig | _Unset | None = _UNSET,
+    config: BudgetConfig | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> T:
     """``off_loop`` for entry points that bound a decoded body of ``size`` bytes (SDK hooks,
@@ -429,18 +346,18 @@ async def rewrite_response_off_loop(
     request: Any, response: Any, config: Any, *, load: bool = True
 ) -> Any:
     """``rewrite_response`` for the async paths: in a worker thread when the body is read
-    already and ``_offload_response`` says so (a streamed body is rewritten off the loop
-    chunk by chunk)."""
+    already and is ``OFFLOAD_BYTES`` long, or a rewriter says it may wait for a store over
+    the network (a streamed body is rewritten off the loop chunk by chunk)."""
+    rewrite = functools.partial(rewrite_response, request, response, config, load=load)
     content = getattr(response, "_content", None)  # set once an httpx/httpx2 body is read
-    if not isinstance(content, bytes) or not _offload_response(
-        request, response, len(content), config, load
+    if not isinstance(content, bytes) or (
+        len(content) < OFFLOAD_BYTES
+        and not (_remote_store_possible() and response_may_wait(request, response, config, load))
     ):
-        return rewrite_response(request, response, config, load=load)
+        return rewrite()
     import anyio.to_thread
 
-    return await anyio.to_thread.run_sync(
-        partial(rewrite_response, request, response, config, load=load)
-    )
+    return await anyio.to_thread.run_sync(rewrite)
 
 
 class AsyncBudgetTransport(_TransportBase):
@@ -464,7 +381,7 @@ class AsyncBudgetTransport(_TransportBase):
 
     async def handle_async_request(self, request: Any) -> Any:
         """Bound the request body, send it through the inner transport."""
-        if is_handled(request):
+        if request.extensions.get(HANDLED_EXTENSION):
             return await self.inner.handle_async_request(request)
         outgoing = await off_loop(request, self._prepare, request, config=self.config)
         try:

@@ -5,10 +5,10 @@ each SSE line that names the usage, is held. Nothing found (or unreadable) repor
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -21,9 +21,10 @@ TAIL = 64 * 1024
 """The most held of a body, or of one SSE line: a usage object sits near the end of either."""
 
 APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "gemini"})
-# The key of the usage object (Gemini's is usageMetadata), never inside a JSON string:
-# a quote there is escaped.
-_KEY = re.compile(rb'(?<!\\)"usage(?:Metadata)?"\s*:\s*')
+# The key of the usage object (Gemini's is usageMetadata), found by its plain prefix first:
+# a regular expression searched over a long line holds the GIL for its whole length.
+_PREFIX = b'"usage'
+_KEY = re.compile(rb'"usage(?:Metadata)?"\s*:\s*')
 _DECODER = json.JSONDecoder()
 
 
@@ -59,54 +60,22 @@ def counters(api: str, usage: Mapping[str, Any]) -> tuple[int, int, int | None, 
     return tokens, read, written, _count(usage.get(out))
 
 
-def _usage_in(text: bytes | bytearray) -> dict[str, Any] | None:
-    """The last usage object named in ``text`` (a tail: it may start anywhere)."""
-    for match in reversed(list(_KEY.finditer(text))):
-        rest = bytes(text[match.end() :]).decode("utf-8", "replace")
-        try:
-            value, _ = _DECODER.raw_decode(rest)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-class _Scanner:
-    """Finds the usage in a body fed chunk by chunk, holding at most ``TAIL`` bytes."""
-
-    def __init__(self, sse: bool, decoder: Any) -> None:
-        self.sse = sse
-        self.decoder = decoder
-        self.buf = bytearray()
-        self.found: dict[str, Any] = {}
-
-    def feed(self, chunk: bytes) -> None:
-        self.buf += self._decode(chunk)
-        if self.sse:
-            end = self.buf.rfind(b"\n")
-            if end >= 0:
-                for line in self.buf[:end].split(b"\n"):
-                    self._line(line)
-                del self.buf[: end + 1]
-        if len(self.buf) > TAIL:
-            del self.buf[:-TAIL]
-
-    def finish(self) -> dict[str, Any]:
-        if self.decoder is not None:
-            self.buf += _joined(self.decoder.flush())
-        self._line(self.buf)
-        return self.found
-
-    def _line(self, line: bytes | bytearray) -> None:
-        if _KEY.search(line) is None:
-            return
-        usage = _usage_in(line)
-        if usage is not None:  # a stream's later usage completes or corrects an earlier one
-            self.found.update((k, v) for k, v in usage.items() if v is not None)
-
-    def _decode(self, chunk: bytes) -> bytes:
-        return chunk if self.decoder is None else _joined(self.decoder.decode(chunk))
+def _usages(text: bytes | bytearray, stop: int) -> Iterator[dict[str, Any]]:
+    """The usage objects named in ``text[:stop]``, in order. A key inside a JSON string is
+    not one: a quote there is escaped."""
+    at = text.find(_PREFIX, 0, stop)
+    while at >= 0:
+        match = _KEY.match(text, at, stop)
+        if match is not None and text[at - 1 : at] != b"\\":
+            start = match.end()
+            window = bytes(text[start : min(stop, start + TAIL)]).decode("utf-8", "replace")
+            try:
+                value, _ = _DECODER.raw_decode(window)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                yield value
+        at = text.find(_PREFIX, at + 1, stop)
 
 
 def _joined(out: Any) -> bytes:
@@ -115,12 +84,12 @@ def _joined(out: Any) -> bytes:
 
 
 def watch_usage(response: Any, report: RequestReport) -> None:
-    """Read the usage of ``response`` (to the request of ``report``) as the caller reads it,
-    and report it when the body ends: at once if it was read already. The request's API is
-    looked up only once a usage object was found."""
+    """Read the usage of ``response`` as the caller reads it, if its request was a model
+    call of a known API (never other traffic), and report it when the body ends: at once
+    if it was read already."""
     try:
-        known = report._api  # a function until someone asks
-        if (not callable(known) and known not in APIS) or response.status_code != 200:
+        api = report.api
+        if api not in APIS or response.status_code != 200:
             return
         content_type = response.headers.get("content-type", "").lower()
         sse = content_type.startswith("text/event-stream")
@@ -128,16 +97,14 @@ def watch_usage(response: Any, report: RequestReport) -> None:
             return
         content = getattr(response, "_content", None)  # decoded, once read
         if isinstance(content, bytes):
-            scanner = _Scanner(sse, None)
-            scanner.feed(content[-TAIL:] if not sse else content)
-            _report(scanner.finish(), report)
+            read = _WatchedStream(None, report, api, sse, None)
+            read._feed(content if sse else content[-TAIL:])
+            read._end()
             return
         library = sys.modules.get(type(response).__module__.partition(".")[0])
-        if library is None:
-            return
-        stream = _stream_class(library)(response.stream, _Scanner(sse, _decoder(response)))
-        stream.report = report
-        response.stream = stream
+        if library is not None:
+            stream = _stream_class(library)(response.stream, report, api, sse, _decoder(response))
+            response.stream = stream
     except Exception:
         fail_open("read a response's usage")
 
@@ -151,37 +118,27 @@ def _decoder(response: Any) -> Any:
     return probe._get_content_decoder()
 
 
-def _report(usage: Mapping[str, Any], report: RequestReport) -> None:
-    if not usage:
-        return
-    api = report.api
-    found = counters(api, usage) if api in APIS else None
-    if found is not None:
-        deliver_usage(UsageReport(str(api), *found, request=report))
-
-
-_STREAM_CLASSES: dict[str, type[_WatchedStream]] = {}
-_STREAM_LOCK = threading.Lock()
-
-
+@functools.cache
 def _stream_class(library: Any) -> type[_WatchedStream]:
     """A byte stream of the response's own library (httpx or httpx2), sync and async."""
-    with _STREAM_LOCK:
-        cls = _STREAM_CLASSES.get(library.__name__)
-        if cls is None:
-            bases = (_WatchedStream, library.SyncByteStream, library.AsyncByteStream)
-            cls = _STREAM_CLASSES[library.__name__] = type("UsageWatchedStream", bases, {})
-        return cls
+    bases = (_WatchedStream, library.SyncByteStream, library.AsyncByteStream)
+    return type("UsageWatchedStream", bases, {})
 
 
 class _WatchedStream:
-    """Passes the response's raw chunks on as they come, feeding a copy to the scanner."""
+    """Passes the response's raw chunks on as they come, and finds the usage in a copy of
+    them: each complete SSE line as it ends, else the last ``TAIL`` bytes."""
 
-    report: RequestReport
-
-    def __init__(self, inner: Any, scanner: _Scanner) -> None:
+    def __init__(
+        self, inner: Any, report: RequestReport, api: str, sse: bool, decoder: Any
+    ) -> None:
         self._inner = inner
-        self._scanner: _Scanner | None = scanner
+        self._report = report
+        self._api = api
+        self._sse = sse
+        self._decoder = decoder
+        self._buf: bytearray | None = bytearray()  # None once ended, or unreadable
+        self._found: dict[str, Any] = {}
 
     # The body ends when it is read to its end, or closed (an SDK stops reading an SSE
     # stream at its last event).
@@ -203,24 +160,37 @@ class _WatchedStream:
             self._end()
 
     def _feed(self, chunk: bytes) -> None:
-        scanner = self._scanner
-        if scanner is None:
+        buf = self._buf
+        if buf is None:
             return
         try:
-            scanner.feed(chunk)
+            buf += chunk if self._decoder is None else _joined(self._decoder.decode(chunk))
+            if self._sse:
+                self._scan(buf, buf.rfind(b"\n") + 1)  # the lines ended so far
+            if len(buf) > TAIL:
+                del buf[:-TAIL]
         except Exception:  # an undecodable body: nothing to report, the caller reads on
-            self._scanner = None
+            self._buf = None
+
+    def _scan(self, buf: bytearray, stop: int) -> None:
+        for usage in _usages(buf, stop):  # a stream's later usage completes an earlier one
+            self._found.update((k, v) for k, v in usage.items() if v is not None)
+        del buf[:stop]
 
     def _end(self) -> None:
-        scanner, self._scanner = self._scanner, None
-        if scanner is None:
+        buf, self._buf = self._buf, None
+        if buf is None:
             return
         try:
-            usage = scanner.finish()
-        except Exception:
+            if self._decoder is not None:
+                buf += _joined(self._decoder.flush())
+            self._scan(buf, len(buf))
+        except Exception:  # an undecodable end: nothing to report
             return
         try:
-            _report(usage, self.report)
+            found = counters(self._api, self._found) if self._found else None
+            if found is not None:
+                deliver_usage(UsageReport(self._api, *found, request=self._report))
         except Exception:
             fail_open("report a response's usage")
 

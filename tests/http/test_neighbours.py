@@ -196,7 +196,7 @@ def test_opentelemetry_spans_and_bounding_coexist_and_outlive_uninstrument(
 def test_uninstrument_is_safe_with_nothing_to_unwrap() -> None:
     uninstrument()
     uninstrument()
-    assert not _instrument._STATE.originals
+    assert not _instrument._STATE.patched
 
 
 # -- a real library that replaces Client.send: sentry-sdk --------------------------------------

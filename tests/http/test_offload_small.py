@@ -36,7 +36,6 @@ from budgetware.http.instrument import instrument
 from budgetware.http.transport import (
     OFFLOAD_BYTES,
     AsyncBudgetTransport,
-    off_loop_for_size,
     sdk_http_library,
 )
 from budgetware.store import select
@@ -189,17 +188,6 @@ async def test_a_small_request_with_a_local_store_stays_on_the_loop_beside_an_s3
     (text,) = _sent(fake_provider)
     assert len(text) <= 2000
     assert str(tmp_path) in text
-
-
-@pytest.mark.parametrize(("remote", "off_loop"), [(False, False), (True, True)])
-async def test_a_caller_that_names_no_configuration_leaves_the_loop_with_an_s3_store(
-    monkeypatch: pytest.MonkeyPatch, remote: bool, off_loop: bool
-) -> None:
-    # off_loop_for_size without config= (an integration of an older budgetware): which
-    # budget applies is unknown, so with an S3 store in the process any body may need it.
-    monkeypatch.setattr(select, "_remote_in_use", remote)
-    thread = await off_loop_for_size(1000, threading.get_ident)
-    assert (thread != threading.get_ident()) is off_loop
 
 
 class _nothing:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -228,23 +227,3 @@ def test_streaming_request_body_loses_its_budgetware_headers(lib: ModuleType) ->
     BudgetTransport(mock(lib, seen)).handle_request(request)
     assert "x-budgetware-disable" not in seen[0].headers
     assert seen[0].content == b'{"model": "m"}'
-
-
-def test_signed_warning_memory_is_bounded_for_owners_without_weak_references() -> None:
-    from budgetware.http import transport
-
-    class Slotted:
-        __slots__ = ("n",)
-
-        def __init__(self, n: int) -> None:
-            self.n = n
-
-    owners = [Slotted(i) for i in range(transport._WARNED_IDS_MAX + 500)]
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        transport._warn_signed_once(owners[0], "bedrock")
-        transport._warn_signed_once(owners[0], "bedrock")
-        assert len(seen) == 1  # once per owner
-        for owner in owners[1:]:
-            transport._warn_signed_once(owner, "bedrock")
-    assert len(transport._WARNED_IDS) <= transport._WARNED_IDS_MAX

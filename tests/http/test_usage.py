@@ -385,21 +385,40 @@ def test_an_sse_stream_with_a_broken_usage_line_reports_nothing(
 
 
 def test_nothing_watching_leaves_the_stream_as_it_is() -> None:
-    content, response = _fetch(b'{"usage": {"prompt_tokens": 1}}')
-    assert content == b'{"usage": {"prompt_tokens": 1}}'
-    assert type(response.stream).__name__ != "UsageWatchedStream"
-
-
-def test_a_response_to_a_request_of_no_model_api_reports_nothing(
-    usage: list[observe.UsageReport],
-) -> None:
+    body = b'{"usage": {"prompt_tokens": 1}}'
     mock = httpx.MockTransport(
         lambda request: httpx.Response(
-            200,
-            headers={"content-type": "application/json"},
-            stream=_Chunks(b'{"usage": {"prompt_tokens": 1}}'),
+            200, headers={"content-type": "application/json"}, stream=_Chunks(body)
         )
     )
-    with httpx.Client(transport=BudgetTransport(mock)) as client:
-        client.post("https://example.com/stats", content=BODY)
+    with BudgetTransport(mock) as transport:
+        response = transport.handle_request(httpx.Request("POST", URL, content=BODY))
+        assert type(response.stream).__name__ == "_Chunks"  # as it came
+        assert response.read() == body
+
+
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}}
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "content_type"),
+    [
+        ("https://example.com/stats", BODY, "application/json"),
+        # An MCP server's answer (one event) that names a usage: not read, whatever its size.
+        ("http://127.0.0.1:9/mcp", json.dumps(MCP_CALL).encode(), "text/event-stream"),
+    ],
+)
+def test_a_response_to_a_request_of_no_model_api_is_not_read(
+    url: str, body: bytes, content_type: str, usage: list[observe.UsageReport]
+) -> None:
+    answer = b'data: {"jsonrpc": "2.0", "id": 1, "result": {"usage": {"prompt_tokens": 1}}}\n\n'
+    mock = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, headers={"content-type": content_type}, stream=_Chunks(answer)
+        )
+    )
+    with BudgetTransport(mock) as transport:
+        response = transport.handle_request(httpx.Request("POST", url, content=body))
+        assert type(response.stream).__name__ == "_Chunks"  # as it came
+        assert response.read() == answer
     assert usage == []
