@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import unquote
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -180,9 +181,14 @@ def _not_a_bool(value: Any) -> Any:
     return value
 
 
+def _seconds(value: Any) -> Any:
+    return parse_duration(value) if isinstance(value, str) else value
+
+
 # Every number setting of the configuration models is one of these: no booleans.
 Count = Annotated[int, BeforeValidator(_not_a_bool)]
 Number = Annotated[float, BeforeValidator(_not_a_bool)]
+Seconds = Annotated[Number, BeforeValidator(_seconds)]  # also "30m", "12h", "7d"
 
 
 def check_unit(unit: str) -> str:
@@ -274,7 +280,7 @@ class BudgetConfig(BaseModel):
         default=200_000,
         description="Budget per batch of tool results, in `unit`; 0 or less, inf or nan disables.",
     )
-    unit: Unit = Field(
+    unit: Annotated[Unit, AfterValidator(check_unit)] = Field(
         default="chars",
         description=(
             "The unit of every budget: 'chars' (code points), 'utf8_bytes', 'tokens' "
@@ -304,25 +310,25 @@ class BudgetConfig(BaseModel):
         description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
         "(least recently used first), and a write past it gets no artifact.",
     )
-    artifact_min_age: Number = Field(
+    artifact_min_age: Seconds = Field(
         default=HOUR,
         ge=0,
         description="The sweep never deletes an artifact used more recently than this "
         "(seconds or 1h): one a live conversation still names.",
     )
-    artifact_max_age: Number = Field(
+    artifact_max_age: Seconds = Field(
         default=30 * DAY,
         ge=0,
         description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
         "0 keeps them.",
     )
-    artifact_sweep_interval: Number = Field(
+    artifact_sweep_interval: Seconds = Field(
         default=600.0,
         ge=0,
         description="How often a process sweeps the store, off the request path (seconds "
         "or 10m); 0 never.",
     )
-    artifact_store_timeout: Number = Field(
+    artifact_store_timeout: Seconds = Field(
         default=2.0,
         gt=0,
         description="Seconds an S3 store call may wait to connect or read before the "
@@ -367,7 +373,7 @@ class BudgetConfig(BaseModel):
             "set any (key and team metadata still win); 'ignore' drops them."
         ),
     )
-    tool_policies: dict[str, ToolPolicy] = Field(
+    tool_policies: Annotated[dict[str, ToolPolicy], BeforeValidator(_tool_entries)] = Field(
         default_factory=dict,
         description=(
             "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
@@ -436,7 +442,7 @@ class BudgetConfig(BaseModel):
         description="MCP boundary: tool name (or fnmatch pattern) -> result budget, or "
         "{'result_budget', 'priority', 'min_room'}.",
     )
-    mcp_servers: dict[str, McpServerBudget] = Field(
+    mcp_servers: Annotated[dict[str, McpServerBudget], BeforeValidator(_json)] = Field(
         default_factory=dict,
         description="MCP boundary: server name, URL or host:port (or pattern) -> "
         '{"result_budget": n, "tools": {...}}.',
@@ -470,21 +476,6 @@ class BudgetConfig(BaseModel):
     @classmethod
     def _history_off(cls, value: int | str | None) -> int | str | None:
         return None if isinstance(value, int) and value <= 0 else value
-
-    @field_validator("unit")
-    @classmethod
-    def _exact_unit(cls, value: str) -> str:
-        return check_unit(value)
-
-    @field_validator("tool_policies", mode="before")
-    @classmethod
-    def _parse_policies(cls, value: Any) -> Any:
-        return _tool_entries(value)
-
-    @field_validator("mcp_servers", mode="before")
-    @classmethod
-    def _parse_servers(cls, value: Any) -> Any:
-        return _json(value)
 
     @field_validator("preview_salient_patterns", mode="before")
     @classmethod
@@ -584,19 +575,6 @@ class BudgetConfig(BaseModel):
                     f"unknown wire format {name[:40]!r} "
                     f"(one of {', '.join(FORMAT_NAMES)}, or {NO_FORMAT!r})"
                 )
-        return value
-
-    @field_validator(
-        "artifact_min_age",
-        "artifact_max_age",
-        "artifact_sweep_interval",
-        "artifact_store_timeout",
-        mode="before",
-    )
-    @classmethod
-    def _duration(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_duration(value)
         return value
 
     @field_validator("artifact_store", mode="before")
@@ -854,33 +832,6 @@ def _unread_block() -> None:
     )
 
 
-class _Same:
-    """A cache key part that is one object (held, so its id is never reused meanwhile)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-
-def _key(layer: Mapping[str, Any]) -> object:
-    """A layer's settings as a cache key: by value, or by identity when a value is a table."""
-    if not layer:
-        return ()
-    key = tuple(layer.items())
-    try:
-        hash(key)
-    except TypeError:
-        return _Same(layer)
-    return key
-
-
 def resolve_config(
     base: BudgetConfig | None = None,
     *,
@@ -896,15 +847,8 @@ def resolve_config(
     block = _OVERRIDES.get()
     if block:
         _block_reads += 1
-    if not env and base is None and not block and not request_overrides:
-        return _DEFAULT
-    # The same combinations recur on every request: each is validated once.
-    key = (_Same(env), _Same(base), _key(block), _key(request_overrides or {}))
-    cached = _RESOLVED.get(key)
-    if cached is None and lenient:
-        cached = _RESOLVED.get((*key, "lenient"))
-    if cached is not None:
-        return cached
+    if not env and not block and not request_overrides:
+        return _DEFAULT if base is None else base
     values = dict(env)
     if base is not None:
         values.update({name: getattr(base, name) for name in base.model_fields_set})
@@ -913,17 +857,11 @@ def resolve_config(
         values.update(request_overrides)
     from_env = {name for name in env if values[name] is env[name]}
     try:
-        resolved = _validate(values, {name: variable_of(name) for name in from_env})
-        cache_key: tuple[object, ...] = key
+        return _validate(values, {name: variable_of(name) for name in from_env})
     except ConfigError:
         if not lenient:
             raise
-        resolved = _validate_leaving_out(values, from_env)
-        cache_key = (*key, "lenient")
-    if len(_RESOLVED) >= 256:
-        _RESOLVED.clear()
-    _RESOLVED[cache_key] = resolved
-    return resolved
+        return _validate_leaving_out(values, from_env)
 
 
 def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
@@ -934,4 +872,3 @@ def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
 
 
 _DEFAULT = BudgetConfig()
-_RESOLVED: dict[tuple[object, ...], BudgetConfig] = {}
