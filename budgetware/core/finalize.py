@@ -5,19 +5,11 @@ from __future__ import annotations
 import fnmatch
 import functools
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import cast
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
-from budgetware.core.artifacts import (
-    ArtifactStore,
-    FindsArtifacts,
-    PredictsReferences,
-    text_key,
-)
+from budgetware.core.artifacts import ArtifactStore, text_key
 from budgetware.core.config import BudgetConfig, ToolPolicy
 from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
@@ -147,60 +139,31 @@ class _Cut:
 
     def fit(self, refs: tuple[str, ...]) -> bool:
         preview = self.preview
-        memo = None
-        if self.key is not None:
-            memo = (self.key, self.allocation, refs, preview.unit, preview.options)
-            fitted = _fitted_get(memo)
-            if fitted is not None:
-                self.text = fitted.text
-                return fitted.named
-        fitted = preview.fit(self.allocation, refs)
-        if memo is not None:
-            _remember(memo, fitted)
+        memo = (self.key, self.allocation, refs, preview.unit, preview.options)
+        fitted = _FITTED.get(memo) if self.key is not None else None
+        if fitted is None:
+            fitted = preview.fit(self.allocation, refs)
+            if self.key is not None:
+                _remember(memo, fitted)
         self.text = fitted.text
         return fitted.named
 
 
 # Previews by content address, allocation, references, unit and options (all a preview
-# depends on); least recently used out first, bounded by entries and by bytes.
-_FITTED: OrderedDict[tuple[object, ...], Fitted] = OrderedDict()
-_FITTED_MAX_ENTRIES = 8_192
-_FITTED_MAX_BYTES = 32 * 1024 * 1024
-_FITTED_ENTRY_BYTES = 512
-_fitted_bytes = 0
-_FITTED_LOCK = threading.Lock()
-
-
-def _fitted_get(memo: tuple[object, ...]) -> Fitted | None:
-    with _FITTED_LOCK:
-        fitted = _FITTED.get(memo)
-        if fitted is not None:
-            _FITTED.move_to_end(memo)
-        return fitted
-
-
-def _entry_bytes(memo: tuple[object, ...], fitted: Fitted) -> int:
-    refs = memo[2]
-    named = sum(len(r) for r in refs) if isinstance(refs, tuple) else 0
-    return _FITTED_ENTRY_BYTES + 4 * len(fitted.text) + named
+# depends on): an output re-sent every turn is fitted once. Emptied when its previews
+# reach _FITTED_MAX_CHARS.
+_FITTED: dict[tuple[object, ...], Fitted] = {}
+_FITTED_MAX_CHARS = 8 * 1024 * 1024
+_fitted_chars = 0
 
 
 def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
-    global _fitted_bytes
-    size = _entry_bytes(memo, fitted)
-    if size > _FITTED_MAX_BYTES // 4:
-        return
-    with _FITTED_LOCK:
-        old = _FITTED.pop(memo, None)
-        if old is not None:
-            _fitted_bytes -= _entry_bytes(memo, old)
-        while _FITTED and (
-            len(_FITTED) >= _FITTED_MAX_ENTRIES or _fitted_bytes + size > _FITTED_MAX_BYTES
-        ):
-            old_memo, old_fitted = _FITTED.popitem(last=False)
-            _fitted_bytes -= _entry_bytes(old_memo, old_fitted)
-        _FITTED[memo] = fitted
-        _fitted_bytes += size
+    global _fitted_chars
+    if _fitted_chars + len(fitted.text) > _FITTED_MAX_CHARS:
+        _FITTED.clear()
+        _fitted_chars = 0
+    _FITTED[memo] = fitted
+    _fitted_chars += len(fitted.text)
 
 
 # Fits an entry's slots to cut (setting each ``_Cut.text``); returns its new tri-state.
@@ -354,19 +317,8 @@ def _persist(
         probe = predicted if predicted is not None else _placeholder(store)
         if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
-        if not decidable and _supports(store, FindsArtifacts):
-            # Another process may have written it: one look, no upload.
-            found = cast(FindsArtifacts, store).stored_reference(key)
-            if found is not None:
-                if found != predicted:
-                    _fit_all(cut, (found,))
-                return (found,)
-        # A store that can tell says whether this put wrote the artifact; else it did.
-        put_reporting = _reporting_put(store)
-        if put_reporting is not None:
-            ref, wrote = put_reporting(full, key=key)
-        else:
-            ref, wrote = store.put(full, key=key), True
+        # A text that may be a preview had its decision looked up: no second look.
+        ref, wrote = _write(store, full, key, look=not decidable)
         if wrote:
             written.append(ref)
         if ref != predicted:
@@ -378,6 +330,24 @@ def _persist(
         return ()
 
 
+def _write(store: ArtifactStore, full: str, key: str, *, look: bool = True) -> tuple[str, bool]:
+    """(the reference of ``full``'s artifact, whether this call wrote it). With ``look``, an
+    artifact another process wrote is found with one look (``stored_reference``), no upload."""
+    find = getattr(store, "stored_reference", None) if look else None
+    found = find(key) if find is not None else None
+    if found is not None:
+        return found, False
+    # A store that can tell says whether this put wrote the artifact (unless a subclass
+    # overrides put below where it defines put_reporting); else it did.
+    for klass in type(store).__mro__:
+        if "put_reporting" in vars(klass):
+            reported: tuple[str, bool] = store.put_reporting(full, key=key)  # type: ignore[attr-defined]
+            return reported
+        if "put" in vars(klass):
+            break
+    return store.put(full, key=key), True
+
+
 def _decision(
     entry: ToolResult, full: str, key: str, store: ArtifactStore
 ) -> tuple[tuple[str, ...] | None, bool]:
@@ -385,15 +355,14 @@ def _decision(
 
     Only a text that may be a producer's preview can have a decision: the others skip the
     lookup (a round trip on S3)."""
-    decidable = _may_be_preview(full, key)
+    decidable = may_be_preview(full)
     decided = store.lookup_decision(key) if decidable else None
     if decided is None and len(entry.slots) > 1:
         for slot in entry.slots:
-            slot_key = text_key(slot)
-            if not _may_be_preview(slot, slot_key):
+            if not may_be_preview(slot):
                 continue
             decidable = True
-            decided = store.lookup_decision(slot_key)
+            decided = store.lookup_decision(text_key(slot))
             if decided is not None:
                 break
     return decided, decidable
@@ -428,17 +397,8 @@ class WholeOutput:
         """(the references to name, those written now); nothing named if the store fails."""
         if self.decided is not None:
             return self.decided, ()
-        store, key = self.store, self.key
         try:
-            if _supports(store, FindsArtifacts):
-                found = cast(FindsArtifacts, store).stored_reference(key)
-                if found is not None:
-                    return (found,), ()
-            put_reporting = _reporting_put(store)
-            if put_reporting is not None:
-                ref, wrote = put_reporting(self.full, key=key)
-            else:
-                ref, wrote = store.put(self.full, key=key), True
+            ref, wrote = _write(self.store, self.full, self.key)
         except Exception as exc:  # a store must never fail the request
             _persist_failed(exc)
             return (), ()
@@ -450,18 +410,6 @@ def _persist_failed(exc: Exception) -> None:
         "budgetware could not persist a tool output (%s); bounded without a reference",
         type(exc).__name__,
     )
-
-
-def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | None:
-    """``store.put_reporting``, unless a subclass overrides ``put`` below where it is defined."""
-    for klass in type(store).__mro__:
-        attributes = vars(klass)
-        if "put_reporting" in attributes:
-            method: Callable[..., tuple[str, bool]] = store.put_reporting  # type: ignore[attr-defined]
-            return method
-        if "put" in attributes:
-            return None
-    return None
 
 
 # The longest reference assumed of a store that cannot predict its own.
@@ -478,41 +426,9 @@ def _placeholder(store: ArtifactStore) -> str:
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:
-    if _supports(store, PredictsReferences):
-        try:
-            return cast(PredictsReferences, store).ref_for(key)
-        except NotImplementedError:
-            return None
-    return None
-
-
-_SUPPORTS: dict[tuple[type, type], bool] = {}
-
-
-def _supports(store: ArtifactStore, protocol: type) -> bool:
-    """Whether ``store`` implements ``protocol``, checked once per store class (slowly)."""
-    kind = (type(store), protocol)
-    found = _SUPPORTS.get(kind)
-    if found is None:
-        found = _SUPPORTS[kind] = isinstance(store, protocol)
-    return found
-
-
-# Whether a text may be a producer's preview, by content address (re-sent every turn).
-_MAY_BE_PREVIEW: OrderedDict[str, bool] = OrderedDict()
-_MAY_BE_PREVIEW_ENTRIES = 8_192
-_MAY_BE_PREVIEW_LOCK = threading.Lock()
-
-
-def _may_be_preview(text: str, key: str) -> bool:
-    with _MAY_BE_PREVIEW_LOCK:
-        known = _MAY_BE_PREVIEW.get(key)
-        if known is not None:
-            _MAY_BE_PREVIEW.move_to_end(key)
-            return known
-    answer = may_be_preview(text)
-    with _MAY_BE_PREVIEW_LOCK:
-        _MAY_BE_PREVIEW[key] = answer
-        while len(_MAY_BE_PREVIEW) > _MAY_BE_PREVIEW_ENTRIES:
-            _MAY_BE_PREVIEW.popitem(last=False)
-    return answer
+    """What ``store.put`` will return for ``key``, where the store can say without I/O."""
+    ref_for = getattr(store, "ref_for", None)
+    try:
+        return ref_for(key) if ref_for is not None else None
+    except NotImplementedError:
+        return None
