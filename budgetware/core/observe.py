@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 # first one built: ``__getattr__`` below).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import TracebackType
-    from typing import Any, TypeVar
+    from typing import Any
 
     from budgetware.core.config import BudgetConfig
     from budgetware.core.models import ToolResult
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
         UsageReport,
         count_cut,
     )
-
-    _L = TypeVar("_L")
 
 __all__ = [
     "BatchObserver",
@@ -83,9 +80,12 @@ if not TYPE_CHECKING:  # hidden from type checkers, which read the imports above
 # --- subscribers --------------------------------------------------------------------------
 
 _lock = _thread.allocate_lock()  # threading.Lock, without importing threading
-_batch_listeners: tuple[BatchListener, ...] = ()
-_request_listeners: tuple[RequestListener, ...] = ()
-_usage_listeners: tuple[UsageListener, ...] = ()
+# The listeners of each kind of report: tuples replaced whole, so readers take no lock.
+_listeners: dict[str, tuple[Callable[[Any], None], ...]] = {
+    "batch": (),
+    "request": (),
+    "usage": (),
+}
 
 batch_observer: BatchObserver | None = None
 """The finalizer's and the guard's hook: None while nothing listens to batches."""
@@ -96,44 +96,23 @@ requests_watched = False
 class Subscription:
     """What :func:`subscribe` returns: ``close()`` (or leaving the ``with``) unsubscribes."""
 
-    def __init__(
-        self,
-        batch: BatchListener | None,
-        request: RequestListener | None,
-        usage: UsageListener | None = None,
-    ) -> None:
-        self._batch = batch
-        self._request = request
-        self._usage = usage
+    def __init__(self, listeners: dict[str, Callable[[Any], None]]) -> None:
+        self._listeners = listeners
 
     def close(self) -> None:
-        global _batch_listeners, _request_listeners, _usage_listeners
         with _lock:
-            if self._batch is not None:
-                _batch_listeners = _without(_batch_listeners, self._batch)
-            if self._request is not None:
-                _request_listeners = _without(_request_listeners, self._request)
-            if self._usage is not None:
-                _usage_listeners = _without(_usage_listeners, self._usage)
-            self._batch = self._request = self._usage = None
+            for kind, fn in self._listeners.items():
+                kept = list(_listeners[kind])
+                kept.remove(fn)
+                _listeners[kind] = tuple(kept)
+            self._listeners = {}
             _publish()
 
     def __enter__(self) -> Subscription:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _without(listeners: tuple[_L, ...], fn: _L) -> tuple[_L, ...]:
-    out = list(listeners)
-    out.remove(fn)
-    return tuple(out)
 
 
 def subscribe(
@@ -144,54 +123,45 @@ def subscribe(
 ) -> Subscription:
     """Call ``batch`` for every batch report, ``request`` for every request report and
     ``usage`` for every usage report."""
-    global _batch_listeners, _request_listeners, _usage_listeners
+    chosen = {"batch": batch, "request": request, "usage": usage}
+    listeners = {kind: fn for kind, fn in chosen.items() if fn is not None}
     with _lock:
-        if batch is not None:
-            _batch_listeners = (*_batch_listeners, batch)
-        if request is not None:
-            _request_listeners = (*_request_listeners, request)
-        if usage is not None:
-            _usage_listeners = (*_usage_listeners, usage)
+        for kind, fn in listeners.items():
+            _listeners[kind] += (fn,)
         _publish()
-    return Subscription(batch, request, usage)
+    return Subscription(listeners)
 
 
 def _publish() -> None:
     global batch_observer, requests_watched
-    batch_observer = _dispatch_batch if _batch_listeners else None
-    requests_watched = bool(_request_listeners or _usage_listeners)
+    batch_observer = _dispatch_batch if _listeners["batch"] else None
+    requests_watched = bool(_listeners["request"] or _listeners["usage"])
 
 
 _logger: Any = None
 """The ``budgetware`` logger, looked up once the program has imported ``logging``."""
 
 
-def _log() -> Any:
-    """The ``budgetware`` logger, or None while ``logging`` is not imported (nobody can
-    have turned it on)."""
+def _info_logger() -> Any:
+    """The ``budgetware`` logger if it is enabled for INFO, else None (also while
+    ``logging`` is not imported: nobody can have turned it on)."""
     global _logger
     if _logger is None:
         logging = sys.modules.get("logging")
         if logging is None:
             return None
         _logger = logging.getLogger("budgetware")
-    return _logger
+    return _logger if _logger.isEnabledFor(_INFO) else None
 
 
 def watching() -> bool:
     """Whether a producer should build a RequestReport: a listener, or the INFO log line."""
-    if requests_watched:
-        return True
-    logger = _logger or _log()
-    return logger is not None and bool(logger.isEnabledFor(_INFO))
+    return requests_watched or _info_logger() is not None
 
 
 def usage_watched() -> bool:
     """Whether a response's usage is worth reading: a listener, or the INFO log line."""
-    if _usage_listeners:
-        return True
-    logger = _logger or _log()
-    return logger is not None and bool(logger.isEnabledFor(_INFO))
+    return bool(_listeners["usage"]) or _info_logger() is not None
 
 
 # --- what entry points run where they are set up --------------------------------------------
@@ -234,29 +204,28 @@ def _dispatch_batch(
     from budgetware.core.reports import BatchReport
 
     report = BatchReport(boundary, before, after, config.batch_budget, config.unit, written)
-    for listener in _batch_listeners:
+    for listener in _listeners["batch"]:
         _call(listener, report)
 
 
 def deliver_request(report: RequestReport) -> None:
     """Log the request (INFO when bounded, DEBUG per batch), then tell every listener."""
-    try:
-        _log_request(report)
-    except Exception:
-        _failed("log a request report")
-    for listener in _request_listeners:
-        _call(listener, report)
+    _deliver("request", _log_request, report)
 
 
 def deliver_usage(report: UsageReport) -> None:
     """Link the counters to their request's report, log them (INFO), tell every listener."""
     if report.request is not None:
         object.__setattr__(report.request, "usage", report)  # the two reports are linked
+    _deliver("usage", _log_usage, report)
+
+
+def _deliver(kind: str, log: Callable[[Any], None], report: object) -> None:
     try:
-        _log_usage(report)
+        log(report)
     except Exception:
-        _failed("log a usage report")
-    for listener in _usage_listeners:
+        _failed(f"log a {kind} report")
+    for listener in _listeners[kind]:
         _call(listener, report)
 
 
@@ -274,8 +243,8 @@ def _failed(what: str) -> None:
 
 
 def _log_request(report: RequestReport) -> None:
-    logger = _logger or _log()
-    if logger is None or not logger.isEnabledFor(_INFO):
+    logger = _info_logger()
+    if logger is None:
         return
     unit = report.unit
     if report.bounded:
@@ -327,16 +296,19 @@ def _history_clause(history: HistoryReport | None, unit: str) -> str:
     """The log line's words for the history pass, when it masked anything."""
     if history is None or not history.masked:
         return ""
-    step = "a new step" if history.new_step else "no new step"
     return (
         f"; history {history.before:,} -> {history.after:,} {unit} (budget "
-        f"{history.budget:,}): {history.masked} result(s) masked, {step}"
+        f"{history.budget:,}): {history.masked} result(s) masked, {_step(history)}"
     )
 
 
+def _step(history: HistoryReport) -> str:
+    return "a new step" if history.new_step else "no new step"
+
+
 def _log_usage(report: UsageReport) -> None:
-    logger = _logger or _log()
-    if logger is None or not logger.isEnabledFor(_INFO):
+    logger = _info_logger()
+    if logger is None:
         return
     written = report.cache_write_tokens
     share = report.cache_read_tokens / report.input_tokens if report.input_tokens else 0.0
@@ -351,10 +323,7 @@ def _log_usage(report: UsageReport) -> None:
         f"{report.cache_read_tokens:,}",
         share * 100,
         "" if written is None else f", {written:,} written to it",
-        ""
-        if history is None
-        else f"; history: {history.masked} masked, "
-        + ("a new step" if history.new_step else "no new step"),
+        "" if history is None else f"; history: {history.masked} masked, {_step(history)}",
         extra={
             "budgetware": {
                 "api": report.api,
