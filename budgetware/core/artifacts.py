@@ -68,7 +68,7 @@ class ArtifactStore(Protocol):
     return, without I/O: it then knows before writing whether a preview can name the
     artifact), ``stored_reference(key)`` (the reference of an artifact already there and
     verified, else None: one ``HeadObject`` on S3, no upload), ``put_reporting`` (``put``
-    and whether it wrote), ``note_named(text)`` and ``max_reference_length``.
+    and whether it wrote) and ``note_named(text)``.
     """
 
     def put(self, text: str, *, key: str | None = None) -> str: ...

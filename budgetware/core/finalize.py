@@ -314,7 +314,7 @@ def _persist(
             return decided
         predicted = _predict(store, key)
         # Else a placeholder as long as the longest reference: where it fits, the real one does.
-        probe = predicted if predicted is not None else _placeholder(store)
+        probe = predicted if predicted is not None else _PLACEHOLDER
         if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
         # A text that may be a preview had its decision looked up: no second look.
@@ -390,7 +390,7 @@ class WholeOutput:
         self.decided = decided
         # Else a placeholder as long as the longest reference: the real one is no longer.
         self.expected: tuple[str, ...] = (
-            decided if decided is not None else (predicted or _placeholder(store),)
+            decided if decided is not None else (predicted or _PLACEHOLDER,)
         )
 
     def persist(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -412,17 +412,9 @@ def _persist_failed(exc: Exception) -> None:
     )
 
 
-# The longest reference assumed of a store that cannot predict its own.
-PROBE_REFERENCE_CHARS = 256
-
-
-def _placeholder(store: ArtifactStore) -> str:
-    declared = getattr(store, "max_reference_length", None)
-    size = PROBE_REFERENCE_CHARS
-    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
-        size = declared
-    # Hex digits and slashes: it measures like a reference in every unit.
-    return ("/" + "0123456789abcdef" * (size // 16 + 1))[:size]
+# What a store that cannot predict its reference is probed with: 256 characters, as long
+# as the longest reference assumed, of hex digits and slashes (measured like one in every unit).
+_PLACEHOLDER = ("/" + "0123456789abcdef" * 16)[:256]
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:

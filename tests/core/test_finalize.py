@@ -475,11 +475,9 @@ def test_a_store_that_cannot_predict_its_reference_is_not_written_in_tiny_rooms(
 class LongReferenceStore:
     """A custom store whose references are 130 characters, and which cannot predict them."""
 
-    def __init__(self, max_reference_length: int | None = None) -> None:
+    def __init__(self) -> None:
         self.puts = 0
         self.decisions: dict[str, tuple[str, ...]] = {}
-        if max_reference_length is not None:
-            self.max_reference_length = max_reference_length
 
     def put(self, text: str, *, key: str | None = None) -> str:
         self.puts += 1
@@ -507,19 +505,6 @@ def test_a_store_without_ref_for_never_gets_an_artifact_no_preview_names() -> No
     for e in named:
         (ref,) = e.persisted_output_files or ("missing",)
         assert ref in e.slots[0]
-
-
-def test_a_store_may_declare_its_longest_reference() -> None:
-    # At 500 a slot a 256-character placeholder leaves no room for content; the store's
-    # own maximum (130) does, and every write is named.
-    batch = [entry(f"r{i} " + "q" * 5_000, call_id=f"c{i}") for i in range(4)]
-    pessimistic = LongReferenceStore()
-    finalize_batch(batch, config=cfg(4 * 500), store=pessimistic)
-    assert pessimistic.puts == 0
-    declared = LongReferenceStore(max_reference_length=130)
-    out = finalize_batch(batch, config=cfg(4 * 500), store=declared)
-    assert declared.puts == 4
-    assert all((e.persisted_output_files or ("missing",))[0] in e.slots[0] for e in out)
 
 
 def test_remembered_previews_are_bounded(
