@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,6 +250,36 @@ def _json(value: Any) -> Any:
     return value
 
 
+def _json_or(plain: Callable[[str], Any]) -> BeforeValidator:
+    """Reads a setting's text (from the environment) as JSON when it opens a list or an
+    object, else with ``plain`` (its short form); anything else as it is."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, str) and value.strip()[:1] not in ("[", "{"):
+            return plain(value.strip())
+        return _json(value)
+
+    return BeforeValidator(parse)
+
+
+def _pairs(text: str) -> dict[str, str]:
+    # ``pattern=format,pattern=format``; no value in the error: it may reach a log.
+    pairs: dict[str, str] = {}
+    for item in text.split(",") if text else ():
+        pattern, sep, name = item.strip().rpartition("=")
+        if not sep or not pattern.strip():
+            raise ValueError("expected pattern=format pairs or a JSON object")
+        pairs[pattern.strip()] = name.strip()
+    return pairs
+
+
+def _check_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    from budgetware.core.salient import check_patterns
+
+    check_patterns(patterns)
+    return patterns
+
+
 # Per-tool MCP overrides, for the whole boundary and for one server alike.
 _McpTools = Annotated[dict[str, Count | McpToolPolicy], BeforeValidator(_tool_entries)]
 
@@ -338,7 +368,7 @@ class BudgetConfig(BaseModel):
         default=False,
         description="Raise internal errors instead of sending the original request unchanged.",
     )
-    endpoints: dict[str, str] = Field(
+    endpoints: Annotated[dict[str, str], _json_or(_pairs)] = Field(
         default_factory=dict,
         description=(
             "URL pattern (host and/or path glob) -> wire format, for gateways and "
@@ -349,7 +379,9 @@ class BudgetConfig(BaseModel):
         default=False,
         description="Also bound unknown endpoints whose body looks like a model request.",
     )
-    text_results: tuple[str, ...] = Field(
+    text_results: Annotated[
+        tuple[str, ...], _json_or(lambda text: [p.strip() for p in text.split(",") if p.strip()])
+    ] = Field(
         default=(),
         description=(
             "Presets for agents that send tool results as plain user text, each such message "
@@ -413,7 +445,11 @@ class BudgetConfig(BaseModel):
         description="Name the read_tool_output tool in every notice that names a full output "
         "(turn it on once the agent has the tool: docs/retrieval.md).",
     )
-    preview_salient_patterns: tuple[str, ...] = Field(
+    preview_salient_patterns: Annotated[
+        tuple[str, ...],
+        _json_or(lambda text: (text,) if text else ()),  # a JSON list, or one pattern
+        AfterValidator(_check_patterns),
+    ] = Field(
         default=(),
         description=(
             "More salient-line patterns: regular expressions matched at a line's start, "
@@ -477,37 +513,6 @@ class BudgetConfig(BaseModel):
     def _history_off(cls, value: int | str | None) -> int | str | None:
         return None if isinstance(value, int) and value <= 0 else value
 
-    @field_validator("preview_salient_patterns", mode="before")
-    @classmethod
-    def _patterns(cls, value: Any) -> Any:
-        # From the environment: a JSON list, or one pattern.
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    raise ValueError("expected a JSON list of patterns") from None
-            else:
-                value = (text,) if text else ()
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            from budgetware.core.salient import check_patterns
-
-            check_patterns(value)
-        return value
-
-    @field_validator("text_results", mode="before")
-    @classmethod
-    def _preset_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
-
     @field_validator("text_results")
     @classmethod
     def _known_presets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -542,26 +547,6 @@ class BudgetConfig(BaseModel):
             if word in ("off", "false", "no", "0"):
                 return "off"
             return os.path.abspath(expand_user(text)) if text else None
-        return value
-
-    @field_validator("endpoints", mode="before")
-    @classmethod
-    def _parse_endpoints(cls, value: Any) -> Any:
-        # From the environment: a JSON object, or ``pattern=format,pattern=format``.
-        if isinstance(value, str):
-            text = value.strip()
-            if not text:
-                return {}
-            if text.startswith("{"):
-                return json.loads(text)  # a ValueError becomes a validation error
-            pairs = {}
-            for item in text.split(","):
-                pattern, sep, name = item.strip().rpartition("=")
-                if not sep or not pattern.strip():
-                    # No value in the message: it may reach a log (names a host).
-                    raise ValueError("expected pattern=format pairs or a JSON object")
-                pairs[pattern.strip()] = name.strip()
-            return pairs
         return value
 
     @field_validator("endpoints")
