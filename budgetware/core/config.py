@@ -215,20 +215,16 @@ class ToolPolicy(BaseModel):
     min_room: Count = Field(default=0, ge=0, description="Room a result keeps first, in the unit.")
 
 
-class McpToolPolicy(BaseModel):
+class McpToolPolicy(ToolPolicy):
     """One tool's settings at the MCP boundary: a result budget, a priority, a floor.
 
     ``high`` is cut only to the message limit unless ``result_budget`` is set; ``normal``
     and ``low`` get the server's or global budget; ``min_room`` raises it to at least that.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     result_budget: Count | None = Field(
         default=None, description="Per tools/call result of this tool."
     )
-    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
-    min_room: Count = Field(default=0, ge=0, description="The least result budget this tool gets.")
 
 
 def _tool_entries(value: Any) -> Any:
@@ -590,16 +586,13 @@ class BudgetConfig(BaseModel):
         """Whether this configuration bounds anything at all."""
         return self.batch_budget > 0 or self.history_budget is not None
 
-    def resolved_artifact_dir(self) -> Path:
-        """The artifact directory in effect (configured, or the default)."""
-        return Path(self.artifact_dir) if self.artifact_dir is not None else default_artifact_dir()
-
     def store_location(self) -> StoreLocation:
         """Where artifacts go: ``artifact_store`` if set, else the artifact directory
         (RuntimeError when the default cannot be named: no home directory)."""
         if self.artifact_store is not None:
             return parse_store_url(self.artifact_store)
-        return StoreLocation("file", path=os.path.abspath(self.resolved_artifact_dir()))
+        directory = self.artifact_dir or default_artifact_dir()
+        return StoreLocation("file", path=os.path.abspath(directory))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:
@@ -612,14 +605,6 @@ class BudgetConfig(BaseModel):
             env = {name: value for name, value in named if value and value.strip()}
         labels = {name: variable_of(name) for name in cls.model_fields}
         return _validate({**env, **overrides}, labels)
-
-    def merged(self, overrides: Mapping[str, Any]) -> BudgetConfig:
-        """A copy with ``overrides`` applied and validated."""
-        if not overrides:
-            return self
-        values = {name: getattr(self, name) for name in type(self).model_fields}
-        values.update(overrides)
-        return _validate(values, {})
 
 
 def variable_of(setting: str) -> str:
@@ -754,7 +739,7 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
     if not overrides:
         return {}
-    checked = _DEFAULT.merged(overrides)
+    checked = _validate(overrides, {})
     return {name: getattr(checked, name) for name in overrides}
 
 
