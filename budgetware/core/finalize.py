@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import functools
 import logging
 from collections.abc import Callable, Sequence
 
@@ -236,14 +235,13 @@ def _allocate_by_policy(
     entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
-    table = tuple(config.tool_policies.items())
     cap = config.batch_budget * MIN_ROOM_PERCENT // 100
     ranks: list[int] = []
     floors: list[int] = []
     index = 0
     for entry in entries:
         count = len(entry.slots)
-        policy = _policy_for(table, entry.tool_name)
+        policy = _policy_for(config, entry.tool_name)
         ranks += [_RANK[policy.priority]] * count
         mine = lengths[index : index + count]
         room = min(policy.min_room, cap)
@@ -255,14 +253,13 @@ def _allocate_by_policy(
     return allocate_by_priority(lengths, config.batch_budget, ranks, floors, least)
 
 
-@functools.lru_cache(maxsize=1024)
-def _policy_for(table: tuple[tuple[str, ToolPolicy], ...], name: str | None) -> ToolPolicy:
+def _policy_for(config: BudgetConfig, name: str | None) -> ToolPolicy:
     """A tool's policy: its exact name first, then the first pattern (fnmatch) it matches."""
+    policies = config.tool_policies
     if name is not None:
-        for pattern, policy in table:
-            if pattern == name:
-                return policy
-        for pattern, policy in table:
+        if name in policies:
+            return policies[name]
+        for pattern, policy in policies.items():
             if fnmatch.fnmatchcase(name, pattern):
                 return policy
     return _NORMAL
@@ -273,26 +270,20 @@ _NORMAL = ToolPolicy()
 
 def tool_priority(config: BudgetConfig, name: str | None) -> str:
     """The priority ``tool_policies`` gives a tool's results (``normal`` when none)."""
-    if not config.tool_policies:
-        return "normal"
-    return _policy_for(tuple(config.tool_policies.items()), name).priority
+    return _policy_for(config, name).priority
 
 
 def preview_options(config: BudgetConfig) -> PreviewOptions:
-    """How the previews of a configuration are made (cached: configurations recur)."""
-    return _preview_options(
-        config.preview_salient_percent,
-        config.preview_salient_patterns,
-        config.preview_tool_hint,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _preview_options(percent: int, patterns: tuple[str, ...], tool_hint: bool) -> PreviewOptions:
-    if percent == DEFAULT_PREVIEW.salient_percent and not patterns and not tool_hint:
+    """How the previews of a configuration are made."""
+    percent, patterns = config.preview_salient_percent, config.preview_salient_patterns
+    if (
+        percent == DEFAULT_PREVIEW.salient_percent
+        and not patterns
+        and not config.preview_tool_hint
+    ):
         return DEFAULT_PREVIEW
     return PreviewOptions(
-        wording=TOOL_HINT_WORDING if tool_hint else DEFAULT_WORDING,
+        wording=TOOL_HINT_WORDING if config.preview_tool_hint else DEFAULT_WORDING,
         salient_percent=percent,
         salient=compile_salient(patterns) if percent > 0 else None,
     )
