@@ -404,8 +404,9 @@ def test_a_boolean_variable_takes_the_usual_words(
 
 
 def test_a_typo_in_an_mcp_variable_gets_a_did_you_mean() -> None:
-    from budgetware.core.environment import unknown_variables
+    from budgetware.core.environment import ignored_variables
 
-    assert unknown_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
-        ("BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS")
+    assert ignored_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
+        "ignoring BUDGETWARE_MCP_TOOL: not a budgetware setting "
+        "(did you mean BUDGETWARE_MCP_TOOLS?)"
     ]
