@@ -59,7 +59,6 @@ __all__ = [
     "check_settings",
     "config_error",
     "current_overrides",
-    "default_artifact_dir",
     "environment_settings",
     "parse_duration",
     "parse_store_url",
@@ -161,11 +160,6 @@ class ConfigError(ValueError):
 
 class BudgetwareWarning(UserWarning):
     """Something budgetware could not do for a request, and how to get it done."""
-
-
-def default_artifact_dir() -> Path:
-    """The user's cache directory for budgetware artifacts (XDG on Linux)."""
-    return Path(default_artifact_path())
 
 
 Priority = Literal["high", "normal", "low"]
@@ -591,7 +585,7 @@ class BudgetConfig(BaseModel):
         (RuntimeError when the default cannot be named: no home directory)."""
         if self.artifact_store is not None:
             return parse_store_url(self.artifact_store)
-        directory = self.artifact_dir or default_artifact_dir()
+        directory = self.artifact_dir or default_artifact_path()
         return StoreLocation("file", path=os.path.abspath(directory))
 
     @classmethod
@@ -719,8 +713,7 @@ def warn_setting_once(variable: str, reason: str) -> None:
     key = (variable, reason)
     if key in _WARNED_SETTINGS:
         return
-    if len(_WARNED_SETTINGS) < 1024:
-        _WARNED_SETTINGS.add(key)
+    _WARNED_SETTINGS.add(key)
     logger.warning(
         "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
         variable,
