@@ -144,10 +144,7 @@ _LOADED: dict[str, Any] = {}
 
 
 def _encoding(name: str) -> Any:
-    found = _LOADED.get(name)
-    if found is not None:
-        return found
-    with _LOCK:
+    with _LOCK:  # loading takes about a second: once, whichever thread asks first
         found = _LOADED.get(name)
         if found is None:
             found = _LOADED[name] = _load(name)
@@ -193,25 +190,6 @@ def count(text: str, name: str) -> int:
     return found
 
 
-def _whole_prefix(raw: bytes) -> str:
-    """The longest prefix of ``raw`` that is whole UTF-8 characters, decoded."""
-    for end in range(len(raw), max(len(raw) - 4, -1), -1):
-        try:
-            return raw[:end].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
-
-
-def _whole_suffix(raw: bytes) -> str:
-    for start in range(min(4, len(raw)) + 1):
-        try:
-            return raw[start:].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
-
-
 def cut_prefix(text: str, size: int, name: str) -> str:
     """A long prefix of ``text`` of at most ``size`` tokens when tokenized alone, ending on
     a whole character; only a window of about ``size`` tokens is tokenized."""
@@ -237,11 +215,12 @@ def _cut(text: str, size: int, name: str, *, from_end: bool) -> str:
     encoding = _encoding(name)
     keep = size
     while keep > 0:
+        # The tokens' bytes are the text's, but for a character cut at the edge: dropped.
         if from_end:
-            piece = _whole_suffix(encoding.decode_bytes(tokens[-keep:]))
+            piece = encoding.decode_bytes(tokens[-keep:]).decode("utf-8", "ignore")
             candidate = text[len(text) - len(piece) :] if piece else ""
         else:
-            piece = _whole_prefix(encoding.decode_bytes(tokens[:keep]))
+            piece = encoding.decode_bytes(tokens[:keep]).decode("utf-8", "ignore")
             candidate = text[: len(piece)]
         over = count(candidate, name) - size  # BPE may merge differently across a cut
         if over <= 0:
