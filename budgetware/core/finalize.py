@@ -125,24 +125,24 @@ def guard_batch(
 
 
 class _Cut:
-    """One slot of an entry that must be cut: its preview, allocation and fitted text;
-    ``key`` (its content address, when known) lets a preview re-sent every turn be reused."""
+    """One slot of an entry that must be cut: its preview, allocation and fitted text; the
+    preview's ``key`` (its content address, when known) lets a preview re-sent every turn
+    be reused."""
 
-    __slots__ = ("allocation", "key", "preview", "text")
+    __slots__ = ("allocation", "preview", "text")
 
     def __init__(self, preview: SlotPreview, allocation: int) -> None:
         self.preview = preview
         self.allocation = allocation
-        self.key: str | None = None
         self.text = ""
 
     def fit(self, refs: tuple[str, ...]) -> bool:
         preview = self.preview
-        memo = (self.key, self.allocation, refs, preview.unit, preview.options)
-        fitted = _FITTED.get(memo) if self.key is not None else None
+        memo = (preview.key, self.allocation, refs, preview.unit, preview.options)
+        fitted = _FITTED.get(memo) if preview.key is not None else None
         if fitted is None:
             fitted = preview.fit(self.allocation, refs)
-            if self.key is not None:
+            if preview.key is not None:
                 _remember(memo, fitted)
         self.text = fitted.text
         return fitted.named
@@ -298,7 +298,7 @@ def _persist(
     try:
         key = text_key(full)
         if len(entry.slots) == 1:  # the one slot is the full text: its key is known
-            cut[0].key = cut[0].preview.key = key
+            cut[0].preview.key = key
         decided, decidable = _decision(entry, full, key, store)
         if decided is not None:
             _fit_all(cut, decided)

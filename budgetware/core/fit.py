@@ -98,11 +98,7 @@ def fit_text(
 
 
 class SlotPreview:
-    """One slot's text, measured and scanned once, fitted at one or more rooms.
-
-    ``key`` (the text's content address, when the caller has it) shares the salient-line
-    scan across requests: an output re-sent every turn is scanned once per process.
-    """
+    """One slot's text, measured and scanned once, fitted at one or more rooms."""
 
     def __init__(
         self,
@@ -111,13 +107,14 @@ class SlotPreview:
         options: PreviewOptions | None = None,
         *,
         total: int | None = None,
-        key: str | None = None,
     ) -> None:
         self.text = text
         self.unit = unit
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
-        self.key = key
+        # The text's content address, when the caller has it: shares the salient-line
+        # scan across requests (an output re-sent every turn is scanned once per process).
+        self.key: str | None = None
         self._not_json = not self.options.json
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
