@@ -110,14 +110,6 @@ def _definition(name: str, read: Callable[[bytes], Any]) -> dict[str, Any]:
     return definition
 
 
-class _Found(Exception):
-    """Stops a definition once its vocabulary was found (``check_available``)."""
-
-
-def _found(contents: bytes) -> Any:
-    raise _Found
-
-
 _AVAILABLE: set[str] = set()
 
 
@@ -131,12 +123,11 @@ def check_available(name: str) -> None:
             f"unknown encoding {name!r}; exact units are "
             + ", ".join(f"tokens:{e}" for e in ENCODINGS)
         )
-    try:
-        _definition(name, _found)
-    except _Found:
-        _AVAILABLE.add(name)
-        return
-    raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
+    read: list[bytes] = []  # the vocabulary, found whole (else ExactTokensUnavailable)
+    _definition(name, read.append)
+    if not read:
+        raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
+    _AVAILABLE.add(name)
 
 
 _LOCK = threading.Lock()
