@@ -68,11 +68,6 @@ class BatchReport:
         """The batch's tool-result text as sent, in ``unit``."""
         return _size(self.after, self.unit)
 
-    @property
-    def within_budget(self) -> bool:
-        """Whether what was sent fits the budget (always, unless bounding is off)."""
-        return self.budget <= 0 or self.size_after <= self.budget
-
     def __repr__(self) -> str:
         # Sizes and counts only: printing a report never dumps tool output or paths.
         return (
