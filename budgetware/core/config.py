@@ -819,12 +819,9 @@ def resolve_config(
     if request_overrides:
         values.update(request_overrides)
     from_env = {name for name in env if values[name] is env[name]}
-    try:
-        return _validate(values, {name: variable_of(name) for name in from_env})
-    except ConfigError:
-        if not lenient:
-            raise
+    if lenient:
         return _validate_leaving_out(values, from_env)
+    return _validate(values, {name: variable_of(name) for name in from_env})
 
 
 def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
