@@ -468,9 +468,8 @@ def _turns(count: int) -> list[bytes]:
 def _forget() -> None:
     """Forget every count, preview and scan, as a new process would start."""
     tokens._COUNTS.clear()
-    with finalize_module._FITTED_LOCK:
-        finalize_module._FITTED.clear()
-        finalize_module._fitted_bytes = 0
+    finalize_module._FITTED.clear()
+    finalize_module._fitted_chars = 0
     with salient._SCANNED_LOCK:
         salient._SCANNED.clear()
         salient._scanned_spans = 0

@@ -2,8 +2,8 @@
 
 Every request resolves its settings (``core/config.resolve_config``): the environment is
 looked at (pydantic-settings reads it again only when a variable changed), then the
-entry point's config, the ``budget()`` block and the request's own settings are layered,
-and each combination is validated once. The MCP boundary does the same for each
+entry point's config, the ``budget()`` block and the request's own settings are layered
+and validated. The MCP boundary does the same for each
 ``tools/call`` answer (``mcp/http._effective``: with the request's headers).
 
 Cases, in a process environment of 60 variables (a shell's, a container's):

@@ -176,11 +176,7 @@ def _global_state() -> dict[str, Any]:
         for name in ("", "budgetware")
         for log in [logging.getLogger(name)]
     }
-    listeners = (
-        observe._batch_listeners,
-        observe._request_listeners,
-        observe._usage_listeners,
-    )
+    listeners = dict(observe._listeners)
     return {"loggers": loggers, "listeners": listeners, "remote": select._remote_in_use}
 
 
@@ -199,11 +195,7 @@ def _restore_global_state(state: dict[str, Any]) -> None:
         log.setLevel(level)
         log.propagate, log.disabled = propagate, disabled
     with observe._lock:
-        (
-            observe._batch_listeners,
-            observe._request_listeners,
-            observe._usage_listeners,
-        ) = state["listeners"]
+        observe._listeners.update(state["listeners"])
         observe._publish()
     select._remote_in_use = state["remote"]
 

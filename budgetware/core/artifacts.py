@@ -10,8 +10,6 @@ __all__ = [
     "ArtifactNotFound",
     "ArtifactStore",
     "ArtifactStoreError",
-    "FindsArtifacts",
-    "PredictsReferences",
     "check_key",
     "text_digest",
     "text_key",
@@ -65,6 +63,12 @@ class ArtifactStore(Protocol):
     text it bounded, keyed by ``text_key`` of that text: its references, or ``()`` for
     none. Only texts that may be previews (``core/notice.may_be_preview``) are looked up.
     Any method may raise; callers treat a failure as "no reference".
+
+    The finalizer also uses, where a store has them: ``ref_for(key)`` (what ``put`` will
+    return, without I/O: it then knows before writing whether a preview can name the
+    artifact), ``stored_reference(key)`` (the reference of an artifact already there and
+    verified, else None: one ``HeadObject`` on S3, no upload), ``put_reporting`` (``put``
+    and whether it wrote) and ``note_named(text)``.
     """
 
     def put(self, text: str, *, key: str | None = None) -> str: ...
@@ -72,23 +76,3 @@ class ArtifactStore(Protocol):
     def record_decision(self, key: str, refs: tuple[str, ...]) -> None: ...
 
     def lookup_decision(self, key: str) -> tuple[str, ...] | None: ...
-
-
-@runtime_checkable
-class PredictsReferences(Protocol):
-    """A store that can say, without I/O, what ``put(text, key=key)`` will return: the
-    finalizer then knows before writing whether a preview can name the artifact."""
-
-    def ref_for(self, key: str) -> str: ...
-
-
-@runtime_checkable
-class FindsArtifacts(Protocol):
-    """A store that can say whether the artifact of a key is there already.
-
-    ``stored_reference(key)``: the reference of the artifact under ``key`` when its bytes
-    verify, else None; it writes nothing. An artifact another process wrote is then reused
-    with one look (one ``HeadObject`` on S3, no upload).
-    """
-
-    def stored_reference(self, key: str) -> str | None: ...

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import unquote
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -58,7 +59,6 @@ __all__ = [
     "check_settings",
     "config_error",
     "current_overrides",
-    "default_artifact_dir",
     "environment_settings",
     "parse_duration",
     "parse_store_url",
@@ -162,11 +162,6 @@ class BudgetwareWarning(UserWarning):
     """Something budgetware could not do for a request, and how to get it done."""
 
 
-def default_artifact_dir() -> Path:
-    """The user's cache directory for budgetware artifacts (XDG on Linux)."""
-    return Path(default_artifact_path())
-
-
 Priority = Literal["high", "normal", "low"]
 
 # The budget units a setting takes, as their names (``x-budgetware-unit``, messages).
@@ -180,9 +175,14 @@ def _not_a_bool(value: Any) -> Any:
     return value
 
 
+def _seconds(value: Any) -> Any:
+    return parse_duration(value) if isinstance(value, str) else value
+
+
 # Every number setting of the configuration models is one of these: no booleans.
 Count = Annotated[int, BeforeValidator(_not_a_bool)]
 Number = Annotated[float, BeforeValidator(_not_a_bool)]
+Seconds = Annotated[Number, BeforeValidator(_seconds)]  # also "30m", "12h", "7d"
 
 
 def check_unit(unit: str) -> str:
@@ -209,20 +209,16 @@ class ToolPolicy(BaseModel):
     min_room: Count = Field(default=0, ge=0, description="Room a result keeps first, in the unit.")
 
 
-class McpToolPolicy(BaseModel):
+class McpToolPolicy(ToolPolicy):
     """One tool's settings at the MCP boundary: a result budget, a priority, a floor.
 
     ``high`` is cut only to the message limit unless ``result_budget`` is set; ``normal``
     and ``low`` get the server's or global budget; ``min_room`` raises it to at least that.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     result_budget: Count | None = Field(
         default=None, description="Per tools/call result of this tool."
     )
-    priority: Priority = Field(default="normal", description="'high', 'normal' or 'low'.")
-    min_room: Count = Field(default=0, ge=0, description="The least result budget this tool gets.")
 
 
 def _tool_entries(value: Any) -> Any:
@@ -242,6 +238,36 @@ def _json(value: Any) -> Any:
         except ValueError:
             raise ValueError("not valid JSON") from None
     return value
+
+
+def _json_or(plain: Callable[[str], Any]) -> BeforeValidator:
+    """Reads a setting's text (from the environment) as JSON when it opens a list or an
+    object, else with ``plain`` (its short form); anything else as it is."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, str) and value.strip()[:1] not in ("[", "{"):
+            return plain(value.strip())
+        return _json(value)
+
+    return BeforeValidator(parse)
+
+
+def _pairs(text: str) -> dict[str, str]:
+    # ``pattern=format,pattern=format``; no value in the error: it may reach a log.
+    pairs: dict[str, str] = {}
+    for item in text.split(",") if text else ():
+        pattern, sep, name = item.strip().rpartition("=")
+        if not sep or not pattern.strip():
+            raise ValueError("expected pattern=format pairs or a JSON object")
+        pairs[pattern.strip()] = name.strip()
+    return pairs
+
+
+def _check_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    from budgetware.core.salient import check_patterns
+
+    check_patterns(patterns)
+    return patterns
 
 
 # Per-tool MCP overrides, for the whole boundary and for one server alike.
@@ -274,7 +300,7 @@ class BudgetConfig(BaseModel):
         default=200_000,
         description="Budget per batch of tool results, in `unit`; 0 or less, inf or nan disables.",
     )
-    unit: Unit = Field(
+    unit: Annotated[Unit, AfterValidator(check_unit)] = Field(
         default="chars",
         description=(
             "The unit of every budget: 'chars' (code points), 'utf8_bytes', 'tokens' "
@@ -304,25 +330,25 @@ class BudgetConfig(BaseModel):
         description="Most bytes the whole store holds: the sweep keeps it at 80% of this "
         "(least recently used first), and a write past it gets no artifact.",
     )
-    artifact_min_age: Number = Field(
+    artifact_min_age: Seconds = Field(
         default=HOUR,
         ge=0,
         description="The sweep never deletes an artifact used more recently than this "
         "(seconds or 1h): one a live conversation still names.",
     )
-    artifact_max_age: Number = Field(
+    artifact_max_age: Seconds = Field(
         default=30 * DAY,
         ge=0,
         description="The sweep deletes artifacts unused this long (seconds or 30d, 12h); "
         "0 keeps them.",
     )
-    artifact_sweep_interval: Number = Field(
+    artifact_sweep_interval: Seconds = Field(
         default=600.0,
         ge=0,
         description="How often a process sweeps the store, off the request path (seconds "
         "or 10m); 0 never.",
     )
-    artifact_store_timeout: Number = Field(
+    artifact_store_timeout: Seconds = Field(
         default=2.0,
         gt=0,
         description="Seconds an S3 store call may wait to connect or read before the "
@@ -332,7 +358,7 @@ class BudgetConfig(BaseModel):
         default=False,
         description="Raise internal errors instead of sending the original request unchanged.",
     )
-    endpoints: dict[str, str] = Field(
+    endpoints: Annotated[dict[str, str], _json_or(_pairs)] = Field(
         default_factory=dict,
         description=(
             "URL pattern (host and/or path glob) -> wire format, for gateways and "
@@ -343,7 +369,9 @@ class BudgetConfig(BaseModel):
         default=False,
         description="Also bound unknown endpoints whose body looks like a model request.",
     )
-    text_results: tuple[str, ...] = Field(
+    text_results: Annotated[
+        tuple[str, ...], _json_or(lambda text: [p.strip() for p in text.split(",") if p.strip()])
+    ] = Field(
         default=(),
         description=(
             "Presets for agents that send tool results as plain user text, each such message "
@@ -367,7 +395,7 @@ class BudgetConfig(BaseModel):
             "set any (key and team metadata still win); 'ignore' drops them."
         ),
     )
-    tool_policies: dict[str, ToolPolicy] = Field(
+    tool_policies: Annotated[dict[str, ToolPolicy], BeforeValidator(_tool_entries)] = Field(
         default_factory=dict,
         description=(
             "Tool name or fnmatch pattern -> priority ('high', 'normal', 'low') or "
@@ -407,7 +435,11 @@ class BudgetConfig(BaseModel):
         description="Name the read_tool_output tool in every notice that names a full output "
         "(turn it on once the agent has the tool: docs/retrieval.md).",
     )
-    preview_salient_patterns: tuple[str, ...] = Field(
+    preview_salient_patterns: Annotated[
+        tuple[str, ...],
+        _json_or(lambda text: (text,) if text else ()),  # a JSON list, or one pattern
+        AfterValidator(_check_patterns),
+    ] = Field(
         default=(),
         description=(
             "More salient-line patterns: regular expressions matched at a line's start, "
@@ -436,7 +468,7 @@ class BudgetConfig(BaseModel):
         description="MCP boundary: tool name (or fnmatch pattern) -> result budget, or "
         "{'result_budget', 'priority', 'min_room'}.",
     )
-    mcp_servers: dict[str, McpServerBudget] = Field(
+    mcp_servers: Annotated[dict[str, McpServerBudget], BeforeValidator(_json)] = Field(
         default_factory=dict,
         description="MCP boundary: server name, URL or host:port (or pattern) -> "
         '{"result_budget": n, "tools": {...}}.',
@@ -470,52 +502,6 @@ class BudgetConfig(BaseModel):
     @classmethod
     def _history_off(cls, value: int | str | None) -> int | str | None:
         return None if isinstance(value, int) and value <= 0 else value
-
-    @field_validator("unit")
-    @classmethod
-    def _exact_unit(cls, value: str) -> str:
-        return check_unit(value)
-
-    @field_validator("tool_policies", mode="before")
-    @classmethod
-    def _parse_policies(cls, value: Any) -> Any:
-        return _tool_entries(value)
-
-    @field_validator("mcp_servers", mode="before")
-    @classmethod
-    def _parse_servers(cls, value: Any) -> Any:
-        return _json(value)
-
-    @field_validator("preview_salient_patterns", mode="before")
-    @classmethod
-    def _patterns(cls, value: Any) -> Any:
-        # From the environment: a JSON list, or one pattern.
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    value = json.loads(text)
-                except ValueError:
-                    raise ValueError("expected a JSON list of patterns") from None
-            else:
-                value = (text,) if text else ()
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            from budgetware.core.salient import check_patterns
-
-            check_patterns(value)
-        return value
-
-    @field_validator("text_results", mode="before")
-    @classmethod
-    def _preset_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
 
     @field_validator("text_results")
     @classmethod
@@ -553,26 +539,6 @@ class BudgetConfig(BaseModel):
             return os.path.abspath(expand_user(text)) if text else None
         return value
 
-    @field_validator("endpoints", mode="before")
-    @classmethod
-    def _parse_endpoints(cls, value: Any) -> Any:
-        # From the environment: a JSON object, or ``pattern=format,pattern=format``.
-        if isinstance(value, str):
-            text = value.strip()
-            if not text:
-                return {}
-            if text.startswith("{"):
-                return json.loads(text)  # a ValueError becomes a validation error
-            pairs = {}
-            for item in text.split(","):
-                pattern, sep, name = item.strip().rpartition("=")
-                if not sep or not pattern.strip():
-                    # No value in the message: it may reach a log (names a host).
-                    raise ValueError("expected pattern=format pairs or a JSON object")
-                pairs[pattern.strip()] = name.strip()
-            return pairs
-        return value
-
     @field_validator("endpoints")
     @classmethod
     def _check_endpoints(cls, value: dict[str, str]) -> dict[str, str]:
@@ -584,19 +550,6 @@ class BudgetConfig(BaseModel):
                     f"unknown wire format {name[:40]!r} "
                     f"(one of {', '.join(FORMAT_NAMES)}, or {NO_FORMAT!r})"
                 )
-        return value
-
-    @field_validator(
-        "artifact_min_age",
-        "artifact_max_age",
-        "artifact_sweep_interval",
-        "artifact_store_timeout",
-        mode="before",
-    )
-    @classmethod
-    def _duration(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_duration(value)
         return value
 
     @field_validator("artifact_store", mode="before")
@@ -627,16 +580,13 @@ class BudgetConfig(BaseModel):
         """Whether this configuration bounds anything at all."""
         return self.batch_budget > 0 or self.history_budget is not None
 
-    def resolved_artifact_dir(self) -> Path:
-        """The artifact directory in effect (configured, or the default)."""
-        return Path(self.artifact_dir) if self.artifact_dir is not None else default_artifact_dir()
-
     def store_location(self) -> StoreLocation:
         """Where artifacts go: ``artifact_store`` if set, else the artifact directory
         (RuntimeError when the default cannot be named: no home directory)."""
         if self.artifact_store is not None:
             return parse_store_url(self.artifact_store)
-        return StoreLocation("file", path=os.path.abspath(self.resolved_artifact_dir()))
+        directory = self.artifact_dir or default_artifact_path()
+        return StoreLocation("file", path=os.path.abspath(directory))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BudgetConfig:
@@ -649,14 +599,6 @@ class BudgetConfig(BaseModel):
             env = {name: value for name, value in named if value and value.strip()}
         labels = {name: variable_of(name) for name in cls.model_fields}
         return _validate({**env, **overrides}, labels)
-
-    def merged(self, overrides: Mapping[str, Any]) -> BudgetConfig:
-        """A copy with ``overrides`` applied and validated."""
-        if not overrides:
-            return self
-        values = {name: getattr(self, name) for name in type(self).model_fields}
-        values.update(overrides)
-        return _validate(values, {})
 
 
 def variable_of(setting: str) -> str:
@@ -771,8 +713,7 @@ def warn_setting_once(variable: str, reason: str) -> None:
     key = (variable, reason)
     if key in _WARNED_SETTINGS:
         return
-    if len(_WARNED_SETTINGS) < 1024:
-        _WARNED_SETTINGS.add(key)
+    _WARNED_SETTINGS.add(key)
     logger.warning(
         "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
         variable,
@@ -791,7 +732,7 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
     if not overrides:
         return {}
-    checked = _DEFAULT.merged(overrides)
+    checked = _validate(overrides, {})
     return {name: getattr(checked, name) for name in overrides}
 
 
@@ -854,33 +795,6 @@ def _unread_block() -> None:
     )
 
 
-class _Same:
-    """A cache key part that is one object (held, so its id is never reused meanwhile)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-
-def _key(layer: Mapping[str, Any]) -> object:
-    """A layer's settings as a cache key: by value, or by identity when a value is a table."""
-    if not layer:
-        return ()
-    key = tuple(layer.items())
-    try:
-        hash(key)
-    except TypeError:
-        return _Same(layer)
-    return key
-
-
 def resolve_config(
     base: BudgetConfig | None = None,
     *,
@@ -896,15 +810,8 @@ def resolve_config(
     block = _OVERRIDES.get()
     if block:
         _block_reads += 1
-    if not env and base is None and not block and not request_overrides:
-        return _DEFAULT
-    # The same combinations recur on every request: each is validated once.
-    key = (_Same(env), _Same(base), _key(block), _key(request_overrides or {}))
-    cached = _RESOLVED.get(key)
-    if cached is None and lenient:
-        cached = _RESOLVED.get((*key, "lenient"))
-    if cached is not None:
-        return cached
+    if not env and not block and not request_overrides:
+        return _DEFAULT if base is None else base
     values = dict(env)
     if base is not None:
         values.update({name: getattr(base, name) for name in base.model_fields_set})
@@ -912,18 +819,9 @@ def resolve_config(
     if request_overrides:
         values.update(request_overrides)
     from_env = {name for name in env if values[name] is env[name]}
-    try:
-        resolved = _validate(values, {name: variable_of(name) for name in from_env})
-        cache_key: tuple[object, ...] = key
-    except ConfigError:
-        if not lenient:
-            raise
-        resolved = _validate_leaving_out(values, from_env)
-        cache_key = (*key, "lenient")
-    if len(_RESOLVED) >= 256:
-        _RESOLVED.clear()
-    _RESOLVED[cache_key] = resolved
-    return resolved
+    if lenient:
+        return _validate_leaving_out(values, from_env)
+    return _validate(values, {name: variable_of(name) for name in from_env})
 
 
 def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
@@ -934,4 +832,3 @@ def check_settings(config: BudgetConfig | None = None) -> BudgetConfig:
 
 
 _DEFAULT = BudgetConfig()
-_RESOLVED: dict[tuple[object, ...], BudgetConfig] = {}

@@ -11,7 +11,6 @@ __all__ = [
     "STANDALONE",
     "EnvironmentVariable",
     "ignored_variables",
-    "unknown_variables",
     "version",
 ]
 
@@ -86,9 +85,9 @@ def _named() -> frozenset[str]:
     return frozenset((*fields, *(variable.name for variable in STANDALONE)))
 
 
-def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
-    """The ``BUDGETWARE_*`` names among ``names`` that budgetware does not read, sorted, each
-    with the closest known variable (a likely typo) or None."""
+def ignored_variables(names: Iterable[str]) -> list[str]:
+    """The warning for each ``BUDGETWARE_*`` name among ``names`` that budgetware does not
+    read, sorted, naming the closest known variable (a likely typo) where there is one."""
     known = _named()
     unknown = sorted(
         name for name in set(names) if name.startswith(PREFIX) and name.upper() not in known
@@ -99,20 +98,12 @@ def unknown_variables(names: Iterable[str]) -> list[tuple[str, str | None]]:
 
     # Without the shared prefix, or every name would be close to every other.
     choices = sorted(name[len(PREFIX) :] for name in known)
-    found: list[tuple[str, str | None]] = []
+    said = []
     for name in unknown:
         close = difflib.get_close_matches(name[len(PREFIX) :].upper(), choices, n=1)
-        found.append((name, PREFIX + close[0] if close else None))
-    return found
-
-
-def ignored_variables(names: Iterable[str]) -> list[str]:
-    """The warning for each unknown ``BUDGETWARE_*`` name, with a suggestion where one is close."""
-    return [
-        f"ignoring {name}: not a budgetware setting"
-        + (f" (did you mean {close}?)" if close else "")
-        for name, close in unknown_variables(names)
-    ]
+        hint = f" (did you mean {PREFIX}{close[0]}?)" if close else ""
+        said.append(f"ignoring {name}: not a budgetware setting{hint}")
+    return said
 
 
 def version() -> str:

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
-import functools
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import cast
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
-from budgetware.core.artifacts import (
-    ArtifactStore,
-    FindsArtifacts,
-    PredictsReferences,
-    text_key,
-)
+from budgetware.core.artifacts import ArtifactStore, text_key
 from budgetware.core.config import BudgetConfig, ToolPolicy
 from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
@@ -134,73 +125,44 @@ def guard_batch(
 
 
 class _Cut:
-    """One slot of an entry that must be cut: its preview, allocation and fitted text;
-    ``key`` (its content address, when known) lets a preview re-sent every turn be reused."""
+    """One slot of an entry that must be cut: its preview, allocation and fitted text; the
+    preview's ``key`` (its content address, when known) lets a preview re-sent every turn
+    be reused."""
 
-    __slots__ = ("allocation", "key", "preview", "text")
+    __slots__ = ("allocation", "preview", "text")
 
     def __init__(self, preview: SlotPreview, allocation: int) -> None:
         self.preview = preview
         self.allocation = allocation
-        self.key: str | None = None
         self.text = ""
 
     def fit(self, refs: tuple[str, ...]) -> bool:
         preview = self.preview
-        memo = None
-        if self.key is not None:
-            memo = (self.key, self.allocation, refs, preview.unit, preview.options)
-            fitted = _fitted_get(memo)
-            if fitted is not None:
-                self.text = fitted.text
-                return fitted.named
-        fitted = preview.fit(self.allocation, refs)
-        if memo is not None:
-            _remember(memo, fitted)
+        memo = (preview.key, self.allocation, refs, preview.unit, preview.options)
+        fitted = _FITTED.get(memo) if preview.key is not None else None
+        if fitted is None:
+            fitted = preview.fit(self.allocation, refs)
+            if preview.key is not None:
+                _remember(memo, fitted)
         self.text = fitted.text
         return fitted.named
 
 
 # Previews by content address, allocation, references, unit and options (all a preview
-# depends on); least recently used out first, bounded by entries and by bytes.
-_FITTED: OrderedDict[tuple[object, ...], Fitted] = OrderedDict()
-_FITTED_MAX_ENTRIES = 8_192
-_FITTED_MAX_BYTES = 32 * 1024 * 1024
-_FITTED_ENTRY_BYTES = 512
-_fitted_bytes = 0
-_FITTED_LOCK = threading.Lock()
-
-
-def _fitted_get(memo: tuple[object, ...]) -> Fitted | None:
-    with _FITTED_LOCK:
-        fitted = _FITTED.get(memo)
-        if fitted is not None:
-            _FITTED.move_to_end(memo)
-        return fitted
-
-
-def _entry_bytes(memo: tuple[object, ...], fitted: Fitted) -> int:
-    refs = memo[2]
-    named = sum(len(r) for r in refs) if isinstance(refs, tuple) else 0
-    return _FITTED_ENTRY_BYTES + 4 * len(fitted.text) + named
+# depends on): an output re-sent every turn is fitted once. Emptied when its previews
+# reach _FITTED_MAX_CHARS.
+_FITTED: dict[tuple[object, ...], Fitted] = {}
+_FITTED_MAX_CHARS = 8 * 1024 * 1024
+_fitted_chars = 0
 
 
 def _remember(memo: tuple[object, ...], fitted: Fitted) -> None:
-    global _fitted_bytes
-    size = _entry_bytes(memo, fitted)
-    if size > _FITTED_MAX_BYTES // 4:
-        return
-    with _FITTED_LOCK:
-        old = _FITTED.pop(memo, None)
-        if old is not None:
-            _fitted_bytes -= _entry_bytes(memo, old)
-        while _FITTED and (
-            len(_FITTED) >= _FITTED_MAX_ENTRIES or _fitted_bytes + size > _FITTED_MAX_BYTES
-        ):
-            old_memo, old_fitted = _FITTED.popitem(last=False)
-            _fitted_bytes -= _entry_bytes(old_memo, old_fitted)
-        _FITTED[memo] = fitted
-        _fitted_bytes += size
+    global _fitted_chars
+    if _fitted_chars + len(fitted.text) > _FITTED_MAX_CHARS:
+        _FITTED.clear()
+        _fitted_chars = 0
+    _FITTED[memo] = fitted
+    _fitted_chars += len(fitted.text)
 
 
 # Fits an entry's slots to cut (setting each ``_Cut.text``); returns its new tri-state.
@@ -273,14 +235,13 @@ def _allocate_by_policy(
     entries: Sequence[ToolResult], lengths: list[int], config: BudgetConfig
 ) -> list[int]:
     """The batch split with each tool's priority and minimum room (``tool_policies``)."""
-    table = tuple(config.tool_policies.items())
     cap = config.batch_budget * MIN_ROOM_PERCENT // 100
     ranks: list[int] = []
     floors: list[int] = []
     index = 0
     for entry in entries:
         count = len(entry.slots)
-        policy = _policy_for(table, entry.tool_name)
+        policy = _policy_for(config, entry.tool_name)
         ranks += [_RANK[policy.priority]] * count
         mine = lengths[index : index + count]
         room = min(policy.min_room, cap)
@@ -292,14 +253,13 @@ def _allocate_by_policy(
     return allocate_by_priority(lengths, config.batch_budget, ranks, floors, least)
 
 
-@functools.lru_cache(maxsize=1024)
-def _policy_for(table: tuple[tuple[str, ToolPolicy], ...], name: str | None) -> ToolPolicy:
+def _policy_for(config: BudgetConfig, name: str | None) -> ToolPolicy:
     """A tool's policy: its exact name first, then the first pattern (fnmatch) it matches."""
+    policies = config.tool_policies
     if name is not None:
-        for pattern, policy in table:
-            if pattern == name:
-                return policy
-        for pattern, policy in table:
+        if name in policies:
+            return policies[name]
+        for pattern, policy in policies.items():
             if fnmatch.fnmatchcase(name, pattern):
                 return policy
     return _NORMAL
@@ -310,26 +270,20 @@ _NORMAL = ToolPolicy()
 
 def tool_priority(config: BudgetConfig, name: str | None) -> str:
     """The priority ``tool_policies`` gives a tool's results (``normal`` when none)."""
-    if not config.tool_policies:
-        return "normal"
-    return _policy_for(tuple(config.tool_policies.items()), name).priority
+    return _policy_for(config, name).priority
 
 
 def preview_options(config: BudgetConfig) -> PreviewOptions:
-    """How the previews of a configuration are made (cached: configurations recur)."""
-    return _preview_options(
-        config.preview_salient_percent,
-        config.preview_salient_patterns,
-        config.preview_tool_hint,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _preview_options(percent: int, patterns: tuple[str, ...], tool_hint: bool) -> PreviewOptions:
-    if percent == DEFAULT_PREVIEW.salient_percent and not patterns and not tool_hint:
+    """How the previews of a configuration are made."""
+    percent, patterns = config.preview_salient_percent, config.preview_salient_patterns
+    if (
+        percent == DEFAULT_PREVIEW.salient_percent
+        and not patterns
+        and not config.preview_tool_hint
+    ):
         return DEFAULT_PREVIEW
     return PreviewOptions(
-        wording=TOOL_HINT_WORDING if tool_hint else DEFAULT_WORDING,
+        wording=TOOL_HINT_WORDING if config.preview_tool_hint else DEFAULT_WORDING,
         salient_percent=percent,
         salient=compile_salient(patterns) if percent > 0 else None,
     )
@@ -344,29 +298,18 @@ def _persist(
     try:
         key = text_key(full)
         if len(entry.slots) == 1:  # the one slot is the full text: its key is known
-            cut[0].key = cut[0].preview.key = key
+            cut[0].preview.key = key
         decided, decidable = _decision(entry, full, key, store)
         if decided is not None:
             _fit_all(cut, decided)
             return decided
         predicted = _predict(store, key)
         # Else a placeholder as long as the longest reference: where it fits, the real one does.
-        probe = predicted if predicted is not None else _placeholder(store)
+        probe = predicted if predicted is not None else _PLACEHOLDER
         if not _fit_all(cut, (probe,)):
             return ()  # no preview could name it: write nothing (the fit is done)
-        if not decidable and _supports(store, FindsArtifacts):
-            # Another process may have written it: one look, no upload.
-            found = cast(FindsArtifacts, store).stored_reference(key)
-            if found is not None:
-                if found != predicted:
-                    _fit_all(cut, (found,))
-                return (found,)
-        # A store that can tell says whether this put wrote the artifact; else it did.
-        put_reporting = _reporting_put(store)
-        if put_reporting is not None:
-            ref, wrote = put_reporting(full, key=key)
-        else:
-            ref, wrote = store.put(full, key=key), True
+        # A text that may be a preview had its decision looked up: no second look.
+        ref, wrote = _write(store, full, key, look=not decidable)
         if wrote:
             written.append(ref)
         if ref != predicted:
@@ -378,6 +321,24 @@ def _persist(
         return ()
 
 
+def _write(store: ArtifactStore, full: str, key: str, *, look: bool = True) -> tuple[str, bool]:
+    """(the reference of ``full``'s artifact, whether this call wrote it). With ``look``, an
+    artifact another process wrote is found with one look (``stored_reference``), no upload."""
+    find = getattr(store, "stored_reference", None) if look else None
+    found = find(key) if find is not None else None
+    if found is not None:
+        return found, False
+    # A store that can tell says whether this put wrote the artifact (unless a subclass
+    # overrides put below where it defines put_reporting); else it did.
+    for klass in type(store).__mro__:
+        if "put_reporting" in vars(klass):
+            reported: tuple[str, bool] = store.put_reporting(full, key=key)  # type: ignore[attr-defined]
+            return reported
+        if "put" in vars(klass):
+            break
+    return store.put(full, key=key), True
+
+
 def _decision(
     entry: ToolResult, full: str, key: str, store: ArtifactStore
 ) -> tuple[tuple[str, ...] | None, bool]:
@@ -385,15 +346,14 @@ def _decision(
 
     Only a text that may be a producer's preview can have a decision: the others skip the
     lookup (a round trip on S3)."""
-    decidable = _may_be_preview(full, key)
+    decidable = may_be_preview(full)
     decided = store.lookup_decision(key) if decidable else None
     if decided is None and len(entry.slots) > 1:
         for slot in entry.slots:
-            slot_key = text_key(slot)
-            if not _may_be_preview(slot, slot_key):
+            if not may_be_preview(slot):
                 continue
             decidable = True
-            decided = store.lookup_decision(slot_key)
+            decided = store.lookup_decision(text_key(slot))
             if decided is not None:
                 break
     return decided, decidable
@@ -421,24 +381,15 @@ class WholeOutput:
         self.decided = decided
         # Else a placeholder as long as the longest reference: the real one is no longer.
         self.expected: tuple[str, ...] = (
-            decided if decided is not None else (predicted or _placeholder(store),)
+            decided if decided is not None else (predicted or _PLACEHOLDER,)
         )
 
     def persist(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(the references to name, those written now); nothing named if the store fails."""
         if self.decided is not None:
             return self.decided, ()
-        store, key = self.store, self.key
         try:
-            if _supports(store, FindsArtifacts):
-                found = cast(FindsArtifacts, store).stored_reference(key)
-                if found is not None:
-                    return (found,), ()
-            put_reporting = _reporting_put(store)
-            if put_reporting is not None:
-                ref, wrote = put_reporting(self.full, key=key)
-            else:
-                ref, wrote = store.put(self.full, key=key), True
+            ref, wrote = _write(self.store, self.full, self.key)
         except Exception as exc:  # a store must never fail the request
             _persist_failed(exc)
             return (), ()
@@ -452,67 +403,15 @@ def _persist_failed(exc: Exception) -> None:
     )
 
 
-def _reporting_put(store: ArtifactStore) -> Callable[..., tuple[str, bool]] | None:
-    """``store.put_reporting``, unless a subclass overrides ``put`` below where it is defined."""
-    for klass in type(store).__mro__:
-        attributes = vars(klass)
-        if "put_reporting" in attributes:
-            method: Callable[..., tuple[str, bool]] = store.put_reporting  # type: ignore[attr-defined]
-            return method
-        if "put" in attributes:
-            return None
-    return None
-
-
-# The longest reference assumed of a store that cannot predict its own.
-PROBE_REFERENCE_CHARS = 256
-
-
-def _placeholder(store: ArtifactStore) -> str:
-    declared = getattr(store, "max_reference_length", None)
-    size = PROBE_REFERENCE_CHARS
-    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
-        size = declared
-    # Hex digits and slashes: it measures like a reference in every unit.
-    return ("/" + "0123456789abcdef" * (size // 16 + 1))[:size]
+# What a store that cannot predict its reference is probed with: 256 characters, as long
+# as the longest reference assumed, of hex digits and slashes (measured like one in every unit).
+_PLACEHOLDER = ("/" + "0123456789abcdef" * 16)[:256]
 
 
 def _predict(store: ArtifactStore, key: str) -> str | None:
-    if _supports(store, PredictsReferences):
-        try:
-            return cast(PredictsReferences, store).ref_for(key)
-        except NotImplementedError:
-            return None
-    return None
-
-
-_SUPPORTS: dict[tuple[type, type], bool] = {}
-
-
-def _supports(store: ArtifactStore, protocol: type) -> bool:
-    """Whether ``store`` implements ``protocol``, checked once per store class (slowly)."""
-    kind = (type(store), protocol)
-    found = _SUPPORTS.get(kind)
-    if found is None:
-        found = _SUPPORTS[kind] = isinstance(store, protocol)
-    return found
-
-
-# Whether a text may be a producer's preview, by content address (re-sent every turn).
-_MAY_BE_PREVIEW: OrderedDict[str, bool] = OrderedDict()
-_MAY_BE_PREVIEW_ENTRIES = 8_192
-_MAY_BE_PREVIEW_LOCK = threading.Lock()
-
-
-def _may_be_preview(text: str, key: str) -> bool:
-    with _MAY_BE_PREVIEW_LOCK:
-        known = _MAY_BE_PREVIEW.get(key)
-        if known is not None:
-            _MAY_BE_PREVIEW.move_to_end(key)
-            return known
-    answer = may_be_preview(text)
-    with _MAY_BE_PREVIEW_LOCK:
-        _MAY_BE_PREVIEW[key] = answer
-        while len(_MAY_BE_PREVIEW) > _MAY_BE_PREVIEW_ENTRIES:
-            _MAY_BE_PREVIEW.popitem(last=False)
-    return answer
+    """What ``store.put`` will return for ``key``, where the store can say without I/O."""
+    ref_for = getattr(store, "ref_for", None)
+    try:
+        return ref_for(key) if ref_for is not None else None
+    except NotImplementedError:
+        return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from budgetware.core.artifacts import text_key
@@ -93,17 +94,11 @@ def fit_text(
     The preview names ``refs`` (where the full output is) when they fit whole, and is the
     same for the same input. See the module docstring for its forms.
     """
-    if allocation < 0:
-        raise ValueError("allocation must not be negative")
     return SlotPreview(text, unit, options).fit(allocation, refs).text
 
 
 class SlotPreview:
-    """One slot's text, measured and scanned once, fitted at one or more rooms.
-
-    ``key`` (the text's content address, when the caller has it) shares the salient-line
-    scan across requests: an output re-sent every turn is scanned once per process.
-    """
+    """One slot's text, measured and scanned once, fitted at one or more rooms."""
 
     def __init__(
         self,
@@ -112,17 +107,17 @@ class SlotPreview:
         options: PreviewOptions | None = None,
         *,
         total: int | None = None,
-        key: str | None = None,
     ) -> None:
         self.text = text
         self.unit = unit
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
-        self.key = key
+        # The text's content address, when the caller has it: shares the salient-line
+        # scan across requests (an output re-sent every turn is scanned once per process).
+        self.key: str | None = None
         self._not_json = not self.options.json
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
-        self._short_digest: str | None = None
 
     def fit(self, allocation: int, refs: Sequence[str] = ()) -> Fitted:
         """The preview at ``allocation``, naming ``refs`` if they fit (never over it)."""
@@ -322,16 +317,15 @@ class SlotPreview:
 
     def _unnamed(self, refs: Sequence[str]) -> str:
         """What tells this output apart in a preview that names no reference: its digest."""
-        return "" if refs else self.options.wording.digest(self._digest())
+        return "" if refs else self.options.wording.digest(self._digest)
 
+    @cached_property
     def _digest(self) -> str:
-        if self._short_digest is None:
-            self._short_digest = (self.key or text_key(self.text))[:_DIGEST_CHARS]
-        return self._short_digest
+        return (self.key or text_key(self.text))[:_DIGEST_CHARS]
 
     def _minimal(self, allocation: int) -> str:
         words, unit = self.options.wording, self.unit
-        mark = words.minimal_digest(self._digest())
+        mark = words.minimal_digest(self._digest)
         if measure(mark, unit) * 100 > allocation * MIN_CONTENT_PERCENT:
             mark = words.minimal()  # too small a room for the digest and as much content
         room = allocation - measure(mark, unit)
@@ -387,12 +381,6 @@ def _frame_before(text: str, start: int, floor: int) -> list[tuple[int, int]]:
 
 def _alternate(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """First, last, second, second to last, ...: both ends of the middle are represented."""
-    out: list[tuple[int, int, int]] = []
-    i, j = 0, len(items) - 1
-    while i <= j:
-        out.append(items[i])
-        if i != j:
-            out.append(items[j])
-        i += 1
-        j -= 1
-    return out
+    last = len(items) - 1
+    order = sorted(range(len(items)), key=lambda i: (min(i, last - i), i > last - i))
+    return [items[i] for i in order]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from budgetware.core.jsonio import str_token_sizes
-
 Unit = Literal["chars", "utf8_bytes", "tokens", "tokens:o200k_base", "tokens:cl100k_base"]
 """``tokens`` is an estimate (UTF-8 bytes / 4, rounded up); ``tokens:<encoding>`` counts
 exactly with tiktoken (``budgetware[tokens]``)."""
@@ -29,31 +27,30 @@ _PLAIN = bytes(b for b in range(256) if b >= 0x20 and b not in (0x22, 0x5C))
 _SHORT_ESCAPES = b'"\\\b\t\n\f\r'
 
 
+# Long strings are measured in pieces of this many characters: a few MB at a time at most,
+# and other threads get the GIL between pieces.
+_PIECE_CHARS = 256 * 1024
+
+
 def json_string_bytes(s: str, limit: int | None = None) -> int:
     """Exact UTF-8 byte length of ``s`` as a compact JSON string, quotes included.
 
     Non-ASCII counts as UTF-8, controls as their escapes, a lone surrogate as ``\\udXXX``.
     With ``limit``, may return early any value above ``limit`` once ``s`` exceeds it.
     """
-    n = len(s)
-    if limit is not None and n + 2 > limit:
+    if limit is not None and len(s) + 2 > limit:
         # Every character costs at least one byte: a lower bound already over the limit.
-        return n + 2
-    sizes = str_token_sizes(s)
-    if sizes is not None:
-        total = 2
-        try:
-            for size in sizes:
-                total += size - 2  # each slice's token carries its own two quotes
-                if limit is not None and total > limit:
-                    return total
-        except TypeError:  # orjson refuses lone surrogates: measure them by the table
-            return _json_string_bytes_slow(s)
-        return total
-    return _json_string_bytes_slow(s)
+        return len(s) + 2
+    total = 2
+    for start in range(0, len(s), _PIECE_CHARS):
+        total += _json_bytes(s[start : start + _PIECE_CHARS])
+        if limit is not None and total > limit:
+            return total
+    return total
 
 
-def _json_string_bytes_slow(s: str) -> int:
+def _json_bytes(s: str) -> int:
+    """The JSON-escaped UTF-8 size of ``s``, without quotes: C-level encoding and tables."""
     try:
         encoded = s.encode("utf-8")
         surrogate_bytes = 0
@@ -63,7 +60,7 @@ def _json_string_bytes_slow(s: str) -> int:
         surrogate_bytes = len(encoded) - len(s.encode("utf-8", "ignore"))
     specials = encoded.translate(None, _PLAIN)
     long_escapes = len(specials.translate(None, _SHORT_ESCAPES))
-    return 2 + len(encoded) + surrogate_bytes + len(specials) + 4 * long_escapes
+    return len(encoded) + surrogate_bytes + len(specials) + 4 * long_escapes
 
 
 def measure(s: str, unit: Unit = "chars") -> int:

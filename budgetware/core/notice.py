@@ -19,7 +19,6 @@ __all__ = [
     "PREVIEW_PHRASES",
     "TOOL_HINT",
     "TOOL_HINT_WORDING",
-    "ToolHintWording",
     "Wording",
     "is_masked",
     "may_be_preview",
@@ -40,13 +39,19 @@ def unit_word(unit: str, count: int = 2) -> str:
 
 @dataclass(frozen=True)
 class Wording:
-    """Every phrase a preview uses. Subclass or extend here; nowhere else writes them."""
+    """Every phrase a preview uses. Subclass or extend here; nowhere else writes them.
+
+    ``tool_hint`` (``preview_tool_hint``, docs/retrieval.md) names the read_tool_output
+    tool after the references, in every notice form; nothing changes with no reference.
+    """
+
+    tool_hint: bool = False
 
     def references(self, refs: Sequence[str]) -> str:
         """The clause naming where the full output is (empty when nothing is named)."""
         if not refs:
             return ""
-        return " Full output: " + ", ".join(refs)
+        return " Full output: " + ", ".join(refs) + (TOOL_HINT if self.tool_hint else "")
 
     def notice(self, total: int, omitted: int, unit: str, refs: Sequence[str]) -> str:
         """The first line of a preview: original size, amount omitted, where the rest is."""
@@ -141,25 +146,11 @@ class Wording:
         return f"{MASKED_PREFIX}{amount}.{where}]"
 
 
-DEFAULT_WORDING = Wording()
-
-
-# After the references, when the agent has the read_tool_output tool (``preview_tool_hint``,
-# docs/retrieval.md): one fixed phrase, so the same batch still gives the same bytes.
+# After the references, when the agent has the read_tool_output tool: one fixed phrase,
+# so the same batch still gives the same bytes.
 TOOL_HINT = "; read_tool_output can page or search it"
-
-
-@dataclass(frozen=True)
-class ToolHintWording(Wording):
-    """The wording that names the ``read_tool_output`` tool after the references, in every
-    notice form (full, compact, JSON). Nothing changes when no reference is named."""
-
-    def references(self, refs: Sequence[str]) -> str:
-        clause = super().references(refs)
-        return clause + TOOL_HINT if clause else clause
-
-
-TOOL_HINT_WORDING = ToolHintWording()
+DEFAULT_WORDING = Wording()
+TOOL_HINT_WORDING = Wording(tool_hint=True)
 
 
 # What every preview of the wordings above carries (``core/fit.py``'s forms): the full

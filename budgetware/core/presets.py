@@ -4,34 +4,27 @@ user message starting with a preset's marker is one result, up to its end marker
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 __all__ = ["TEXT_RESULT_PRESETS", "TextResultPreset"]
 
 
-class TextResultPreset:
+class TextResultPreset(NamedTuple):
     """One agent's way of writing a tool result as user text."""
 
-    def __init__(
-        self,
-        name: str,
-        marker: str,
-        tool_name: str,
-        *,
-        ends: tuple[str, ...] = (),
-        after_assistant: bool = False,
-    ) -> None:
-        self.name = name
-        self.marker = re.compile(marker, re.DOTALL)
-        """Matches the start of such a message; the result is the text after the match."""
-        self.tool_name = tool_name
-        self.ends = ends
-        """Texts the agent joins after a result in the same message: the result ends there."""
-        self.after_assistant = after_assistant
-        """Only a message right after an assistant message (the tool call) can be a result."""
+    name: str
+    marker: str
+    """A regular expression (dot matches all) matching the start of such a message; the
+    result is the text after the match."""
+    tool_name: str
+    ends: tuple[str, ...] = ()
+    """Texts the agent joins after a result in the same message: the result ends there."""
+    after_assistant: bool = False
+    """Only a message right after an assistant message (the tool call) can be a result."""
 
     def split(self, text: str) -> tuple[str, str, str] | None:
         """``(kept prefix, result, kept suffix)`` when ``text`` is such a message, else None."""
-        match = self.marker.match(text)
+        match = re.match(self.marker, text, re.DOTALL)
         if match is None:
             return None
         start = match.end()

@@ -27,16 +27,15 @@ _REPEATS = {
 }
 
 
-def regex_problem(pattern: str, *, nested: bool = True) -> str | None:
+def regex_problem(pattern: str) -> str | None:
     """Why ``pattern`` may cost without bound (a short phrase), or None; ``re.error`` when
-    ``re`` cannot parse it. ``nested=False`` skips the nested-repeat check, for a caller
-    that bounds matching time itself."""
+    ``re`` cannot parse it."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         return f"longer than {MAX_PATTERN_LENGTH:,} characters"
-    return _walk(_parser.parse(pattern), nested=nested, variable_above=False, product=1)
+    return _walk(_parser.parse(pattern), variable_above=False, product=1)
 
 
-def _walk(items: Any, *, nested: bool, variable_above: bool, product: int) -> str | None:
+def _walk(items: Any, *, variable_above: bool, product: int) -> str | None:
     for op, value in items:
         name = str(op)
         if name in _REPEATS:
@@ -47,19 +46,17 @@ def _walk(items: Any, *, nested: bool, variable_above: bool, product: int) -> st
                 return f"its counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,}"
             # A possessive repeat never gives back what it took: nothing to backtrack into.
             varies = high != low and name != "POSSESSIVE_REPEAT"
-            if nested and varies and variable_above:
+            if varies and variable_above:
                 return "a repeat inside a repeat (as in (a+)+) can take exponential time"
             # An optional part (x?) has one round: nothing to split between rounds.
             many = varies and high > 1
-            problem = _walk(
-                body, nested=nested, variable_above=variable_above or many, product=inside
-            )
+            problem = _walk(body, variable_above=variable_above or many, product=inside)
         elif name == "ATOMIC_GROUP":
-            problem = _walk(value, nested=nested, variable_above=False, product=product)
+            problem = _walk(value, variable_above=False, product=product)
         else:
             problem = None
             for sub in _children(name, value):
-                problem = _walk(sub, nested=nested, variable_above=variable_above, product=product)
+                problem = _walk(sub, variable_above=variable_above, product=product)
                 if problem:
                     break
         if problem:

@@ -110,14 +110,6 @@ def _definition(name: str, read: Callable[[bytes], Any]) -> dict[str, Any]:
     return definition
 
 
-class _Found(Exception):
-    """Stops a definition once its vocabulary was found (``check_available``)."""
-
-
-def _found(contents: bytes) -> Any:
-    raise _Found
-
-
 _AVAILABLE: set[str] = set()
 
 
@@ -131,12 +123,11 @@ def check_available(name: str) -> None:
             f"unknown encoding {name!r}; exact units are "
             + ", ".join(f"tokens:{e}" for e in ENCODINGS)
         )
-    try:
-        _definition(name, _found)
-    except _Found:
-        _AVAILABLE.add(name)
-        return
-    raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
+    read: list[bytes] = []  # the vocabulary, found whole (else ExactTokensUnavailable)
+    _definition(name, read.append)
+    if not read:
+        raise ExactTokensUnavailable(f"this tiktoken builds {name!r} in a way budgetware can't")
+    _AVAILABLE.add(name)
 
 
 _LOCK = threading.Lock()
@@ -144,10 +135,7 @@ _LOADED: dict[str, Any] = {}
 
 
 def _encoding(name: str) -> Any:
-    found = _LOADED.get(name)
-    if found is not None:
-        return found
-    with _LOCK:
+    with _LOCK:  # loading takes about a second: once, whichever thread asks first
         found = _LOADED.get(name)
         if found is None:
             found = _LOADED[name] = _load(name)
@@ -193,25 +181,6 @@ def count(text: str, name: str) -> int:
     return found
 
 
-def _whole_prefix(raw: bytes) -> str:
-    """The longest prefix of ``raw`` that is whole UTF-8 characters, decoded."""
-    for end in range(len(raw), max(len(raw) - 4, -1), -1):
-        try:
-            return raw[:end].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
-
-
-def _whole_suffix(raw: bytes) -> str:
-    for start in range(min(4, len(raw)) + 1):
-        try:
-            return raw[start:].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
-
-
 def cut_prefix(text: str, size: int, name: str) -> str:
     """A long prefix of ``text`` of at most ``size`` tokens when tokenized alone, ending on
     a whole character; only a window of about ``size`` tokens is tokenized."""
@@ -237,11 +206,12 @@ def _cut(text: str, size: int, name: str, *, from_end: bool) -> str:
     encoding = _encoding(name)
     keep = size
     while keep > 0:
+        # The tokens' bytes are the text's, but for a character cut at the edge: dropped.
         if from_end:
-            piece = _whole_suffix(encoding.decode_bytes(tokens[-keep:]))
+            piece = encoding.decode_bytes(tokens[-keep:]).decode("utf-8", "ignore")
             candidate = text[len(text) - len(piece) :] if piece else ""
         else:
-            piece = _whole_prefix(encoding.decode_bytes(tokens[:keep]))
+            piece = encoding.decode_bytes(tokens[:keep]).decode("utf-8", "ignore")
             candidate = text[: len(piece)]
         over = count(candidate, name) - size  # BPE may merge differently across a cut
         if over <= 0:

@@ -137,8 +137,8 @@ class _Seen:
     ) -> RequestReport:
         fmt = self.fmt
         return RequestReport(
-            # Looked up only if a subscriber asks; without the query (Gemini's ``?key=``).
-            api=partial(_api_of_url, url.partition("?")[0], config)
+            # The API, looked up only if a subscriber asks; without the query (Gemini's ``?key=``).
+            partial(_api_of_url, url.partition("?")[0], config)
             if fmt is _UNSEEN
             else _api_name(fmt),
             bytes_before=before,

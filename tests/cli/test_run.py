@@ -416,7 +416,7 @@ def test_every_variable_budgetware_names_is_known() -> None:
     import re
 
     from budgetware.core.config import BudgetConfig
-    from budgetware.core.environment import STANDALONE, unknown_variables
+    from budgetware.core.environment import STANDALONE, ignored_variables
 
     root = Path(__file__).resolve().parents[2]
     variable = re.compile(r"\bBUDGETWARE_[A-Z0-9_]+(?![A-Z0-9_*<])")
@@ -428,10 +428,14 @@ def test_every_variable_budgetware_names_is_known() -> None:
                 names.update(variable.findall(path.read_text(encoding="utf-8")))
     assert "BUDGETWARE_MCP_SERVER_TOKEN" in names
     typos = {"BUDGETWARE_BATCHBUDGET"}  # docs/run.md shows the warning for it
-    assert unknown_variables(names) == [("BUDGETWARE_BATCHBUDGET", "BUDGETWARE_BATCH_BUDGET")]
-    assert unknown_variables(names - typos) == []
-    assert unknown_variables(["BUDGETWARE_ARTIFACTS_DIR", "OTHER"]) == [
-        ("BUDGETWARE_ARTIFACTS_DIR", "BUDGETWARE_ARTIFACT_DIR")
+    assert ignored_variables(names) == [
+        "ignoring BUDGETWARE_BATCHBUDGET: not a budgetware setting "
+        "(did you mean BUDGETWARE_BATCH_BUDGET?)"
+    ]
+    assert ignored_variables(names - typos) == []
+    assert ignored_variables(["BUDGETWARE_ARTIFACTS_DIR", "OTHER"]) == [
+        "ignoring BUDGETWARE_ARTIFACTS_DIR: not a budgetware setting "
+        "(did you mean BUDGETWARE_ARTIFACT_DIR?)"
     ]
 
 

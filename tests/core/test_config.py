@@ -14,7 +14,6 @@ from pydantic import BaseModel, ValidationError
 from budgetware import BudgetConfig, ConfigError, ToolPolicy, budget
 from budgetware.core.config import (
     current_overrides,
-    default_artifact_dir,
     environment_settings,
     resolve_config,
 )
@@ -69,9 +68,10 @@ def test_an_invalid_value_fails_at_construction_naming_the_setting() -> None:
 
 def test_default_artifact_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg/cache")
-    assert default_artifact_dir() == Path("/xdg/cache/budgetware/artifacts")
+    assert BudgetConfig().store_location().path == "/xdg/cache/budgetware/artifacts"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    assert default_artifact_dir() == Path.home() / ".cache" / "budgetware" / "artifacts"
+    default = Path.home() / ".cache" / "budgetware" / "artifacts"
+    assert BudgetConfig().store_location().path == str(default)
 
 
 def test_precedence_is_env_then_config_then_budget_block_then_request(
@@ -404,8 +404,9 @@ def test_a_boolean_variable_takes_the_usual_words(
 
 
 def test_a_typo_in_an_mcp_variable_gets_a_did_you_mean() -> None:
-    from budgetware.core.environment import unknown_variables
+    from budgetware.core.environment import ignored_variables
 
-    assert unknown_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
-        ("BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS")
+    assert ignored_variables(["BUDGETWARE_MCP_TOOL", "BUDGETWARE_MCP_TOOLS"]) == [
+        "ignoring BUDGETWARE_MCP_TOOL: not a budgetware setting "
+        "(did you mean BUDGETWARE_MCP_TOOLS?)"
     ]

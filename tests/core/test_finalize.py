@@ -475,11 +475,9 @@ def test_a_store_that_cannot_predict_its_reference_is_not_written_in_tiny_rooms(
 class LongReferenceStore:
     """A custom store whose references are 130 characters, and which cannot predict them."""
 
-    def __init__(self, max_reference_length: int | None = None) -> None:
+    def __init__(self) -> None:
         self.puts = 0
         self.decisions: dict[str, tuple[str, ...]] = {}
-        if max_reference_length is not None:
-            self.max_reference_length = max_reference_length
 
     def put(self, text: str, *, key: str | None = None) -> str:
         self.puts += 1
@@ -509,51 +507,24 @@ def test_a_store_without_ref_for_never_gets_an_artifact_no_preview_names() -> No
         assert ref in e.slots[0]
 
 
-def test_a_store_may_declare_its_longest_reference() -> None:
-    # At 500 a slot a 256-character placeholder leaves no room for content; the store's
-    # own maximum (130) does, and every write is named.
-    batch = [entry(f"r{i} " + "q" * 5_000, call_id=f"c{i}") for i in range(4)]
-    pessimistic = LongReferenceStore()
-    finalize_batch(batch, config=cfg(4 * 500), store=pessimistic)
-    assert pessimistic.puts == 0
-    declared = LongReferenceStore(max_reference_length=130)
-    out = finalize_batch(batch, config=cfg(4 * 500), store=declared)
-    assert declared.puts == 4
-    assert all((e.persisted_output_files or ("missing",))[0] in e.slots[0] for e in out)
-
-
-def test_remembered_previews_are_bounded_by_entries_and_bytes(
+def test_remembered_previews_are_bounded(
     monkeypatch: pytest.MonkeyPatch, store: LocalArtifactStore
 ) -> None:
-    # Before, only the previews' characters were counted and the cache was cleared at 16
-    # million of them: about 1.1 KB a cut result, up to 37 MB.
-    from collections import OrderedDict
-
     from budgetware.core import finalize as module
 
-    monkeypatch.setattr(module, "_FITTED", OrderedDict())
-    monkeypatch.setattr(module, "_fitted_bytes", 0)
-    monkeypatch.setattr(module, "_FITTED_MAX_ENTRIES", 50)
-    monkeypatch.setattr(module, "_FITTED_MAX_BYTES", 200_000)
-    for n in range(120):
+    monkeypatch.setattr(module, "_FITTED", {})
+    monkeypatch.setattr(module, "_fitted_chars", 0)
+    monkeypatch.setattr(module, "_FITTED_MAX_CHARS", 9_000)  # four 2,000-char previews
+    for n in range(20):
         finalize_batch(
             [entry(f"{n} " + "q" * 5_000, call_id=f"c{n}")], config=cfg(2_000), store=store
         )
-        assert len(module._FITTED) <= 50
-        assert module._fitted_bytes <= 200_000
-        assert module._fitted_bytes == sum(
-            module._entry_bytes(m, f) for m, f in module._FITTED.items()
-        )
-    monkeypatch.setattr(module, "_FITTED_MAX_BYTES", 40_000)  # 2,000-char previews: ~8.5 KB
-    for n in range(20):
-        finalize_batch(
-            [entry(f"x{n} " + "q" * 5_000, call_id=f"d{n}")], config=cfg(2_000), store=store
-        )
-        assert module._fitted_bytes <= 40_000
-    assert 0 < len(module._FITTED) <= 4
+        assert 0 < module._fitted_chars == sum(len(f.text) for f in module._FITTED.values())
+        assert module._fitted_chars <= 9_000
     # The most recent preview is still remembered: the same batch again hits it.
-    last = entry("x19 " + "q" * 5_000, call_id="d19")
+    last = entry("19 " + "q" * 5_000, call_id="c19")
     before = dict(module._FITTED)
+    monkeypatch.setattr(module.SlotPreview, "fit", None)  # a hit fits nothing
     assert finalize_batch([last], config=cfg(2_000), store=store)[0].slots[0] in {
         f.text for f in before.values()
     }

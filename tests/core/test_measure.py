@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budgetware.core.measure import _json_string_bytes_slow, cut_prefix, cut_suffix
+from budgetware.core.measure import _PIECE_CHARS, cut_prefix, cut_suffix
 from budgetware.finalizer import json_string_bytes, measure
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
@@ -51,13 +51,17 @@ def reference_json_bytes(s: str) -> int:
 @pytest.mark.parametrize(("text", "expected"), REFERENCE)
 def test_json_string_bytes_matches_the_reference_table(text: str, expected: int) -> None:
     assert json_string_bytes(text) == expected
-    assert _json_string_bytes_slow(text) == expected
 
 
 @given(tricky_text)
 def test_json_string_bytes_equals_a_reference_serializer(text: str) -> None:
     assert json_string_bytes(text) == reference_json_bytes(text)
-    assert _json_string_bytes_slow(text) == reference_json_bytes(text)
+
+
+def test_json_string_bytes_across_its_pieces() -> None:
+    # A long string is measured in pieces: what straddles their border counts whole.
+    text = "a" * (_PIECE_CHARS - 2) + '😀\ud800"\n汉' + "b" * _PIECE_CHARS
+    assert json_string_bytes(text) == reference_json_bytes(text)
 
 
 def test_json_string_bytes_stops_early_above_a_limit() -> None:

@@ -342,18 +342,6 @@ def test_a_bad_setting_is_still_an_error_at_set_up(tmp_path: Path) -> None:
         assert name in out[0], out
 
 
-def test_the_default_artifact_path_is_the_configured_default(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from budgetware.core.config import default_artifact_dir
-    from budgetware.core.paths import default_artifact_path
-
-    for xdg in ("/xdg/cache", "relative/ignored", ""):
-        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
-        assert default_artifact_path() == str(default_artifact_dir())
-    assert Path(default_artifact_path()).is_absolute()
-
-
 @pytest.fixture
 def xray_patched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """aws-xray-sdk's httpx patch applied (``httpx.Client = _InstrumentedClient``, a subclass

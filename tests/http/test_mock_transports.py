@@ -54,7 +54,7 @@ def test_pytest_httpx_mock_receives_the_bounded_request(
     httpx_mock: Any, config: BudgetConfig
 ) -> None:
     httpx_mock.add_response(url=URL, json={"ok": True})
-    small_budget = config.merged({"batch_budget": 5_000})
+    small_budget = config.model_copy(update={"batch_budget": 5_000})
     with budgetware.instrument(config=small_budget), httpx.Client() as client:
         client.post(URL, json=_chat(BIG, "small"))
     texts = _tool_texts(httpx_mock.get_request().content)
@@ -68,7 +68,7 @@ def test_httpx2_pytest_mock_receives_the_bounded_request(
     httpx2_mock: Any, config: BudgetConfig
 ) -> None:
     httpx2_mock.add_response(url=URL, json={"ok": True})
-    small_budget = config.merged({"batch_budget": 5_000})
+    small_budget = config.model_copy(update={"batch_budget": 5_000})
     with budgetware.instrument(config=small_budget), httpx2.Client() as client:
         client.post(URL, json=_chat(BIG, BIG))
     texts = _tool_texts(httpx2_mock.get_request().content)

@@ -60,7 +60,7 @@ def test_generated_bodies_keep_every_contract(
     fmt: Fmt, artifacts: Path, case: tuple[list[list[str]], BudgetConfig, bool]
 ) -> None:
     batches, config, ascii_only = case
-    config = config.merged({"artifact_dir": artifacts})
+    config = config.model_copy(update={"artifact_dir": artifacts})
     decoded, paths = fmt.build(batches)
     body = json.dumps(decoded, ensure_ascii=ascii_only).encode("utf-8")
     out = finalize_body(fmt.url, body, config=config)
