@@ -101,8 +101,8 @@ def fit_text(
 class SlotPreview:
     """One slot's text, measured and scanned once, fitted at one or more rooms.
 
-    ``key`` (the text's content address, when the caller has it) shares the salient-line
-    scan across requests: an output re-sent every turn is scanned once per process.
+    ``key`` (the text's content address, when the caller has it) names the text in a
+    preview that names no reference, without hashing it again.
     """
 
     def __init__(
@@ -267,7 +267,7 @@ class SlotPreview:
         start = len(cut_prefix(text, head_room, unit))
         end = len(text) - len(cut_suffix(text, allocation - head_room, unit))
         if self._scanned is None:
-            self._scanned = scan(text, pattern, self.key)
+            self._scanned = scan(text, pattern)
         distinct = (
             self._scanned.distinct(text, start, end, _SALIENT_CANDIDATES) if start < end else []
         )

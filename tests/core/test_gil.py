@@ -18,14 +18,14 @@ def test_a_program_with_one_thread_does_not_yield() -> None:
         gil._YIELD = lambda: calls.append(1)
         pattern = salient.compile_salient()
         text = "x\\n" * 600_000
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         alone = len(calls)
         threading.Thread(target=lambda: None).start()  # ends at once: alone again
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         waiting = threading.Event()
         other = threading.Thread(target=waiting.wait)
         other.start()
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         waiting.set()
         other.join()
         print(alone, len(calls))
