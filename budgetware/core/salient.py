@@ -447,11 +447,6 @@ _BEFORE = (-1).__add__
 
 # -- the whole output ----------------------------------------------------------------------
 
-# Spans walked per call while looking for distinct lines (between them the GIL is given
-# away).
-_DISTINCT_BATCH = 4096
-_rstrip = str.rstrip
-
 
 class Scanned:
     """The salient lines of one output (its spans as two arrays), as ``scan`` returns them.
@@ -485,56 +480,29 @@ class Scanned:
         occurrence; every distinct line when there are no more than ``2 * limit``.
 
         The walk from the start stops once it has ``limit`` lines, the walk from the end
-        where that one stopped, so a log of a million distinct errors is not read whole;
-        spans are read ``_DISTINCT_BATCH`` at a time, the GIL given away between batches.
+        where that one stopped, so a log of a million distinct errors is not read whole.
         """
         first, last = self._range(start, end)
-        head: list[int] = []  # indexes of spans, ascending
-        seen: set[str] = set()
-        at = first
-        while at < last and len(head) < limit:
-            stop = min(at + _DISTINCT_BATCH, last)
-            lines = self._lines(text, at, stop)
-            # Each line at its first index in the batch (a dict keeps the last value of a
-            # key: the pairs go in reversed), the lines not in earlier batches.
-            firsts = dict(zip(reversed(lines), range(stop - 1, at - 1, -1)))
-            fresh = sorted(map(firsts.__getitem__, firsts.keys() - seen))
-            head.extend(fresh[: limit - len(head)])
-            seen.update(firsts)
-            at = stop
-            if at < last:
-                give_way()
-        if len(head) < limit:
-            return self._spans_at(head)  # every distinct line of the range
-        # Every line before the last one kept is one of those kept (the walk took each
-        # new line in order): the walk from the end stops there.
-        floor = head[-1] + 1
         starts, ends = self.starts, self.ends
-        seen = {text[starts[i] : ends[i]].rstrip() for i in head}  # the lines kept
-        tail: list[int] = []  # descending
-        stop = last
-        while stop > floor and len(tail) < limit:
-            at = max(stop - _DISTINCT_BATCH, floor)
-            lines = self._lines(text, at, stop)
-            lasts = dict(zip(lines, range(at, stop)))  # each line at its last index
-            fresh = sorted(map(lasts.__getitem__, lasts.keys() - seen), reverse=True)
-            tail.extend(fresh[: limit - len(tail)])
-            seen.update(lasts)
-            stop = at
-            if stop > floor:
-                give_way()
-        tail.reverse()
-        return self._spans_at(head + tail)
-
-    def _lines(self, text: str, at: int, stop: int) -> list[str]:
-        """The text of spans ``at`` to ``stop`` without trailing whitespace."""
-        pieces = map(slice, self.starts[at:stop], self.ends[at:stop])
-        return list(map(_rstrip, map(text.__getitem__, pieces)))
-
-    def _spans_at(self, indexes: list[int]) -> list[tuple[int, int]]:
-        return list(
-            zip(map(self.starts.__getitem__, indexes), map(self.ends.__getitem__, indexes))
-        )
+        seen: dict[str, int] = {}  # each line kept: its index
+        at = first
+        while at < last and len(seen) < limit:
+            seen.setdefault(text[starts[at] : ends[at]].rstrip(), at)
+            at += 1
+        kept = list(seen.values())
+        # Every line before the last one kept is one of those kept: the walk from the end
+        # stops there.
+        floor = kept[-1] + 1 if len(kept) == limit else last
+        tail: list[int] = []
+        at = last
+        while at > floor and len(tail) < limit:
+            at -= 1
+            line = text[starts[at] : ends[at]].rstrip()
+            if line not in seen:
+                seen[line] = at
+                tail.append(at)
+        kept += reversed(tail)
+        return [(starts[i], ends[i]) for i in kept]
 
 
 def scan(text: str, pattern: SalientPattern) -> Scanned:

@@ -436,30 +436,23 @@ def _distinct_reference(
         st.sampled_from(["ERROR: a", "ERROR: b ", "ERROR: c", "error: d", "ok"]), max_size=60
     ),
     st.integers(1, 5),
-    st.integers(1, 7),
     st.data(),
 )
 def test_distinct_lines_are_the_first_and_the_last_ones(
-    words: list[str], limit: int, batch: int, data: st.DataObject
+    words: list[str], limit: int, data: st.DataObject
 ) -> None:
-    # Every batch size (the walks cross batches), repeated and trailing-space lines, ranges
-    # that start and end anywhere: the same spans as the definition.
+    # Repeated and trailing-space lines, ranges that start and end anywhere: the same spans
+    # as the definition.
     from budgetware.core import salient
 
     text = "".join(
         f"{word}{n % 3 if data.draw(st.booleans()) else ''}\n" for n, word in enumerate(words)
     )
     pattern = compile_salient()
-    assert pattern is not None
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
-    old = salient._DISTINCT_BATCH
-    salient._DISTINCT_BATCH = batch
-    try:
-        scanned = salient.scan(text, pattern)
-        got = scanned.distinct(text, start, end, limit)
-    finally:
-        salient._DISTINCT_BATCH = old
+    scanned = salient.scan(text, pattern)
+    got = scanned.distinct(text, start, end, limit)
     assert got == _distinct_reference(text, scanned(start, end), limit)
 
 
@@ -474,29 +467,29 @@ def test_a_unique_error_in_a_flood_of_one_repeated_error_is_found() -> None:
     assert shown == ["ERROR: disk full", "FATAL: index corrupt"]
 
 
-def test_a_log_of_distinct_errors_is_chosen_from_without_reading_every_line(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # 200,000 distinct errors: the walks read the batches at both ends only.
+class _CountedSlices(str):
+    """A text that counts the slices read from it."""
+
+    slices = 0
+
+    def __getitem__(self, key: Any) -> str:
+        _CountedSlices.slices += isinstance(key, slice)
+        return str(super().__getitem__(key))
+
+
+def test_a_log_of_distinct_errors_is_chosen_from_without_reading_every_line() -> None:
+    # 200,000 distinct errors: the walks read the lines at both ends only.
     from budgetware.core import salient
 
     text = "".join(f"error: request {n} failed\n" for n in range(200_000))
     pattern = compile_salient()
-    assert pattern is not None
     scanned = salient.scan(text, pattern)
-    read: list[int] = []
-    real = salient.Scanned._lines
-
-    def counting(self: Any, text: str, at: int, stop: int) -> list[str]:
-        read.append(stop - at)
-        return real(self, text, at, stop)
-
-    monkeypatch.setattr(salient.Scanned, "_lines", counting)
-    shown = [text[s:e] for s, e in scanned.distinct(text, 0, len(text), 64)]
+    counted = _CountedSlices(text)
+    shown = [text[s:e] for s, e in scanned.distinct(counted, 0, len(text), 64)]
     assert shown[:2] == ["error: request 0 failed", "error: request 1 failed"]
     assert shown[-1] == "error: request 199999 failed"
     assert len(shown) == 128
-    assert sum(read) <= 2 * salient._DISTINCT_BATCH
+    assert _CountedSlices.slices == 128
 
 
 def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
