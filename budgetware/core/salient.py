@@ -271,10 +271,10 @@ def _span_arrays(
             starts.append(0)
             ends.append(first)
     for piece_start, piece_end in _pieces(text, start, end):
-        lines = _candidates(text, piece_start, piece_end)
+        breaks = _candidates(text, piece_start, piece_end)
         if pattern.extra is not None:
-            lines.update(_search(text, piece_start, piece_end, start, pattern.extra))
-        _check(text, sorted(lines), start, end, regex, starts, ends)
+            breaks.update(_search(text, piece_start, piece_end, start, pattern.extra))
+        _check(text, sorted(breaks), start, end, regex, starts, ends)
         if len(starts) > 2 * MAX_SPANS:
             _trim(starts, ends)  # at twice the bound: a trim is paid once a bound
     _trim(starts, ends)
@@ -311,7 +311,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 def _search(
     text: str, piece_start: int, piece_end: int, start: int, regex: re.Pattern[str]
 ) -> list[int]:
-    """Starts of the lines of one piece where ``regex`` (the user's patterns) matches.
+    """The newlines before the lines of one piece where ``regex`` (the user's patterns)
+    matches.
 
     ``endpos`` is the piece's last newline, where ``$`` matches as at the end of the line.
     After a match the search goes on at the end of its line, so every line start is tried.
@@ -325,23 +326,24 @@ def _search(
         hit = search(text, position, stop)
         if hit is None:
             return found
-        line = hit.start() + 1
-        if line >= start:
-            found.append(line)
-        position = find("\n", line, stop)
+        before = hit.start()
+        if before >= start - 1:
+            found.append(before)
+        position = find("\n", before + 1, stop)
         if position == -1:
             return found
 
 
 # A key character is left to a search for the rest of its piece after this many
-# occurrences that start none of its words, plus one per this many characters of the piece.
-_MISSES = 64
+# occurrences, plus one per this many characters of the piece.
+_TRIES = 64
 _SPARSE = 2048
 
 
 def _candidates(text: str, piece_start: int, piece_end: int) -> set[int]:
-    """Starts of the lines of ``[piece_start, piece_end)`` that hold an anchor word (none
-    holds a newline, so one that starts in the piece ends in it)."""
+    """The newlines before the lines of ``[piece_start, piece_end)`` that hold an anchor
+    word (-1 before the first line; no word holds a newline, so one that starts in the
+    piece ends in it)."""
     found: set[int] = set()
     ascii_only = text.isascii()  # a flag of the string: no scan
     for key, words in _ANCHORS.items():
@@ -360,21 +362,20 @@ def _follow(
     each occurrence is tried in Python until they prove denser than in logs, and then the
     rest of the piece is left to a search."""
     offsets = [(word.index(key), word) for word in words]
-    misses = _MISSES + (piece_end - piece_start) // _SPARSE
+    left = _TRIES + (piece_end - piece_start) // _SPARSE
     find, rfind, startswith = text.find, text.rfind, text.startswith
     at = find(key, piece_start, piece_end)
     while at >= 0:
+        left -= 1
+        if left < 0:
+            _search_words(text, key, words, at, piece_end, found)
+            return
         for offset, word in offsets:
             begin = at - offset
             if begin >= piece_start and startswith(word, begin):
-                found.add(rfind("\n", 0, begin) + 1)
+                found.add(rfind("\n", 0, begin))
                 at = find("\n", at, piece_end)  # the rest of the line: found
                 break
-        else:
-            misses -= 1
-            if misses < 0:
-                _search_words(text, key, words, at, piece_end, found)
-                return
         if at >= 0:
             at = find(key, at + 1, piece_end)
 
@@ -382,14 +383,18 @@ def _follow(
 def _search_words(
     text: str, key: str, words: tuple[str, ...], position: int, piece_end: int, found: set[int]
 ) -> None:
-    """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``
-    (each holds ``key``; the newline: at a line start, after its indentation)."""
+    """Add the newlines before the lines of ``[position, piece_end)`` that hold one of
+    ``words`` (each holds ``key``; the newline's: at a line start, after its indentation).
+    C-level maps: no Python step per line."""
     matches = _keyed(key, words).finditer
     if key == "\n":  # from the newline before the piece's first line (line 0 has none)
-        found.update(match.start() + 1 for match in matches(text, max(position - 1, 0), piece_end))
+        found.update(map(_START, matches(text, max(position - 1, 0), piece_end)))
         return
-    rfind = text.rfind
-    found.update(rfind("\n", 0, match.start()) + 1 for match in matches(text, position, piece_end))
+    at = map(_START, matches(text, position, piece_end))
+    found.update(map(text.rfind, repeat("\n"), repeat(0), at))
+
+
+_START = re.Match.start
 
 
 @functools.lru_cache(maxsize=32)
@@ -414,35 +419,35 @@ _BATCH = 256
 
 def _check(
     text: str,
-    lines: Sequence[int],
+    breaks: Sequence[int],
     start: int,
     end: int,
     regex: re.Pattern[str],
     starts: array[int],
     ends: array[int],
 ) -> None:
-    """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
-    each line matched alone, from the newline before it to its end. C-level maps and
-    ``compress`` take no Python step per line, ``_BATCH`` lines a call, and make no object
-    per line kept (its start and end go to the arrays)."""
-    first = bisect.bisect_left(lines, max(start, 1))  # the first line is checked already
+    """Add the candidates (the newlines before them, in order) whose lines are wholly inside
+    and salient: each line matched alone, from the newline before it to its end. C-level
+    maps and ``compress`` take no Python step per line, ``_BATCH`` lines a call, and make
+    no object per line kept (its start and end go to the arrays)."""
+    first = bisect.bisect_left(breaks, max(start - 1, 0))  # the first line is checked already
     match = regex.match
     find = text.find
-    for at in range(first, len(lines), _BATCH):
-        batch = lines[at : at + _BATCH]
-        stops = list(map(find, repeat("\n"), batch, repeat(end)))
+    for at in range(first, len(breaks), _BATCH):
+        batch = breaks[at : at + _BATCH]
+        stops = list(map(find, repeat("\n"), map(_AFTER, batch), repeat(end)))
         whole = stops[-1] >= 0
         if not whole:  # the last lines run past ``end``: not wholly inside
             cut = stops.index(-1)
             batch, stops = batch[:cut], stops[:cut]
-        matched = list(map(match, repeat(text), map(_BEFORE, batch), stops))
-        starts.extend(compress(batch, matched))
+        matched = list(map(match, repeat(text), batch, stops))
+        starts.extend(map(_AFTER, compress(batch, matched)))
         ends.extend(compress(stops, matched))
         if not whole:
             return
 
 
-_BEFORE = (-1).__add__
+_AFTER = (1).__add__
 
 
 # -- the whole output ----------------------------------------------------------------------

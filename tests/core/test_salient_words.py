@@ -115,8 +115,8 @@ LINES = [
 # search at its first miss, or never; candidate lines checked one a call.
 PLANS = {
     "default": {},
-    "searched": {"_MISSES": -1, "_SPARSE": 1 << 40},
-    "followed": {"_MISSES": 1 << 40},
+    "searched": {"_TRIES": -1, "_SPARSE": 1 << 40},
+    "followed": {"_TRIES": 1 << 40},
     "small batches": {"_BATCH": 1},
 }
 
