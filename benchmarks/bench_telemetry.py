@@ -1,6 +1,6 @@
 """OpenTelemetry on against off: the cost of reporting a request, end to end.
 
-Target (issue 16): at most 1.01x on a bounded 3 MB request; a small request is reported.
+No target of its own: what reporting adds to a request, in microseconds, beside the request.
 
 Method: the same request through ``BudgetTransport`` over an in-memory transport (no
 network), with telemetry off (nothing subscribed: the request builds no report) and on
@@ -15,7 +15,7 @@ with it: the reporting alone (one real report of the 3 MB request handed to budg
 subscriber, the OpenTelemetry SDK recording it, repeated many times) divided by the
 median time of the same request with telemetry off, measured in the same run.
 
-Run: ``.venv/bin/python benchmarks/bench_telemetry.py [--check]``.
+Run: ``.venv/bin/python benchmarks/bench_telemetry.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from budgetware.core.config import BudgetConfig
 from budgetware.http.transport import BudgetTransport
 from budgetware.telemetry import otel
 
-TARGET = 1.01
 URL = "https://api.example/v1/chat/completions"
 
 
@@ -112,8 +111,8 @@ def compare(
     return min(a_times), statistics.median(ratios)
 
 
-def reporting_share(send: Callable[[], object], span: Callable[[], Any]) -> float:
-    """Seconds to report one request / seconds of the request with telemetry off."""
+def reporting_share(send: Callable[[], object], span: Callable[[], Any]) -> tuple[float, float]:
+    """Seconds to report one request, and that / seconds of the request with telemetry off."""
     captured: list[observe.RequestReport] = []
     otel.enable(meter_provider=METERS)
     try:
@@ -126,7 +125,7 @@ def reporting_share(send: Callable[[], object], span: Callable[[], Any]) -> floa
     finally:
         otel.disable()
     request = statistics.median(_per_call(send, number=2, rounds=51))
-    return reporting / request
+    return reporting, reporting / request
 
 
 def _per_call(fn: Callable[[], object], number: int = 2_000, rounds: int = 21) -> list[float]:
@@ -163,26 +162,23 @@ def main(argv: list[str]) -> int:
     ]
     rows: list[tuple[str, ...]] = []
     _, aa = compare(big, big, a_on=False, b_on=False, rounds=201, number=2, span=span)
-    rows.append(("noise floor: off vs off, 3 MB", "", f"{aa:.4f}", ""))
-    failed = False
+    rows.append(("noise floor: off vs off, 3 MB", "", f"{aa:.4f}"))
     for name, fn, rounds, number in cases:
         best, ratio = compare(
             fn, fn, a_on=True, b_on=False, rounds=rounds, number=number, span=span
         )
-        targeted = "3 MB" in name
-        ok = ratio <= TARGET
-        failed |= targeted and not ok
-        verdict = ("ok" if ok else "OVER") if targeted else "reported"
-        rows.append((name, f"{best * 1e6:,.1f} us", f"{ratio:.4f}", verdict))
-    share = reporting_share(big, span)
-    rows.append(("reporting alone / 3 MB request off", "", f"{1 + share:.4f}", ""))
+        rows.append((name, f"{best * 1e6:,.1f} us", f"{ratio:.4f}"))
+    seconds, share = reporting_share(big, span)
+    rows.append(
+        ("reporting alone / 3 MB request off", f"{seconds * 1e6:,.1f} us", f"{1 + share:.4f}")
+    )
     assert READER.get_metrics_data() is not None  # the on rounds really recorded
     print_table(
         "telemetry on vs off (BudgetTransport, in-memory transport, real OpenTelemetry SDK)",
         rows,
-        ("case", "on, best", "on / off (median)", f"<= {TARGET}"),
+        ("case", "on, best", "on / off (median)"),
     )
-    return 1 if failed and "--check" in argv else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from budgetware.cli.errors import ArgumentParser, CliError, describe_os_error
-from budgetware.core.artifacts import text_key
+from budgetware.core import observe
 from budgetware.core.config import BudgetConfig
-from budgetware.core.fit import fit_text
 from budgetware.http.transport import BudgetTransport
 
 __all__ = ["main"]
@@ -95,94 +94,6 @@ def run_tool(name: str, args: dict[str, Any]) -> str:
     return TOOLS[name][1](args) if name in TOOLS else f"unknown tool {name!r}"
 
 
-# --- what went where -----------------------------------------------------------------------
-
-
-class Tap:
-    """A transport that remembers the body of every request passing through it."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.bodies: list[bytes] = []
-
-    def handle_request(self, request: Any) -> Any:
-        self.bodies.append(bytes(request.content))
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-def _results_of_last_batch(provider: str, body: bytes) -> list[tuple[str, str]]:
-    """``(tool name, text)`` of the newest batch of tool results in a request body."""
-    data = json.loads(body)
-    messages = data.get("messages", [])
-    if provider == "anthropic":
-        names = {
-            block.get("id"): block.get("name")
-            for message in messages
-            if isinstance(message.get("content"), list)
-            for block in message["content"]
-            if block.get("type") == "tool_use"
-        }
-        last = messages[-1] if messages else {}
-        content = last.get("content")
-        blocks: list[Any] = content if isinstance(content, list) else []
-        return [
-            (str(names.get(b.get("tool_use_id"))), _text(b.get("content")))
-            for b in blocks
-            if b.get("type") == "tool_result"
-        ]
-    names = {
-        call["id"]: call["function"]["name"]
-        for message in messages
-        for call in message.get("tool_calls") or []
-    }
-    batch: list[tuple[str, str]] = []
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            break
-        batch.append((str(names.get(message.get("tool_call_id"))), _text(message["content"])))
-    return batch[::-1]
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-@dataclass
-class Turn:
-    number: int
-    sdk_bytes: int
-    wire_bytes: int
-    results: list[tuple[str, int, int]]
-    """(tool name, chars the SDK sent, chars that went on the wire)"""
-    artifacts: list[tuple[str, int]]
-    preview: str | None
-    elapsed: float
-    unnamed: tuple[str, str] | None = None
-    """(SDK text, artifact reference) of a cut result whose preview names no artifact"""
-    shared_prefix: int = 0
-    """bytes at the start of this wire body identical to the previous request's"""
-    previous_bytes: int = 0
-    history_identical: bool = False
-
-
-@dataclass
-class Run:
-    provider: str
-    real: bool
-    budget: int
-    artifact_dir: Path
-    turns: list[Turn] = field(default_factory=list)
-    answer: str = ""
-    told_unnamed: bool = False
-
-
 # --- the agents ------------------------------------------------------------------------------
 
 
@@ -221,7 +132,11 @@ def _anthropic_agent(client: Any, model: str, step: Callable[[], None]) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
     for _ in range(MAX_REAL_TURNS):
         reply = client.messages.create(
-            model=model, max_tokens=1024, messages=messages, tools=tools
+            model=model,
+            max_tokens=1024,
+            messages=messages,
+            tools=tools,
+            cache_control={"type": "ephemeral"},  # cache the conversation so far
         )
         step()
         uses = [block for block in reply.content if block.type == "tool_use"]
@@ -245,158 +160,85 @@ def _anthropic_agent(client: Any, model: str, step: Callable[[], None]) -> str:
 
 
 def _client(provider: str, base_url: str | None, api_key: str, transport: Any) -> Any:
-    if provider == "anthropic":
-        import anthropic
-
-        return anthropic.Anthropic(
-            base_url=base_url,
-            api_key=api_key,
-            max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(transport=transport),
-        )
-    import openai
-
-    return openai.OpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(transport=transport),
-    )
+    sdk = importlib.import_module(provider)
+    client_class = sdk.Anthropic if provider == "anthropic" else sdk.OpenAI
+    http_client = sdk.DefaultHttpxClient(transport=transport)
+    return client_class(base_url=base_url, api_key=api_key, max_retries=0, http_client=http_client)
 
 
-# --- output ----------------------------------------------------------------------------------
+# --- what went where -----------------------------------------------------------------------
+
+
+_STYLES = {"bold": "1", "dim": "2", "yellow": "33"}
 
 
 class Printer:
-    """Plain text, or rich tables and a progress bar when rich is installed and on a TTY."""
+    """Lines on stdout, styled on a terminal unless ``--plain`` or ``NO_COLOR``."""
 
     def __init__(self, plain: bool) -> None:
-        self.console: Any = None
-        if not plain and sys.stdout.isatty():
-            try:
-                from rich.console import Console
-            except ImportError:
-                pass
-            else:
-                self.console = Console()
+        self.styled = not plain and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        if self.console is not None:
-            self.console.print(text, style=style, highlight=False, markup=False)
-        else:
-            print(text, flush=True)
+        if style is not None and self.styled:
+            text = f"\033[{_STYLES[style]}m{text}\033[0m"
+        print(text, flush=True)
 
-    @contextmanager
-    def progress(self, total: int) -> Iterator[Callable[[str], None]]:
-        if self.console is None:
 
-            def advance(label: str) -> None:
-                pass
-
-            yield advance
-            return
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} requests"),
-            console=self.console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("agent run", total=total)
-
-            def advance(label: str) -> None:
-                bar.update(task, advance=1, description=label)
-
-            yield advance
-
-    def turn(self, turn: Turn, budget: int) -> None:
-        saved = turn.sdk_bytes - turn.wire_bytes
-        share = f"{saved * 100 // turn.sdk_bytes}% smaller" if turn.sdk_bytes else ""
-        self.line(
-            f"Request {turn.number}: the SDK would have sent {turn.sdk_bytes:,} bytes; "
-            f"on the wire: {turn.wire_bytes:,} bytes ({share}, {turn.elapsed:.2f}s)",
-            style="bold",
+def show_request(out: Printer, number: int, report: observe.RequestReport, elapsed: float) -> bool:
+    """Print what the SDK made of request ``number`` and what went on the wire; returns
+    whether a cut result's preview names no artifact."""
+    before, after = report.bytes_before, report.bytes_after
+    share = f"{(before - after) * 100 // before}% smaller" if before else ""
+    out.line(
+        f"Request {number}: the SDK would have sent {before:,} bytes; "
+        f"on the wire: {after:,} bytes ({share}, {elapsed:.2f}s)",
+        style="bold",
+    )
+    batch = report.batches[-1] if report.batches else None
+    pairs = list(zip(batch.before, batch.after)) if batch is not None else []
+    if batch is None:
+        out.line(
+            "    no tool results yet (the user's prompt)"
+            if number == 1
+            else "    the tool results fit the budget: sent as the SDK made them"
         )
-        if not turn.results:
-            self.line("    no tool results yet (the user's prompt)")
-        else:
-            if self.console is not None:
-                from rich.table import Table
-
-                table = Table(show_edge=False, pad_edge=False, box=None)
-                for column in ("tool result", "SDK chars", "wire chars", ""):
-                    table.add_column(column, justify="left" if not column else "right")
-                for name, before, after in turn.results:
-                    note = "previewed" if after < before else "unchanged"
-                    table.add_row(name, f"{before:,}", f"{after:,}", note)
-                self.console.print(table)
-            else:
-                for name, before, after in turn.results:
-                    note = "previewed" if after < before else "unchanged"
-                    self.line(f"    {name:<10} {before:>10,} -> {after:>7,} chars  {note}")
-            total = sum(after for _, _, after in turn.results)
-            self.line(f"    batch on the wire: {total:,} chars (budget {budget:,})")
-        if turn.previous_bytes:
-            # Bounded alike every turn, the re-sent history keeps prompt caches hitting; the
-            # shared prefix reaches the previous body's closing ']' exactly when it did.
-            if turn.history_identical:
-                self.line(
-                    f"    history re-sent byte-identical: all of request {turn.number - 1}'s "
-                    f"messages (its first {turn.shared_prefix:,} bytes; prompt caches keep "
-                    "hitting)"
-                )
-            else:
-                self.line(
-                    f"    history differs from request {turn.number - 1}'s after "
-                    f"{turn.shared_prefix:,} bytes"
-                )
-        for name, size in turn.artifacts:
-            self.line(f"    artifact written: {name} ({size:,} bytes)")
-        if turn.preview:
-            self.line("    preview excerpt (what the model reads):", style="dim")
-            for text in turn.preview.splitlines():
-                self.line("    | " + text, style="dim")
-        self.line()
-
-    def unnamed(self, cut: tuple[str, str], budget: int, artifact_dir: Path) -> None:
-        text, ref = cut
-        need = _room_to_name(text, ref)
-        self.line(
-            f"note: previews this small cannot name their artifact: --budget {budget:,} is "
-            f"shared by the whole batch, and a preview names the file that holds the full "
-            f"output only from about {need:,} chars. The model sees a cut notice with no way "
-            f"back to the output, so no artifact is written for it to {artifact_dir} (one "
-            f"that no preview names could never be found).",
-            style="yellow",
+    else:
+        for old, new in pairs:
+            sdk, sent = len(old.full_text), len(new.full_text)
+            note = "previewed" if sent < sdk else "unchanged"
+            out.line(f"    {old.tool_name or '?':<10} {sdk:>10,} -> {sent:>7,} chars  {note}")
+        out.line(
+            f"    batch on the wire: {batch.size_after:,} {batch.unit} (budget {batch.budget:,})"
         )
-        self.line()
+    usage = report.usage
+    if number > 1 and usage is not None:
+        out.line(
+            f"    provider's prompt cache: {usage.cache_read_tokens:,} of "
+            f"{usage.input_tokens:,} input tokens read (the history, bounded alike every "
+            "turn, is re-sent byte for byte)"
+        )
+    for ref in (ref for every in report.batches for ref in every.written):
+        out.line(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
+    cut = [(old, new) for old, new in pairs if new.slots != old.slots]
+    if cut:
+        out.line("    preview excerpt (what the model reads):", style="dim")
+        for text in _excerpt(cut[0][1].full_text).splitlines():
+            out.line("    | " + text, style="dim")
+    out.line()
+    return any(not new.persisted_output_files for _, new in cut)
 
 
-def _room_to_name(text: str, ref: str) -> int:
-    """The smallest allocation at which ``text``'s preview names ``ref`` (by bisection)."""
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high) // 2
-        if ref in fit_text(text, mid, refs=[ref]):
-            high = mid
-        else:
-            low = mid + 1
-    return low
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, by bisection over C-speed slice comparisons."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+def show_unnamed(out: Printer, budget: int, artifact_dir: Path) -> None:
+    """Say why no artifact is written when previews are too small to name one."""
+    out.line(
+        f"note: previews this small cannot name their artifact: --budget {budget:,} is "
+        "shared by the whole batch, and a preview needs a few hundred chars to name the "
+        "file that holds the full output. The model sees a cut notice with no way back to "
+        f"the output, so no artifact is written for it to {artifact_dir} (one that no "
+        "preview names could never be found).",
+        style="yellow",
+    )
+    out.line()
 
 
 def _excerpt(text: str, lines: int = 3) -> str:
@@ -421,83 +263,42 @@ def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
     return os.environ.get(f"{prefix}_BASE_URL"), key
 
 
-def run(args: argparse.Namespace, printer: Printer) -> Run:
+def run(
+    args: argparse.Namespace, out: Printer, artifact_dir: Path, real: tuple[str | None, str] | None
+) -> tuple[str, list[observe.RequestReport]]:
+    """Run the scripted agent, printing each request; its answer and budgetware's reports."""
     import httpx2
 
     from budgetware.testing import FakeProvider, scripted_tool_calls
 
-    artifact_dir = Path(args.artifact_dir or tempfile.mkdtemp(prefix="budgetware-demo-"))
     config = BudgetConfig(batch_budget=args.budget, artifact_dir=artifact_dir)
-    real = _real_settings(args)
-    result = Run(args.provider, real is not None, args.budget, artifact_dir)
     model = args.model or ("claude-haiku-4-5" if args.provider == "anthropic" else "gpt-4o-mini")
+    reports: list[observe.RequestReport] = []
+    unnamed = False  # a preview too small to name its artifact
     with ExitStack() as stack:
         if real is None:
-            provider = stack.enter_context(
-                FakeProvider(reply=scripted_tool_calls(SCRIPT, FINAL_TEXT))
-            )
+            policy = scripted_tool_calls(SCRIPT, FINAL_TEXT)
+            provider = stack.enter_context(FakeProvider(reply=policy))
             suffix = "" if args.provider == "anthropic" else "/v1"
             base_url: str | None = provider.url + suffix
             api_key = "demo-key"
         else:
             base_url, api_key = real
-        wire = Tap(httpx2.HTTPTransport())
-        sdk = Tap(BudgetTransport(wire, config=config))
-        client = stack.enter_context(_client(args.provider, base_url, api_key, sdk))
-        seen_artifacts: set[str] = set()
+        transport = BudgetTransport(httpx2.HTTPTransport(), config=config)
+        client = stack.enter_context(_client(args.provider, base_url, api_key, transport))
+        stack.enter_context(observe.subscribe(request=reports.append))
         started = time.perf_counter()
 
-        def record() -> None:
-            nonlocal started
-            before = _results_of_last_batch(args.provider, sdk.bodies[-1])
-            after = _results_of_last_batch(args.provider, wire.bodies[-1])
-            new = sorted(p for p in _listing(artifact_dir) if p.name not in seen_artifacts)
-            seen_artifacts.update(p.name for p in new)
-            cut = [a for (_, b), (_, a) in zip(before, after) if len(a) < len(b)]
-            names = [p.name for p in _listing(artifact_dir)]
-            unnamed = next(
-                (
-                    (b, os.path.join(os.path.abspath(artifact_dir), text_key(b) + ".txt"))
-                    for (_, b), (_, a) in zip(before, after)
-                    if len(a) < len(b) and not any(name in a for name in names)
-                ),
-                None,
-            )
-            previous = wire.bodies[-2] if len(wire.bodies) > 1 else b""
-            shared = _common_prefix(previous, wire.bodies[-1])
-            turn = Turn(
-                number=len(result.turns) + 1,
-                sdk_bytes=len(sdk.bodies[-1]),
-                wire_bytes=len(wire.bodies[-1]),
-                results=[(n, len(b), len(a)) for (n, b), (_, a) in zip(before, after)],
-                artifacts=[(p.name, p.stat().st_size) for p in new],
-                preview=_excerpt(cut[0]) if cut else None,
-                unnamed=unnamed,
-                elapsed=time.perf_counter() - started,
-                shared_prefix=shared,
-                previous_bytes=len(previous),
-                history_identical=previous[shared : shared + 1] == b"]",
-            )
-            result.turns.append(turn)
-            printer.turn(turn, args.budget)
-            if turn.unnamed is not None and not result.told_unnamed:
-                result.told_unnamed = True
-                printer.unnamed(turn.unnamed, args.budget, artifact_dir)
+        def step() -> None:
+            nonlocal started, unnamed
+            unnamed |= show_request(out, len(reports), reports[-1], time.perf_counter() - started)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
-        with printer.progress(len(SCRIPT) + 1) as advance:
-
-            def step() -> None:
-                record()
-                advance(f"turn {len(result.turns)} done")
-
-            result.answer = agent(client, model, step)
-    return result
-
-
-def _listing(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.txt")) if directory.is_dir() else []
+        answer = agent(client, model, step)
+    if unnamed:
+        show_unnamed(out, args.budget, artifact_dir)
+    return answer, reports
 
 
 def main(argv: list[str]) -> int:
@@ -523,7 +324,6 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="talk to the real provider ({OPENAI,ANTHROPIC}_API_KEY and _BASE_URL)",
     )
-    parser.add_argument("--offline", action="store_true", help="the default: no real provider")
     parser.add_argument("--model", help="model name (real provider)")
     parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)
@@ -531,50 +331,47 @@ def main(argv: list[str]) -> int:
         typed = next((a for a in reversed(argv) if a.startswith("--b")), "--budget")
         typed = typed.partition("=")[0]  # as typed: --budget or --batch-budget
         parser.error(f"{typed} must be positive, not {args.budget}")
-    chosen = Path(args.artifact_dir) if args.artifact_dir is not None else None
-    if chosen is not None and chosen.exists() and not chosen.is_dir():
-        raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
-    if chosen is not None:
-        # Say it once, up front, rather than as a warning per artifact.
-        try:
+    if args.artifact_dir is not None:
+        chosen = Path(args.artifact_dir)
+        if chosen.exists() and not chosen.is_dir():
+            raise CliError(f"--artifact-dir {chosen} is a file, not a directory", 2)
+        try:  # said once, up front, rather than as a warning per artifact
             chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise CliError(f"cannot create --artifact-dir {describe_os_error(exc)}") from None
     # A bad BUDGETWARE_* variable fails here, in one line, not inside the first SDK call.
     BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
-    printer = Printer(args.plain)
+    real = _real_settings(args)
+    artifact_dir = Path(args.artifact_dir or tempfile.mkdtemp(prefix="budgetware-demo-"))
+    out = Printer(args.plain)
     try:
-        import httpx2  # noqa: F401
-
-        if args.provider == "anthropic":
-            import anthropic  # noqa: F401
-        else:
-            import openai  # noqa: F401
+        for name in ("httpx2", args.provider):
+            importlib.import_module(name)
     except ImportError as exc:
         raise CliError(f'needs {exc.name}: pip install "budgetware[demo]"') from None
-    where = "a real provider" if _real_settings(args) else "an embedded fake provider (offline)"
-    printer.line(
+    where = "a real provider" if real else "an embedded fake provider (offline)"
+    out.line(
         f"budgetware demo: the {args.provider} SDK runs a scripted coding agent against {where}; "
         f"every batch of tool results is bounded to {args.budget:,} chars.",
         style="bold",
     )
-    printer.line()
+    out.line()
     started = time.perf_counter()
     try:
-        result = run(args, printer)
+        answer, reports = run(args, out, artifact_dir, real)
     except Exception as exc:  # a real provider refused or was unreachable: say so, briefly
-        if _real_settings(args) is None:
+        if real is None:
             raise
         print(f"budgetware demo: the provider call failed: {exc}", file=sys.stderr)
         return 1
-    sdk_total = sum(t.sdk_bytes for t in result.turns)
-    wire_total = sum(t.wire_bytes for t in result.turns)
-    artifacts = _listing(result.artifact_dir)
-    printer.line(f"Model's answer: {result.answer}", style="bold")
-    printer.line(
-        f"Summary: {len(result.turns)} requests; the SDK produced {sdk_total:,} bytes, "
+    sdk_total = sum(report.bytes_before for report in reports)
+    wire_total = sum(report.bytes_after for report in reports)
+    artifacts = list(artifact_dir.glob("*.txt"))
+    out.line(f"Model's answer: {answer}", style="bold")
+    out.line(
+        f"Summary: {len(reports)} requests; the SDK produced {sdk_total:,} bytes, "
         f"{wire_total:,} went on the wire; {len(artifacts)} artifacts hold the full outputs in "
-        f"{result.artifact_dir} (kept; delete it when done). "
+        f"{artifact_dir} (kept; delete it when done). "
         f"{time.perf_counter() - started:.1f}s.",
     )
     return 0

@@ -52,11 +52,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.path.startswith("/"):
         parser.error("--path must start with /")
-    overrides: dict[str, Any] = {}
-    if args.store is not None:
-        overrides["artifact_store"] = args.store
     # A bad setting or an unusable store is one line now, not an error on every call.
-    config = BudgetConfig(**check_overrides(overrides)) if overrides else None
+    given = None if args.store is None else check_overrides({"artifact_store": args.store})
+    config = None if given is None else BudgetConfig(**given)
     resolved = check_settings(config)
     check_store(resolved)
     if not resolved.persist:

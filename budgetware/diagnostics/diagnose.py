@@ -74,8 +74,7 @@ def read_log(lines: Iterable[str]) -> Log:
         try:
             event = json.loads(text)
         except ValueError:
-            log.skipped += 1
-            continue
+            event = None
         if not isinstance(event, dict) or event.get("event") != EVENT:
             log.skipped += 1
             continue
@@ -89,7 +88,16 @@ def read_log(lines: Iterable[str]) -> Log:
         log.events += 1
         if suppressed:
             log.suppressed.append((number, suppressed))
-        _add_rows(log, event, rows)
+        process = str(event.get("key_id", "?"))
+        names = _as_list(event, "tool_name") or []
+        for index, (call, row) in enumerate(rows):
+            if call is None:
+                log.anonymous.append(row)
+                continue
+            path = log.calls.setdefault((process, call), CallPath(process, call))
+            if index < len(names) and isinstance(names[index], str):
+                path.tool = names[index]
+            _append(path, row)
     return log
 
 
@@ -107,8 +115,6 @@ def _count(value: Any) -> int:
 
 def _rows(number: int, event: dict[str, Any]) -> list[tuple[str | None, Row]]:
     """Each row an event adds, with the tool call it belongs to (None: no call id)."""
-    stage = str(event.get("stage", "?"))
-    mutated = bool(event.get("mutated"))
     wire = event.get("wire_utf8_bytes")
     calls = _as_list(event, "tool_call")
     artifacts = event.get("artifacts") or []
@@ -116,45 +122,27 @@ def _rows(number: int, event: dict[str, Any]) -> list[tuple[str | None, Row]]:
     if not isinstance(artifacts, list) or not isinstance(values, list):
         raise _Malformed
     values = [v for v in values if isinstance(v, dict)]
+
+    def row(mine: list[dict[str, Any]], art: str) -> Row:
+        return Row(
+            line=number,
+            stage=str(event.get("stage", "?")),
+            mutated=bool(event.get("mutated")),
+            hashes=frozenset(str(v.get("hmac_sha256", "")) for v in mine),
+            code_points=sum(_count(v.get("code_points", 0)) for v in mine),
+            json_bytes=sum(_count(v.get("json_utf8_bytes", 0)) for v in mine),
+            artifacts=art,
+            wire_bytes=wire if isinstance(wire, int) else None,
+        )
+
     if not calls:
-        return [(None, _row(number, stage, mutated, values, "", wire))]
+        return [(None, row(values, ""))]
     rows: list[tuple[str | None, Row]] = []
     for index, call in enumerate(calls):
         mine = [v for v in values if v.get("call", 0) == index]
         art = _artifacts(artifacts[index]) if index < len(artifacts) else ""
-        rows.append((str(call), _row(number, stage, mutated, mine, art, wire)))
+        rows.append((str(call), row(mine, art)))
     return rows
-
-
-def _add_rows(log: Log, event: dict[str, Any], rows: list[tuple[str | None, Row]]) -> None:
-    process = str(event.get("key_id", "?"))
-    names = _as_list(event, "tool_name") or []
-    for index, (call, row) in enumerate(rows):
-        if call is None:
-            log.anonymous.append(row)
-            continue
-        key = (process, call)
-        path = log.calls.get(key)
-        if path is None:
-            path = log.calls[key] = CallPath(process, call)
-        if index < len(names) and isinstance(names[index], str):
-            path.tool = names[index]
-        _append(path, row)
-
-
-def _row(
-    number: int, stage: str, mutated: bool, values: list[dict[str, Any]], art: str, wire: Any
-) -> Row:
-    return Row(
-        line=number,
-        stage=stage,
-        mutated=mutated,
-        hashes=frozenset(str(v.get("hmac_sha256", "")) for v in values),
-        code_points=sum(_count(v.get("code_points", 0)) for v in values),
-        json_bytes=sum(_count(v.get("json_utf8_bytes", 0)) for v in values),
-        artifacts=art,
-        wire_bytes=wire if isinstance(wire, int) else None,
-    )
 
 
 def _append(path: CallPath, row: Row) -> None:

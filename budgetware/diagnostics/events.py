@@ -14,25 +14,23 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from budgetware.core import observe
-from budgetware.core.jsonio import dumps_bytes, loads
+from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import json_string_bytes, measure
-from budgetware.diagnostics.logfile import LogFile
 from budgetware.diagnostics.values import (
     ARTIFACT_KINDS,
+    DISPLAY_VALUES,
     ArtifactInfo,
     Value,
-    acp_values,
     artifact_kind,
     batch_ids,
     batch_values,
-    display_extractor,
-    headless_values,
     mcp_values,
 )
 
@@ -40,28 +38,17 @@ if TYPE_CHECKING:
     from budgetware.core.models import ToolResult
 
 __all__ = [
-    "ARTIFACT_KINDS",
     "ENV_VAR",
     "EVENT",
-    "OVERSIZED_BYTES",
-    "REPRESENTATIONS",
-    "STAGES",
     "ArtifactInfo",
-    "acp_values",
     "active",
-    "artifact_kind",
     "boundary",
-    "boundary_pair",
     "configure",
     "display_pair",
     "display_wire",
-    "display_wire_bytes",
     "enabled",
-    "headless_values",
     "key_id",
     "keyed_hash",
-    "mcp_result_pair",
-    "mcp_values",
     "observes_mcp_results",
     "refresh",
     "reset",
@@ -97,13 +84,19 @@ REPRESENTATIONS = frozenset(
     {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
 )
 _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
+# The log file: append-only, created 0600, never through a symlink; non-blocking at open so
+# that a FIFO planted there cannot hang the caller (refused: not a regular file).
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK | getattr(os, "O_BINARY", 0)
+_LOG_FLAGS |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
 
-_UNSET: Any = object()
-_raw: Any = _UNSET  # the environment value the cached decision was made from
+_raw: Any = object()  # the environment value the cached decision was made from
 _on = False
-_log = LogFile()  # the file named by the environment variable, opened at first write
+_log_path: str | None = None  # the file named by the environment variable
+_log_fd: int | None = None  # opened at its first line
 _override_sink: Callable[[bytes], None] | None = None  # set by configure(): forces on
 
 # The flag hooks test; re-decided by ``active()`` when the variable changed, ``refresh()``,
@@ -121,20 +114,19 @@ def active() -> bool:
 
 def refresh() -> bool:
     """Re-read the environment now (also closes a log file opened for a previous path)."""
-    global _raw
-    with _lock:
-        _raw = _UNSET
-    return active()
+    return _decide(os.environ.get(ENV_VAR))
 
 
 def _decide(raw: Any) -> bool:
-    global _raw, _on, enabled
+    global _raw, _on, enabled, _log_path
     with _lock:
         _raw = raw
         path: str | None = None
         if raw is not None and raw.strip().lower() not in _OFF_VALUES:
             path = raw.strip()
-        _log.use(path)
+        if path != _log_path:
+            _close_log()
+        _log_path = path
         _on = enabled = _override_sink is not None or path is not None
         _observe_batches(_on)
         return _on
@@ -143,14 +135,12 @@ def _decide(raw: Any) -> bool:
 _subscription: observe.Subscription | None = None
 
 
-def _on_batch(report: observe.BatchReport) -> None:
-    tool_results(report.boundary, report.before, report.after)
-
-
 def _observe_batches(on: bool) -> None:
     global _subscription
     if on and _subscription is None:
-        _subscription = observe.subscribe(batch=_on_batch)
+        _subscription = observe.subscribe(
+            batch=lambda report: tool_results(report.boundary, report.before, report.after)
+        )
     elif not on and _subscription is not None:
         _subscription.close()
         _subscription = None
@@ -216,15 +206,15 @@ def reset() -> None:
         _override_sink = None
         _window_start, _window_count, _suppressed = None, 0, 0
         failures = 0
-        _log.close()
+        _close_log()
     refresh()
 
 
 def _after_fork_in_child() -> None:
     """A new key (a child's hashes are not comparable with its parent's), not its log fd."""
-    global _lock
+    global _lock, _log_fd
     _lock = threading.RLock()
-    _log.forget()
+    _log_fd = None
     _set_key(secrets.token_bytes(32))
 
 
@@ -254,13 +244,6 @@ def key_id() -> str:
     return _key_id
 
 
-def _normalize_kind(kind: object) -> str:
-    # Only exact members of the closed set survive: a path-like string is never echoed.
-    if isinstance(kind, str) and kind in ARTIFACT_KINDS:
-        return kind
-    return "unknown"
-
-
 def _artifact(item: object) -> dict[str, Any]:
     """One tool call's state and kinds; anything but the tri-state is ``undecided``."""
     files, explicit = (item.files, item.kinds) if isinstance(item, ArtifactInfo) else (item, ())
@@ -273,8 +256,8 @@ def _artifact(item: object) -> dict[str, Any]:
     except Exception:
         return {"state": "undecided", "kinds": []}
     kinds = [artifact_kind(f) if isinstance(f, str) else "unknown" for f in refs]
-    try:
-        kinds += [_normalize_kind(k) for k in explicit]
+    try:  # only exact members of the closed set survive: a path-like string is never echoed
+        kinds += [k if isinstance(k, str) and k in ARTIFACT_KINDS else "unknown" for k in explicit]
     except Exception:
         pass
     return {"state": "reusable" if refs else "none", "kinds": list(dict.fromkeys(kinds))}
@@ -307,10 +290,6 @@ def _measure_value(value: Sequence[Any], slots: dict[str, int]) -> dict[str, Any
     return out
 
 
-def _hash_id(value: object) -> str | None:
-    return keyed_hash(value) if isinstance(value, str) else None
-
-
 def _ids(ids: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("session", "request", "tool_call", "tool_name"):
@@ -320,34 +299,44 @@ def _ids(ids: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, str):
             out[f"{name}_hmac"] = keyed_hash(value)
         else:
-            out[f"{name}_hmacs"] = [_hash_id(v) for v in value]
+            out[f"{name}_hmacs"] = [keyed_hash(v) if isinstance(v, str) else None for v in value]
     return out
 
 
 # --- the event pipeline ---
 
 
+def _hook(fn: Callable[_P, None]) -> Callable[_P, None]:
+    """Run ``fn`` only while diagnostics are on, never raising (a failure is counted)."""
+
+    @functools.wraps(fn)
+    def hook(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        if active():
+            try:
+                fn(*args, **kwargs)
+            except Exception:
+                _failed()
+
+    return hook
+
+
+@_hook
 def boundary(
     stage: str,
     *,
     values: Callable[[], Iterable[Value]] | None = None,
     artifacts: Callable[[], Iterable[object]] | None = None,
     ids: Callable[[], Mapping[str, Any]] | None = None,
-    mutated: bool | Callable[[], bool] = False,
-    wire_bytes: int | Callable[[], int] | None = None,
+    mutated: bool = False,
+    wire_bytes: int | None = None,
 ) -> None:
-    """Emit one event if a value is oversized or ``mutated``; arguments may be thunks, called
-    only when diagnostics are on. ``ids`` maps session, request, tool_call and tool_name to
+    """Emit one event if a value is oversized or ``mutated``; the thunks are called only
+    when diagnostics are on. ``ids`` maps session, request, tool_call and tool_name to
     a string or a list in wire order; ``artifacts`` is per tool call. Never raises."""
-    if not active():
-        return
-    try:
-        _emit(stage, values, artifacts, ids, mutated, wire_bytes)
-    except Exception:
-        _failed()
+    _emit(stage, values, artifacts, ids, mutated, wire_bytes)
 
 
-def boundary_pair(
+def _pair(
     input_stage: str,
     output_stage: str,
     *,
@@ -359,40 +348,32 @@ def boundary_pair(
     mutated: bool | Callable[[], bool] = False,
 ) -> None:
     """Emit a boundary's input and output events once its work is done: a changed input is
-    logged even when not oversized, to compare its hash with the output's. Never raises."""
-    if not active():
-        return
-    try:
-        changed = bool(mutated()) if callable(mutated) else bool(mutated)
-        id_map = _memo(ids)
-        _emit(input_stage, before, artifacts_before, id_map, changed, None)
-        _emit(output_stage, after, artifacts_after, id_map, changed, None)
-    except Exception:
-        _failed()
+    logged even when not oversized, to compare its hash with the output's."""
+    changed = bool(mutated()) if callable(mutated) else bool(mutated)
+    id_map = None if ids is None else functools.cache(ids)
+    _emit(input_stage, before, artifacts_before, id_map, changed, None)
+    _emit(output_stage, after, artifacts_after, id_map, changed, None)
 
 
+@_hook
 def tool_results(name: str, before: Sequence[ToolResult], after: Sequence[ToolResult]) -> None:
-    """``boundary_pair`` for a ToolResult batch (``name``: finalizer, guard or producer);
-    mutated when any entry is not the same object afterwards."""
-    if not active():
-        return
-    try:
-        boundary_pair(
-            f"{name}_input",
-            f"{name}_output",
-            before=lambda: batch_values(before),
-            after=lambda: batch_values(after),
-            artifacts_before=lambda: [e.persisted_output_files for e in before],
-            artifacts_after=lambda: [e.persisted_output_files for e in after],
-            ids=lambda: batch_ids(after),
-            mutated=lambda: (
-                len(before) != len(after) or any(a is not b for a, b in zip(before, after))
-            ),
-        )
-    except Exception:
-        _failed()
+    """The input and output events of a ToolResult batch (``name``: finalizer, guard or
+    producer); mutated when any entry is not the same object afterwards."""
+    _pair(
+        f"{name}_input",
+        f"{name}_output",
+        before=lambda: batch_values(before),
+        after=lambda: batch_values(after),
+        artifacts_before=lambda: [e.persisted_output_files for e in before],
+        artifacts_after=lambda: [e.persisted_output_files for e in after],
+        ids=lambda: batch_ids(after),
+        mutated=lambda: (
+            len(before) != len(after) or any(a is not b for a, b in zip(before, after))
+        ),
+    )
 
 
+@_hook
 def tool_results_wire(
     stage: str,
     batches: Sequence[Sequence[ToolResult]],
@@ -405,84 +386,38 @@ def tool_results_wire(
 ) -> None:
     """One event for a request's ToolResult batches as submitted; ``artifacts=False`` for
     entries read back from a body (which carries no artifact decision)."""
-    if not active():
-        return
-    try:
-        entries = [entry for batch in batches for entry in batch]
-
-        def ids() -> dict[str, Any]:
-            out = batch_ids(entries)
-            out.update(session=session, request=request)
-            return out
-
-        boundary(
-            stage,
-            values=lambda: batch_values(entries),
-            artifacts=(lambda: [e.persisted_output_files for e in entries]) if artifacts else None,
-            ids=ids,
-            mutated=mutated,
-            wire_bytes=wire_bytes,
-        )
-    except Exception:
-        _failed()
+    entries = [entry for batch in batches for entry in batch]
+    _emit(
+        stage,
+        lambda: batch_values(entries),
+        (lambda: [e.persisted_output_files for e in entries]) if artifacts else None,
+        lambda: {**batch_ids(entries), "session": session, "request": request},
+        mutated,
+        wire_bytes,
+    )
 
 
+@_hook
 def display_pair(kind: str, before: Any, after: Any) -> None:
     """``<kind>_projection_input``/``_output`` around a display projection (acp or
     headless); mutated when it returned a different object."""
-    if not active():
-        return
-    try:
-        extract = display_extractor(kind)
-        boundary_pair(
-            f"{kind}_projection_input",
-            f"{kind}_projection_output",
-            before=lambda: extract(before)[0],
-            after=lambda: extract(after)[0],
-            ids=lambda: extract(after)[1],
-            mutated=before is not after,
-        )
-    except Exception:
-        _failed()
+    extract = DISPLAY_VALUES[kind]
+    _pair(
+        f"{kind}_projection_input",
+        f"{kind}_projection_output",
+        before=lambda: extract(before)[0],
+        after=lambda: extract(after)[0],
+        ids=lambda: extract(after)[1],
+        mutated=before is not after,
+    )
 
 
-def display_wire(kind: str, payload: Any, written: bytes | int) -> None:
+@_hook
+def display_wire(kind: str, payload: Any, written: bytes) -> None:
     """``<kind>_wire`` for a frame (or a list of frames) and the exact bytes written."""
-    if not active():
-        return
-    try:
-        extract = display_extractor(kind)
-        size = written if isinstance(written, int) else len(written)
-        boundary(
-            f"{kind}_wire",
-            values=lambda: extract(payload)[0],
-            ids=lambda: extract(payload)[1],
-            wire_bytes=size,
-        )
-    except Exception:
-        _failed()
-
-
-def display_wire_bytes(kind: str, written: bytes) -> None:
-    """``<kind>_wire`` for bytes already written (a line, or a JSON array element with its
-    ``[`` or ``,``): the frames are read back from them."""
-    if not active():
-        return
-    try:
-        text = written.strip()
-        if text[:1] in (b"[", b","):
-            text = text[1:]
-        if text[-1:] == b"]" and not text.startswith(b"["):
-            text = text[:-1]
-        if not text:
-            return
-        try:
-            payload = loads(text)
-        except ValueError:
-            return  # not JSON: no tool output to account for
-        display_wire(kind, payload, written)
-    except Exception:
-        _failed()
+    extract = DISPLAY_VALUES[kind]
+    values = functools.cache(lambda: extract(payload))
+    _emit(f"{kind}_wire", lambda: values()[0], None, lambda: values()[1], False, len(written))
 
 
 def observes_mcp_results(fn: _F) -> _F:
@@ -493,42 +428,23 @@ def observes_mcp_results(fn: _F) -> _F:
     def wrapper(result: Any, *args: Any, **kwargs: Any) -> Any:
         outcome = fn(result, *args, **kwargs)
         if enabled:
-            delivered = getattr(outcome, "result", result)
-            mcp_result_pair(result, delivered, getattr(outcome, "refs", None))
+            _mcp_pair(result, outcome.result, outcome.refs)
         return outcome
 
     return cast(_F, wrapper)
 
 
-def mcp_result_pair(before: Any, after: Any, refs: Sequence[str] | None) -> None:
-    """``producer_input``/``producer_output`` for one MCP result dict bounded by a producer."""
-    if not active():
-        return
-    try:
-        boundary_pair(
-            "producer_input",
-            "producer_output",
-            before=lambda: mcp_values(before),
-            after=lambda: mcp_values(after),
-            artifacts_before=lambda: [None],
-            artifacts_after=lambda: [None if refs is None else tuple(refs)],
-            mutated=after is not before,
-        )
-    except Exception:
-        _failed()
-
-
-def _memo(thunk: Callable[[], Mapping[str, Any]] | None) -> Callable[[], Mapping[str, Any]] | None:
-    if thunk is None:
-        return None
-    cache: list[Mapping[str, Any]] = []
-
-    def once() -> Mapping[str, Any]:
-        if not cache:
-            cache.append(thunk())
-        return cache[0]
-
-    return once
+@_hook
+def _mcp_pair(before: Any, after: Any, refs: Sequence[str] | None) -> None:
+    _pair(
+        "producer_input",
+        "producer_output",
+        before=lambda: mcp_values(before),
+        after=lambda: mcp_values(after),
+        artifacts_before=lambda: [None],
+        artifacts_after=lambda: [None if refs is None else tuple(refs)],
+        mutated=after is not before,
+    )
 
 
 def _failed() -> None:
@@ -553,15 +469,14 @@ def _admit() -> int | None:
 
 def _emit(
     stage: str,
-    values: Callable[[], Iterable[Value]] | Iterable[Value] | None,
+    values: Callable[[], Iterable[Value]] | None,
     artifacts: Callable[[], Iterable[object]] | None,
     ids: Callable[[], Mapping[str, Any]] | None,
-    mutated: bool | Callable[[], bool],
-    wire_bytes: int | Callable[[], int] | None,
+    changed: bool,
+    wire_bytes: int | None,
 ) -> None:
     if stage not in STAGES:
         raise ValueError(f"unknown diagnostics stage {stage!r}")
-    changed = bool(mutated()) if callable(mutated) else bool(mutated)
     items: list[Sequence[Any]] | None = None
     if not changed:  # only an oversized value makes an unchanged boundary worth an event
         items = _evaluate(values)
@@ -588,8 +503,7 @@ def _emit(
     if ids is not None:
         event.update(_ids(ids()))
     if wire_bytes is not None:
-        size = wire_bytes() if callable(wire_bytes) else wire_bytes
-        event["wire_utf8_bytes"] = int(size)
+        event["wire_utf8_bytes"] = wire_bytes
     if suppressed:
         event["suppressed_count"] = suppressed
     line = dumps_bytes(event) + b"\n"
@@ -598,14 +512,42 @@ def _emit(
         if sink is not None:
             sink(line)
         else:
-            _log.write(line)
+            _write_log(line)
 
 
-def _evaluate(values: Callable[[], Iterable[Value]] | Iterable[Value] | None) -> list[Any]:
-    if values is None:
-        return []
-    produced = values() if callable(values) else values
-    return [v for v in produced if len(v) >= 2 and isinstance(v[1], str)]
+def _write_log(line: bytes) -> None:
+    """Append one line to the log file, opening it at its first line."""
+    global _log_fd
+    if _log_fd is None:
+        if _log_path is None:
+            return
+        fd = os.open(_log_path, _LOG_FLAGS, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError("the debug log path does not name a regular file")
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        _log_fd = fd
+    view = memoryview(line)
+    while view:  # one write per line; a regular file takes it whole in practice
+        view = view[os.write(_log_fd, view) :]
+
+
+def _close_log() -> None:
+    global _log_fd
+    fd, _log_fd = _log_fd, None
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _evaluate(values: Callable[[], Iterable[Value]] | None) -> list[Any]:
+    return [v for v in values() if len(v) >= 2 and isinstance(v[1], str)] if values else []
 
 
 active()

@@ -15,14 +15,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
-from budgetware.core.config import BudgetConfig
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.models import ToolResult
 from budgetware.diagnostics import events as diagnostics
 from budgetware.store.files import open_private_dir
+
+if TYPE_CHECKING:
+    from budgetware.core.config import BudgetConfig
 
 __all__ = [
     "ENV_VAR",
@@ -31,7 +33,6 @@ __all__ = [
     "recording",
     "set_recorder",
     "submitted",
-    "wire_batches",
 ]
 
 ENV_VAR = "BUDGETWARE_RECORD_DIR"
@@ -45,12 +46,7 @@ _BINARY = getattr(os, "O_BINARY", 0)
 def redact_url(url: str) -> str:
     """``scheme://host[:port]/path``: no user info, query or fragment (secrets go there)."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    if not parts.scheme:
-        return parts.path
-    return f"{parts.scheme}://{host}{parts.path}"
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 class Recorder:
@@ -59,15 +55,10 @@ class Recorder:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(os.path.abspath(os.fspath(directory)))
         self._lock = threading.Lock()
+        self.path: Path | None = None  # the file this process writes to, once it has written
         self._fd: int | None = None
         self._pid = 0
-        self._path: Path | None = None
         self._sequence = itertools.count(1)
-
-    @property
-    def path(self) -> Path | None:
-        """The file this process writes to, once the first record was written."""
-        return self._path
 
     def record(
         self,
@@ -121,7 +112,7 @@ class Recorder:
         finally:
             folder.close()
         self._pid = os.getpid()
-        self._path = self.directory / name
+        self.path = self.directory / name
         return self._fd
 
 
@@ -193,56 +184,27 @@ def record_submission(
         if recorder is None:
             return
         recorder.record(url, batches, body=body, session=session, request=request, source=source)
-        if diagnostics.active():
-            diagnostics.tool_results_wire(
-                "recorder",
-                batches,
-                session=session,
-                request=request,
-                artifacts=source != "wire",
-            )
+        diagnostics.tool_results_wire(
+            "recorder", batches, session=session, request=request, artifacts=source != "wire"
+        )
     except Exception:
         failures += 1
 
 
-def submitted(
-    url: str,
-    body: bytes,
-    *,
-    config: BudgetConfig | None = None,
-    session: str | None = None,
-    request: str | None = None,
-) -> None:
+def submitted(url: str, body: bytes, *, config: BudgetConfig | None = None) -> None:
     """The HTTP layer's call with the exact bytes it sends: the ``http_wire`` event and a
-    record, both read back from ``body`` itself. Never raises."""
+    record, both read back from ``body`` itself (as undecided ToolResults). Never raises."""
     if not (diagnostics.active() or current() is not None):
         return
     global failures
     try:
-        batches = wire_batches(url, body, config)
+        from budgetware.wire.detect import read_body
+
+        read = read_body(url, body, config)
+        batches = [[found.entry() for found in batch] for batch in read[1]] if read else []
         if not batches:
             return
-        if diagnostics.active():
-            diagnostics.tool_results_wire(
-                "http_wire",
-                batches,
-                wire_bytes=len(body),
-                session=session,
-                request=request,
-                artifacts=False,
-            )
-        record_submission(url, batches, body=body, session=session, request=request, source="wire")
+        diagnostics.tool_results_wire("http_wire", batches, wire_bytes=len(body), artifacts=False)
+        record_submission(url, batches, body=body, source="wire")
     except Exception:
         failures += 1
-
-
-def wire_batches(
-    url: str, body: bytes, config: BudgetConfig | None = None
-) -> list[list[ToolResult]]:
-    """The tool-result batches a provider request body carries, as undecided ToolResults."""
-    from budgetware.wire.detect import read_body
-
-    read = read_body(url, body, config)
-    if read is None:
-        return []
-    return [[found.entry() for found in batch] for batch in read[1]]

@@ -6,7 +6,7 @@ headless messages); the event pipeline (``events``) measures and hashes what the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,14 +14,16 @@ from budgetware.core.models import ToolResult
 
 __all__ = [
     "ARTIFACT_KINDS",
+    "DISPLAY_VALUES",
+    "MCP_SLOT_CHARS",
     "ArtifactInfo",
     "Value",
-    "acp_values",
     "artifact_kind",
     "batch_ids",
     "batch_values",
-    "display_extractor",
-    "headless_values",
+    "mcp_slot_strings",
+    "mcp_text",
+    "mcp_texts",
     "mcp_values",
 ]
 
@@ -41,6 +43,9 @@ _EXTENSION_KINDS = {
     "ipynb": "notebook",
     **dict.fromkeys(("doc", "docx", "odt", "rtf", "pptx", "xlsx", "ods", "epub"), "document"),
 }
+
+# Strings of MCP structuredContent this short are identifiers, enums and the like: never cut.
+MCP_SLOT_CHARS = 64
 
 # One value: (representation, text) or (representation, text, index of its tool call).
 Value = tuple[str, str] | tuple[str, str, int]
@@ -68,36 +73,40 @@ def artifact_kind(ref: str) -> str:
     return "other"
 
 
-def mcp_values(result: Any) -> list[Value]:
-    """The text blocks of an MCP result, then its long structured strings (>= 256 chars)."""
-    values: list[Value] = []
-    if not isinstance(result, dict):
-        return values
+def mcp_text(block: Any) -> str | None:
+    """The text of an MCP text content block, else None."""
+    if isinstance(block, dict) and block.get("type") == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def mcp_texts(result: dict[str, Any]) -> list[str]:
+    """The texts of an MCP result's text content blocks, in order."""
     content = result.get("content")
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict) and block.get("type") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                values.append(("model_text", text))
-    stack = [result.get("structuredContent")]
+    texts = map(mcp_text, content) if isinstance(content, list) else ()
+    return [text for text in texts if text is not None]
+
+
+def mcp_slot_strings(value: Any) -> Iterator[str]:
+    """Every string leaf of structured content long enough to be cut (keys never are)."""
+    stack = [value] if isinstance(value, (dict, list)) else []
     while stack:
         node = stack.pop()
-        if not isinstance(node, (dict, list)):
-            continue
         for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, str) and len(child) >= 256:
-                values.append(("model_text", child))
+            if isinstance(child, str):
+                if len(child) >= MCP_SLOT_CHARS:
+                    yield child
             elif isinstance(child, (dict, list)):
                 stack.append(child)
-    return values
 
 
-def display_extractor(kind: str) -> Callable[[Any], tuple[list[Value], dict[str, Any]]]:
-    if kind == "acp":
-        return acp_values
-    if kind == "headless":
-        return headless_values
-    raise ValueError(f"unknown display kind {kind!r}")
+def mcp_values(result: Any) -> list[Value]:
+    """The text blocks of an MCP result, then the structured strings a producer may cut."""
+    if not isinstance(result, dict):
+        return []
+    strings = mcp_slot_strings(result.get("structuredContent"))
+    return [("model_text", text) for text in (*mcp_texts(result), *strings)]
 
 
 def acp_values(frames: Any) -> tuple[list[Value], dict[str, Any]]:
@@ -161,3 +170,7 @@ def batch_ids(entries: Sequence[ToolResult]) -> dict[str, Any]:
         "tool_call": [e.call_id for e in entries],
         "tool_name": [e.tool_name for e in entries],
     }
+
+
+# Each display kind's values and ids, from one frame or message or a list of them.
+DISPLAY_VALUES = {"acp": acp_values, "headless": headless_values}

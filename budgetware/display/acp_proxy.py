@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 from budgetware.core.errors import fail_open
 from budgetware.core.jsonio import dumps_faithful, loads_exact
@@ -24,24 +24,29 @@ _NEEDLES = (b"session/update", b"tool_call_update")
 def rewrite_line(line: bytes, budget: int = FIELD_BUDGET) -> bytes:
     """The bytes to send the editor for one line of agent stdout: the line itself when
     nothing changes, else the line with the projected fields spliced in."""
+    return _rewrite(line, budget)[0]
+
+
+def _rewrite(line: bytes, budget: int) -> tuple[bytes, dict[str, Any] | None]:
+    """``rewrite_line``'s bytes and the frame they carry (None: not a tool update)."""
     if not all(needle in line for needle in _NEEDLES):
-        return line
+        return line, None
     body = line.rstrip(b"\r\n")
-    ending = line[len(body) :]
     try:
         frame = loads_exact(body)
     except (ValueError, RecursionError):
-        return line  # not JSON (or nested beyond the parser): not ours to touch
+        return line, None  # not JSON (or nested beyond the parser): not ours to touch
     if not isinstance(frame, dict):
-        return line
+        return line, None
     projected = project_acp_frame(frame, budget)
     if diagnostics.enabled:
         diagnostics.display_pair("acp", frame, projected)
     if projected is frame:
-        return line
+        return line, frame
     # Splice, so number spellings stay (orjson would write NaN, Infinity and 1e400 as null).
     patched = patch_json(body, frame, projected)
-    return (patched if patched is not None else dumps_faithful(projected)) + ending
+    out = patched if patched is not None else dumps_faithful(projected)
+    return out + line[len(body) :], projected
 
 
 def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
@@ -51,10 +56,7 @@ def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
     """
     target_fd = child_stdin.fileno()
     try:
-        while True:
-            data = os.read(source_fd, CHUNK)
-            if not data:
-                break
+        while data := os.read(source_fd, CHUNK):
             view = memoryview(data)
             while view:
                 view = view[os.write(target_fd, view) :]
@@ -92,15 +94,15 @@ def pump_stdout(chunks: Iterable[bytes], sink: IO[bytes], budget: int) -> None:
 def _forward(line: bytes, sink: IO[bytes], budget: int) -> bool:
     """Write one line to the editor; False when the sink is gone."""
     try:
-        out = rewrite_line(line, budget)
+        out, frame = _rewrite(line, budget)
     except Exception:
         fail_open("project an ACP frame")
-        out = line
+        out, frame = line, None
     try:
         sink.write(out)
         sink.flush()
-        if diagnostics.enabled:
-            diagnostics.display_wire_bytes("acp", out)
+        if frame is not None and diagnostics.enabled:
+            diagnostics.display_wire("acp", frame, out)
     except (BrokenPipeError, ValueError, OSError):
         return False
     return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from types import TracebackType
 from typing import IO, Any, Literal, cast
 
@@ -34,40 +33,29 @@ class HeadlessWriter:
         if mode not in ("stream-json", "json"):
             raise ValueError(f"mode must be 'stream-json' or 'json', not {mode!r}")
         self._stream = stream
-        if isinstance(stream, io.TextIOBase):
-            text_stream = stream
-            self._write: Callable[[bytes], object] = lambda data: text_stream.write(
-                data.decode("utf-8")
-            )
-        else:
-            self._write = cast("IO[bytes]", stream).write
-        self._mode: HeadlessMode = mode
+        self._text = isinstance(stream, io.TextIOBase)
+        self._mode = mode
         self._budget = budget
         self._count = 0
         self._closed = False
 
-    @property
-    def mode(self) -> HeadlessMode:
-        return self._mode
-
     def write(self, message: dict[str, Any]) -> None:
-        """Project one message and write it."""
+        """Project one message and write it as compact JSON; other values as ``json.dumps``
+        writes them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
         if self._closed:
             raise ValueError("write to a closed HeadlessWriter")
-        data = self.encode(message)
-        if self._mode == "stream-json":
-            self._emit(data + b"\n")
-        else:
-            self._emit((b"[" if self._count == 0 else b",") + data)
-        self._count += 1
-
-    def encode(self, message: dict[str, Any]) -> bytes:
-        """The compact JSON of one projected message; other values as ``json.dumps`` writes
-        them (big integers exact, ``NaN`` and ``Infinity`` kept)."""
         projected = project_headless_message(message, self._budget)
         if diagnostics.enabled:
             diagnostics.display_pair("headless", message, projected)
-        return dumps_faithful(projected)
+        data = dumps_faithful(projected)
+        if self._mode == "stream-json":
+            data += b"\n"
+        else:
+            data = (b"[" if self._count == 0 else b",") + data
+        self._emit(data)
+        if diagnostics.enabled:
+            diagnostics.display_wire("headless", projected, data)
+        self._count += 1
 
     def close(self) -> None:
         """Finish the output (the closing bracket in ``json`` mode); the stream stays open."""
@@ -89,7 +77,8 @@ class HeadlessWriter:
         self.close()
 
     def _emit(self, data: bytes) -> None:
-        self._write(data)
-        if diagnostics.enabled:
-            diagnostics.display_wire_bytes("headless", data)
+        if self._text:
+            cast("IO[str]", self._stream).write(data.decode("utf-8"))
+        else:
+            cast("IO[bytes]", self._stream).write(data)
         self._stream.flush()

@@ -8,8 +8,7 @@ model sees stays lossless. Sizes are compact JSON bytes; the cuts work in "paylo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from budgetware.core.allocate import allocate
 from budgetware.core.measure import json_string_bytes
@@ -19,7 +18,6 @@ __all__ = [
     "BLOCK_SKELETON_BYTES",
     "FIELD_BUDGET",
     "HEADLESS_MARKER",
-    "content_array_bytes",
     "json_prefix_length",
     "json_suffix_length",
     "payload_bytes",
@@ -61,57 +59,35 @@ def _is_pair(high: str, low: str) -> bool:
 def json_prefix_length(s: str, size: int) -> int:
     """Length of the longest prefix of ``s`` within ``size`` payload bytes, never splitting a
     surrogate pair; reads only ``s[:size]`` (a character costs at least one byte)."""
-    if size <= 0 or not s:
+    if size <= 0:
         return 0
-    window = s[:size]
-    cost = payload_bytes(window)
-    if cost <= size:
-        k = len(window)
-    else:
-        k = _largest_fitting(window, size, cost, from_end=False)
-    if 0 < k < len(s) and _is_pair(s[k - 1], s[k]):
-        k -= 1
-    return k
+    k = _longest_within(s[:size], size, from_end=False)
+    return k - 1 if 0 < k < len(s) and _is_pair(s[k - 1], s[k]) else k
 
 
 def json_suffix_length(s: str, size: int) -> int:
     """Length of the longest suffix of ``s`` within ``size`` payload bytes (see the prefix)."""
-    if size <= 0 or not s:
+    if size <= 0:
         return 0
-    window = s[-size:]
-    cost = payload_bytes(window)
-    if cost <= size:
-        k = len(window)
-    else:
-        k = _largest_fitting(window, size, cost, from_end=True)
+    k = _longest_within(s[-size:], size, from_end=True)
     start = len(s) - k
-    if k > 0 and start > 0 and _is_pair(s[start - 1], s[start]):
-        k -= 1
-    return k
+    return k - 1 if k > 0 and start > 0 and _is_pair(s[start - 1], s[start]) else k
 
 
-def _largest_fitting(window: str, size: int, window_cost: int, *, from_end: bool) -> int:
-    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``:
-    interpolation (exact for text of uniform cost) alternating with bisection (bounding the
-    steps), measuring only the slice between ``lo`` and the probe."""
-    lo, lo_cost, hi, hi_cost = 0, 0, len(window), window_cost
+def _longest_within(window: str, size: int, *, from_end: bool) -> int:
+    """Largest ``k`` with the first (or last) ``k`` characters of ``window`` within ``size``
+    payload bytes: a bisection that measures only the slice between ``lo`` and the probe."""
     n = len(window)
-    interpolate = True
+    if payload_bytes(window) <= size:
+        return n
+    lo, lo_cost, hi = 0, 0, n
     while hi - lo > 1:
-        if interpolate:
-            mid = lo + (hi - lo) * (size - lo_cost) // (hi_cost - lo_cost)
-            mid = min(max(mid, lo + 1), hi - 1)
-        else:
-            mid = (lo + hi) // 2
-        interpolate = not interpolate
-        piece = window[n - mid : n - lo] if from_end else window[lo:mid]
-        cost = lo_cost + payload_bytes(piece)
+        mid = (lo + hi) // 2
+        cost = lo_cost + payload_bytes(window[n - mid : n - lo] if from_end else window[lo:mid])
         if cost <= size:
             lo, lo_cost = mid, cost
-            if cost == size:
-                break
         else:
-            hi, hi_cost = mid, cost
+            hi = mid
     return lo
 
 
@@ -132,13 +108,6 @@ def project_string(s: str, budget: int, marker: str) -> str:
 
 
 # -- ACP ---
-
-
-def content_array_bytes(texts: Sequence[str]) -> int:
-    """JSON bytes of a ``content`` array of text blocks holding ``texts``."""
-    n = len(texts)
-    skeleton = 2 + BLOCK_SKELETON_BYTES * n + max(n - 1, 0)
-    return skeleton + sum(payload_bytes(t) for t in texts)
 
 
 def _text_block_text(block: Any) -> str | None:
@@ -165,14 +134,6 @@ def _is_a2ui(update: dict[str, Any]) -> bool:
     return isinstance(tool_name, str) and _A2UI_TOOL.search(tool_name) is not None
 
 
-def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
-    new_block = dict(block)
-    inner = dict(block["content"])
-    inner["text"] = text
-    new_block["content"] = inner
-    return new_block
-
-
 def _project_text_blocks(
     blocks: list[Any], texts: list[str], budget: int, marker: str
 ) -> list[Any]:
@@ -193,7 +154,8 @@ def _project_text_blocks(
     for i, (size, low, more) in enumerate(zip(sizes, minimums, extra)):
         share = low + more
         if share < size:
-            out[i] = _with_text(blocks[i], project_string(texts[i], share + 2, marker))
+            text = project_string(texts[i], share + 2, marker)
+            out[i] = {**blocks[i], "content": {**blocks[i]["content"], "text": text}}
     return out
 
 
@@ -210,36 +172,21 @@ def project_acp_update(update: dict[str, Any], budget: int = FIELD_BUDGET) -> di
         return update
     content = update.get("content")
     raw = update.get("rawOutput")
-    texts: list[str] | None = None
-    if isinstance(content, list):
-        texts = []
-        for block in content:
-            text = _text_block_text(block)
-            if text is None:
-                texts = None
-                break
-            texts.append(text)
-    new_content = content
-    new_raw = raw
-    if texts is not None:
-        assert isinstance(content, list)
-        new_content = _project_text_blocks(content, texts, budget, ACP_MARKER)
-    if isinstance(raw, str):
-        if texts is not None and len(texts) == 1 and raw == texts[0]:
-            # The same output twice: cut it once so that the editor shows one text.
-            if new_content is not content:
-                assert isinstance(new_content, list)
-                new_raw = _text_block_text(new_content[0])
-        else:
-            new_raw = project_string(raw, budget, ACP_MARKER)
-    if new_content is content and new_raw is raw:
-        return update
     projected = dict(update)
-    if new_content is not content:
-        projected["content"] = new_content
-    if new_raw is not raw:
-        projected["rawOutput"] = new_raw
-    return projected
+    texts = [_text_block_text(b) for b in content] if isinstance(content, list) else [None]
+    eligible = None not in texts  # every block a plain text block (an empty list too)
+    if eligible and isinstance(content, list):
+        texts_only = cast("list[str]", texts)
+        projected["content"] = _project_text_blocks(content, texts_only, budget, ACP_MARKER)
+    if isinstance(raw, str):
+        if eligible and texts == [raw]:
+            # The same output twice: cut it once so that the editor shows one text.
+            if projected["content"] is not content:
+                projected["rawOutput"] = _text_block_text(projected["content"][0])
+        else:
+            projected["rawOutput"] = project_string(raw, budget, ACP_MARKER)
+    changed = projected.get("content") is not content or projected.get("rawOutput") is not raw
+    return projected if changed else update
 
 
 def project_acp_frame(frame: dict[str, Any], budget: int = FIELD_BUDGET) -> dict[str, Any]:
@@ -247,19 +194,12 @@ def project_acp_frame(frame: dict[str, Any], budget: int = FIELD_BUDGET) -> dict
     if not isinstance(frame, dict) or frame.get("method") != "session/update":
         return frame
     params = frame.get("params")
-    if not isinstance(params, dict):
+    if not isinstance(params, dict) or not isinstance(params.get("update"), dict):
         return frame
-    update = params.get("update")
-    if not isinstance(update, dict):
+    projected = project_acp_update(params["update"], budget)
+    if projected is params["update"]:
         return frame
-    projected = project_acp_update(update, budget)
-    if projected is update:
-        return frame
-    new_params = dict(params)
-    new_params["update"] = projected
-    new_frame = dict(frame)
-    new_frame["params"] = new_params
-    return new_frame
+    return {**frame, "params": {**params, "update": projected}}
 
 
 # -- headless ---
@@ -291,13 +231,7 @@ def project_headless_message(
             continue
         if new_blocks is None:
             new_blocks = list(blocks)
-        new_block = dict(block)
-        new_block["content"] = cut
-        new_blocks[i] = new_block
+        new_blocks[i] = {**block, "content": cut}
     if new_blocks is None:
         return message
-    new_inner = dict(inner)
-    new_inner["content"] = new_blocks
-    projected = dict(message)
-    projected["message"] = new_inner
-    return projected
+    return {**message, "message": {**inner, "content": new_blocks}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
 from budgetware.diagnostics import events as diagnostics
+from budgetware.diagnostics.values import MCP_SLOT_CHARS, mcp_slot_strings, mcp_text, mcp_texts
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -31,7 +33,6 @@ __all__ = [
     "BoundResult",
     "McpServerBudget",
     "McpToolPolicy",
-    "bound_response_message",
     "bound_tool_result",
     "names_server",
     "result_budget_for",
@@ -45,8 +46,6 @@ DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_MCP_MESSAGE_BYTES
 SSE_FRAMING_RESERVE = 1024
 # The _meta entry naming the artifacts that hold the full output of a bounded result.
 META_ARTIFACTS = "budgetware/artifacts"
-# Strings of structuredContent this short are identifiers, enums and the like: never cut.
-_MIN_STRUCTURED_SLOT = 64
 
 _V = TypeVar("_V")
 
@@ -107,10 +106,6 @@ class BoundResult:
     refs: tuple[str, ...] | None
 
 
-# A place in the result that holds one string: (container, key or index).
-_Where = tuple[Any, Any]
-
-
 @diagnostics.observes_mcp_results
 def bound_tool_result(
     result: Any,
@@ -133,23 +128,11 @@ def bound_tool_result(
     """
     if not isinstance(result, dict):
         return BoundResult(result, None)
-    places: dict[str, list[_Where]] = {}
-    text_blocks: list[str] = []
-    content = result.get("content")
-    if isinstance(content, list):
-        for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str):
-                    text_blocks.append(text)
-                    places.setdefault(text, []).append((index, "text"))
+    text_blocks = mcp_texts(result)
     structured = result.get("structuredContent")
-    structured_values: set[str] = set()
-    if isinstance(structured, (dict, list)):
-        for container, key, value in _strings(structured):
-            if len(value) >= _MIN_STRUCTURED_SLOT:
-                structured_values.add(value)
-                places.setdefault(value, []).append((container, key))
+    strings = list(mcp_slot_strings(structured))
+    structured_values = set(strings)
+    places = Counter(text_blocks + strings)  # each slot value: how often it appears
     values = list(places)
     lengths = [measure(v, unit) for v in values]
     total = sum(lengths)
@@ -160,7 +143,7 @@ def bound_tool_result(
         return BoundResult(result, None)
 
     artifacts = _Artifacts(store if persist else None, text_blocks, structured)
-    counts = [len(places[v]) for v in values]
+    counts = list(places.values())
     effective = budget if over_budget else total
     # Bytes of the result that are not slot text: what is left is the room for the slots.
     fixed = size - sum(n * (json_string_bytes(v) - 2) for v, n in zip(values, counts))
@@ -186,7 +169,16 @@ def bound_tool_result(
     else:  # pragma: no cover - the proportional shrink settles long before
         return _fallback(result, artifacts, limit, store)
 
-    new = _rebuild(result, places, bounded, structured is not None)
+    new = dict(result)
+    if isinstance(result.get("content"), list):
+        new["content"] = [
+            block
+            if (text := mcp_text(block)) is None or bounded[text] == text
+            else {**block, "text": bounded[text]}
+            for block in result["content"]
+        ]
+    if any(bounded[v] != v for v in structured_values):
+        new["structuredContent"] = _copy_replacing(structured, bounded)
     refs = artifacts.refs_for([v for v in values if bounded[v] != v], structured_values)
     meta = dict(new["_meta"]) if isinstance(new.get("_meta"), dict) else {}
     meta[META_ARTIFACTS] = list(refs)
@@ -195,94 +187,14 @@ def bound_tool_result(
     return BoundResult(new, refs)
 
 
-def bound_response_message(
-    message: Any,
-    *,
-    budget: int,
-    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    reserve_bytes: int = 0,
-    store: ArtifactStore | None = None,
-    persist: bool = True,
-    unit: Unit = "chars",
-    options: PreviewOptions | None = None,
-) -> Any:
-    """A JSON-RPC response message with its result bounded (``max_bytes``: the whole
-    message plus ``reserve_bytes``); the same object if unchanged."""
-    if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
-        return message
-    envelope = len(dumps_bytes({**message, "result": {}})) - 2
-    outcome = bound_tool_result(
-        message["result"],
-        budget=budget,
-        max_bytes=max_bytes,
-        reserve_bytes=reserve_bytes + envelope,
-        store=store,
-        persist=persist,
-        unit=unit,
-        options=options,
-    )
-    if outcome.refs is None:
-        return message
-    return {**message, "result": outcome.result}
-
-
-def _strings(value: Any) -> list[tuple[Any, Any, str]]:
-    """Every string leaf of a JSON value with its container and key (keys never change)."""
-    found: list[tuple[Any, Any, str]] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in items:
-            if isinstance(child, str):
-                found.append((node, key, child))
-            elif isinstance(child, (dict, list)):
-                stack.append(child)
-    return found
-
-
-def _rebuild(
-    result: dict[str, Any],
-    places: dict[str, list[_Where]],
-    bounded: dict[str, str],
-    has_structured: bool,
-) -> dict[str, Any]:
-    """A copy of ``result`` with every slot replaced; untouched parts stay the same objects."""
-    new = dict(result)
-    content = result.get("content")
-    if isinstance(content, list):
-        blocks = list(content)
-        for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str) and bounded.get(text, text) != text:
-                    blocks[index] = {**block, "text": bounded[text]}
-        new["content"] = blocks
-    if has_structured:
-        changed = {
-            (id(container), key): bounded[value]
-            for value, where in places.items()
-            if bounded[value] != value
-            for container, key in where
-            if not isinstance(container, int)
-        }
-        if changed:
-            new["structuredContent"] = _copy_replacing(result["structuredContent"], changed)
-    return new
-
-
-def _copy_replacing(node: Any, changed: dict[tuple[int, Any], str]) -> Any:
-    # Copies every container; strings are shared.
+def _copy_replacing(node: Any, bounded: dict[str, str]) -> Any:
+    """A copy of every container with each slot string replaced by its bounded text."""
     if isinstance(node, dict):
-        return {
-            k: changed.get((id(node), k), v) if isinstance(v, str) else _copy_replacing(v, changed)
-            for k, v in node.items()
-        }
+        return {key: _copy_replacing(value, bounded) for key, value in node.items()}
     if isinstance(node, list):
-        return [
-            changed.get((id(node), i), v) if isinstance(v, str) else _copy_replacing(v, changed)
-            for i, v in enumerate(node)
-        ]
+        return [_copy_replacing(value, bounded) for value in node]
+    if isinstance(node, str) and len(node) >= MCP_SLOT_CHARS:
+        return bounded.get(node, node)
     return node
 
 
@@ -293,28 +205,25 @@ class _Artifacts:
         self._store = store
         self._full_text = "\n\n".join(texts)
         self._text_blocks = set(texts)
-        self._has_text = bool(texts)
         self._structured = structured
         self._refs: dict[str, tuple[str, ...]] = {}
 
     def refs_for(self, cut: list[str], structured_values: set[str]) -> tuple[str, ...]:
         """The references of the full output, given which slot values are cut."""
         refs: list[str] = []
-        if self._has_text and any(self._in_text(v) for v in cut):
-            refs += self._put("text", lambda: self._full_text)
+        if self._text_blocks and any(self._in_text(v) for v in cut):
+            refs += self.put("text", lambda: self._full_text)
         # A cut structured string the text does not hold needs the structured content.
         if any(v in structured_values and not self._in_text(v) for v in cut):
-            refs += self._put("structured", lambda: dumps_bytes(self._structured).decode())
+            refs += self.put("structured", lambda: dumps_bytes(self._structured).decode())
         return tuple(refs)
 
     def _in_text(self, value: str) -> bool:
         # A whole text block is in the joined text: skip the substring search.
         return value in self._text_blocks or value in self._full_text
 
-    def put_whole(self, result: Any) -> tuple[str, ...]:
-        return self._put("result", lambda: dumps_bytes(result).decode())
-
-    def _put(self, kind: str, text: Callable[[], str]) -> tuple[str, ...]:
+    def put(self, kind: str, text: Callable[[], str]) -> tuple[str, ...]:
+        """The references of one full text (``kind``: which one), persisted at most once."""
         if kind in self._refs:
             return self._refs[kind]
         refs: tuple[str, ...] = ()
@@ -340,8 +249,8 @@ def _fallback(
 ) -> BoundResult:
     """For a result whose fixed parts (media, numbers) alone exceed the message limit, which
     the client would refuse: an error result naming the artifact of the whole result."""
-    refs = artifacts.put_whole(result)
     full = dumps_bytes(result).decode()
+    refs = artifacts.put("result", lambda: full)
     meta = dict(result["_meta"]) if isinstance(result.get("_meta"), dict) else {}
     meta[META_ARTIFACTS] = list(refs)
     # The preview is JSON text inside JSON: its quotes double on the wire; halve until fits.
@@ -368,11 +277,7 @@ def _record(
     arrives."""
     if store is None:
         return
-    texts = [
-        b["text"]
-        for b in new.get("content", [])
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
+    texts = mcp_texts(new)
     shapes = list(bounded_values)
     if len(texts) > 1:
         shapes += ["\n\n".join(texts), "\n".join(texts), "".join(texts)]

@@ -4,7 +4,7 @@ responses of httpx or httpx2 (duck typed). Importing it registers ``rewrite_mcp_
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
@@ -13,14 +13,13 @@ from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
-from budgetware.core.fit import PreviewOptions
-from budgetware.core.jsonio import compact_literal, dumps_faithful
+from budgetware.core.jsonio import compact_literal, dumps_bytes, dumps_faithful
 from budgetware.http.headers import request_settings
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of
 from budgetware.mcp.bound import (
     SSE_FRAMING_RESERVE,
-    bound_response_message,
+    bound_tool_result,
     names_server,
     result_budget_for,
 )
@@ -55,12 +54,26 @@ def rewrite_mcp_response(
     call = _tools_call(request, response)
     if call is None:
         return response
-    if config is None:
-        config = entry_config()
     effective = None
     try:
-        effective = _effective(config, request)
-        return _rewrite(request, response, call, server, store, effective)
+        effective = _effective(entry_config() if config is None else config, request)
+        limit = _result_budget(effective, server, request, call[1])
+        max_bytes = effective.mcp_max_message_bytes
+        if limit <= 0 and max_bytes <= 0:
+            return response
+        bound = partial(
+            bound_response_message,
+            budget=limit,
+            max_bytes=max_bytes,
+            store=store_for_config(effective) if store is None else store,
+            persist=effective.persist,
+            unit=effective.unit,
+            options=preview_options(effective),
+        )
+        if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            transform = partial(_SseTransform, call[0], bound, max_bytes, effective)
+            return _replace(response, transform)
+        return _replace(response, partial(_JsonTransform, call[0], bound, effective))
     except Exception:
         fail_open("bound an MCP tool result", config=effective)
         return response
@@ -91,51 +104,16 @@ def _effective(config: BudgetConfig | None, request: Any) -> BudgetConfig:
     return resolve_config(config, request_overrides=request_settings(request), lenient=True)
 
 
-def _rewrite(
-    request: Any,
-    response: Any,
-    call: tuple[Any, str | None],
-    server: str | None,
-    store: ArtifactStore | None,
-    effective: BudgetConfig,
-) -> Any:
-    call_id, tool = call
-    limit = _result_budget(effective, server, request, tool)
-    max_bytes = effective.mcp_max_message_bytes
-    if limit <= 0 and max_bytes <= 0:
-        return response
-    persist = effective.persist
-    if store is None:
-        store = store_for_config(effective)
-    options = preview_options(effective)
-    unit = effective.unit
-
-    def bound(message: Any) -> Any:
-        return bound_response_message(
-            message,
-            budget=limit,
-            max_bytes=max_bytes,
-            store=store,
-            persist=persist,
-            unit=unit,
-            options=options,
-        )
-
-    content_type = response.headers.get("content-type", "").lower()
-    transform: Callable[[], _Transform]
-    if content_type.startswith("text/event-stream"):
-
-        def transform() -> _Transform:
-            return _SseTransform(
-                call_id, limit, max_bytes, store, persist, unit, options, effective
-            )
-
-    else:
-
-        def transform() -> _Transform:
-            return _JsonTransform(call_id, bound, effective)
-
-    return _replace(response, transform)
+def bound_response_message(message: Any, *, reserve_bytes: int = 0, **options: Any) -> Any:
+    """A JSON-RPC response message with its result bounded by ``bound_tool_result`` (its
+    ``max_bytes``: the whole message plus ``reserve_bytes``); the same object if unchanged."""
+    if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
+        return message
+    envelope = len(dumps_bytes({**message, "result": {}})) - 2
+    outcome = bound_tool_result(
+        message["result"], reserve_bytes=reserve_bytes + envelope, **options
+    )
+    return message if outcome.refs is None else {**message, "result": outcome.result}
 
 
 def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
@@ -192,17 +170,7 @@ def _same_id(a: Any, b: Any) -> bool:
 _Out = bytes | Callable[[], bytes]
 
 
-class _Transform:
-    """Turns the decoded body, chunk by chunk, into the bytes to deliver."""
-
-    def feed(self, chunk: bytes) -> list[_Out]:
-        raise NotImplementedError
-
-    def finish(self) -> list[_Out]:
-        raise NotImplementedError
-
-
-class _JsonTransform(_Transform):
+class _JsonTransform:
     """One JSON-RPC message: it has to be whole before it can be bounded."""
 
     def __init__(
@@ -247,28 +215,16 @@ def _next_eol(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
     return cr, cr + 2 if cr + 1 == lf else cr + 1
 
 
-class _SseTransform(_Transform):
+class _SseTransform:
     """Passes every event through as soon as it is complete; rewrites only this call's result."""
 
     def __init__(
-        self,
-        call_id: Any,
-        limit: int,
-        max_bytes: int,
-        store: ArtifactStore | None,
-        persist: bool,
-        unit: Any,
-        options: PreviewOptions | None = None,
-        config: BudgetConfig | None = None,
+        self, call_id: Any, bound: Callable[..., Any], max_bytes: int, config: BudgetConfig
     ) -> None:
-        self._options = options
-        self._config = config
         self._call_id = call_id
-        self._limit = limit
+        self._bound = bound
         self._max_bytes = max_bytes
-        self._store = store
-        self._persist = persist
-        self._unit = unit
+        self._config = config
         self._buf = bytearray()
         self._scan = 0  # where the search for the next line ending resumes
         self._line_start = 0
@@ -363,16 +319,7 @@ class _SseTransform(_Transform):
         size = other_bytes + sum(6 + len(d) for d in data)  # each as "data: <value>"
         reserve = other_bytes + SSE_FRAMING_RESERVE
         for _ in range(3):
-            bounded = bound_response_message(
-                message,
-                budget=self._limit,
-                max_bytes=self._max_bytes,
-                reserve_bytes=reserve,
-                store=self._store,
-                persist=self._persist,
-                unit=self._unit,
-                options=self._options,
-            )
+            bounded = self._bound(message, reserve_bytes=reserve)
             if bounded is message:
                 if self._max_bytes <= 0 or size <= self._max_bytes:
                     return event
@@ -419,22 +366,14 @@ def _guarded(
         return original
 
 
-_STREAM_CLASSES: dict[str, type] = {}
-_STREAM_LOCK = threading.Lock()
+_Transform = _JsonTransform | _SseTransform
 
 
+@functools.cache
 def _stream_class(library: Any) -> type:
     """A byte stream of the response's own library (httpx or httpx2) that applies a transform."""
-    name = library.__name__
-    with _STREAM_LOCK:
-        cls = _STREAM_CLASSES.get(name)
-        if cls is None:
-            cls = _STREAM_CLASSES[name] = type(
-                "BoundedMcpStream",
-                (_BoundedStream, library.SyncByteStream, library.AsyncByteStream),
-                {},
-            )
-        return cls
+    bases = (_BoundedStream, library.SyncByteStream, library.AsyncByteStream)
+    return type("BoundedMcpStream", bases, {})
 
 
 class _BoundedStream:
@@ -477,28 +416,18 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROP_HEADERS]
     extensions = {**response.extensions, EXTENSION: True}
     request = getattr(response, "_request", None)
+    body: dict[str, Any]
     if hasattr(response, "_content"):
         run = transform()
         outs = run.feed(response.content) + run.finish()
-        body = b"".join(out if isinstance(out, bytes) else out() for out in outs)
-        if body == response.content:
+        body = {"content": b"".join(out if isinstance(out, bytes) else out() for out in outs)}
+        if body["content"] == response.content:
             return response
-        new = type(response)(
-            response.status_code,
-            headers=headers,
-            content=body,
-            request=request,
-            extensions=extensions,
-        )
     else:
-        stream = _stream_class(library)(response, transform)
-        new = type(response)(
-            response.status_code,
-            headers=headers,
-            stream=stream,
-            request=request,
-            extensions=extensions,
-        )
+        body = {"stream": _stream_class(library)(response, transform)}
+    new = type(response)(
+        response.status_code, headers=headers, request=request, extensions=extensions, **body
+    )
     new.default_encoding = response.default_encoding
     return new
 

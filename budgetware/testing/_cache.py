@@ -29,7 +29,6 @@ breakpoint."""
 MAX_BREAKPOINTS: Final = 4
 TTLS: Final = {"5m": 300.0, "1h": 3600.0}
 _AUTOMATIC_TTL: Final = 300.0
-_SWEEP_SECONDS: Final = 60.0
 
 Block = tuple[bytes, "str | None"]
 """A block of the prompt as rendered, and the TTL of the cache breakpoint it ends, if any."""
@@ -105,7 +104,6 @@ class PromptCache:
         self.clock = clock
         self._lock = threading.Lock()
         self._entries: dict[bytes, tuple[float, float]] = {}  # digest: (expires at, ttl)
-        self._swept = clock()
 
     def automatic(self, model: str, prompt: bytes) -> int:
         """OpenAI's and Gemini's caching: how many tokens of ``prompt`` were read from the
@@ -120,7 +118,7 @@ class PromptCache:
             done = end
             steps.append((tokens, digest.digest()))
         with self._lock:
-            now = self._now()
+            now = self.clock()
             read = 0
             for tokens, key in steps:
                 if not self._hit(key, now):
@@ -145,7 +143,7 @@ class PromptCache:
             keys.append(digest.digest())
         breakpoints = [index for index, (_, ttl) in enumerate(blocks) if ttl is not None]
         with self._lock:
-            now = self._now()
+            now = self.clock()
             hit = -1
             for point in breakpoints:
                 for index in range(point, max(point - LOOKBACK, 0) - 1, -1):
@@ -172,11 +170,3 @@ class PromptCache:
             return False
         self._entries[key] = (now + entry[1], entry[1])  # a hit refreshes its time to live
         return True
-
-    def _now(self) -> float:
-        now = self.clock()
-        if now - self._swept >= _SWEEP_SECONDS:
-            self._swept = now
-            for key in [key for key, (expires, _) in self._entries.items() if expires <= now]:
-                del self._entries[key]
-        return now

@@ -13,12 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from budgetware.testing._apis import (
-    GEMINI_PATH,
     ApiName,
     RecordedRequest,
     Reply,
@@ -35,49 +33,9 @@ from budgetware.testing._cache import (
     PromptCache,
     prompt_blocks,
 )
-from budgetware.testing._renderers import (
-    anthropic,
-    cohere,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
-from budgetware.testing._renderers.common import Rendered, args_json, error, json_body
+from budgetware.testing._renderers import Rendered, args_json, error, model_of, render
 
 __all__ = ["FakeProvider"]
-
-
-def model_of(api: ApiName, path: str, body: dict[str, Any]) -> str:
-    """The model a request names (Gemini names it in the path)."""
-    m = GEMINI_PATH.search(urlsplit(path).path.rstrip("/")) if api == "gemini" else None
-    return m.group("model") if m else str(body.get("model") or "fake-model")
-
-
-def render(
-    api: ApiName, operation: str, path: str, body: dict[str, Any], reply: Reply, usage: Usage
-) -> Rendered:
-    model = model_of(api, path, body)
-    stream = body.get("stream") is True
-    if api == "openai_chat":
-        return openai_chat.render(model, reply, usage, stream, body)
-    if api == "openai_responses":
-        return openai_responses.render(model, reply, usage, stream)
-    if api == "anthropic":
-        if operation == "count_tokens":
-            return json_body({"input_tokens": usage.input_tokens})
-        return anthropic.render(model, reply, usage, stream)
-    if api == "gemini":
-        if operation == "countTokens":
-            return json_body({"totalTokens": usage.input_tokens})
-        query = parse_qs(urlsplit(path).query)
-        return gemini.render(model, reply, usage, operation, query.get("alt") == ["sse"])
-    if api == "ollama":  # streams unless told otherwise
-        return ollama.render(model, reply, usage, body.get("stream", True) is not False)
-    return cohere.render(reply, usage, stream)
-
-
-# --- server ---
 
 
 class _Server(ThreadingHTTPServer):
@@ -135,11 +93,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: no stderr line per request
 
-    def do_POST(self) -> None:
-        self._serve()
-
-    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
-
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             chunks: list[bytes] = []
@@ -155,7 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _serve(self) -> None:
+    def do_POST(self) -> None:
+        """Record the request and answer it (every method: a GET is recorded, then refused)."""
         try:
             raw = self._read_body()
         except (ValueError, OSError):
@@ -172,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         rendered, usage = provider._answer(self.command, self.path, raw, detected)
         provider._record(RecordedRequest(self.command, self.path, headers, raw, api, usage))
         self._send(rendered)
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
 
     def _send(self, rendered: Rendered) -> None:
         try:
@@ -224,18 +180,17 @@ class FakeProvider:
         self._cache = PromptCache(clock or time.monotonic)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._wake: socket.socket | None = None
+        # While it serves: the server, its accept thread, the socket whose closing stops it.
+        self._serving: tuple[_Server, threading.Thread, socket.socket] | None = None
 
     # lifecycle
 
     def start(self) -> FakeProvider:
         """Listen on an ephemeral port of 127.0.0.1 and serve from a daemon thread."""
-        if self._server is not None:
+        if self._serving is not None:
             return self
         server = _Server(self)
-        wake, self._wake = socket.socketpair()
+        wake, stop = socket.socketpair()
         thread = threading.Thread(
             target=_serve_until_woken,
             args=(server, wake),
@@ -243,19 +198,17 @@ class FakeProvider:
             daemon=True,
         )
         thread.start()
-        self._server, self._thread = server, thread
+        self._serving = (server, thread, stop)
         return self
 
     def stop(self) -> None:
         """Stop serving, drop open keep-alive connections and close the listening socket."""
-        server, thread, wake = self._server, self._thread, self._wake
-        if server is None:
+        if self._serving is None:
             return
-        self._server = self._thread = self._wake = None
-        if wake is not None:
-            wake.close()  # wakes the accept loop at once, not at a next poll
-        if thread is not None:
-            thread.join(timeout=5)
+        server, thread, stop = self._serving
+        self._serving = None
+        stop.close()  # wakes the accept loop at once, not at a next poll
+        thread.join(timeout=5)
         with server.conn_lock:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
@@ -271,25 +224,20 @@ class FakeProvider:
     def __enter__(self) -> FakeProvider:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     @property
     def running(self) -> bool:
         """Whether it serves now (between ``start()`` and ``stop()``)."""
-        return self._server is not None
+        return self._serving is not None
 
     @property
     def port(self) -> int:
         """The port it listens on (raises ``RuntimeError`` when it is not running)."""
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("FakeProvider is not running: call start() or use `with`")
-        return int(self._server.server_address[1])
+        return int(self._serving[0].server_address[1])
 
     @property
     def url(self) -> str:

@@ -64,12 +64,8 @@ class ProjectingTransport:
     """
 
     def __init__(self, inner: TransportLike, *, budget: int = FIELD_BUDGET) -> None:
-        self._inner = inner
+        self.inner = inner
         self._budget = budget
-
-    @property
-    def inner(self) -> TransportLike:
-        return self._inner
 
     def project(self, message: dict[str, Any]) -> dict[str, Any]:
         """The frame that goes on the wire for ``message``: the projection boundary."""
@@ -84,13 +80,13 @@ class ProjectingTransport:
             projected = message
         if diagnostics.enabled:
             diagnostics.display_pair("acp", message, projected)
-        await self._inner.send(projected)
+        await self.inner.send(projected)
 
     async def receive(self) -> dict[str, Any] | None:
-        return await self._inner.receive()
+        return await self.inner.receive()
 
     async def close(self) -> None:
-        await self._inner.close()
+        await self.inner.close()
 
 
 class NdjsonStreamTransport:

@@ -12,22 +12,16 @@ leave the signed bytes alone::
 from __future__ import annotations
 
 import functools
-import socket
-import sys
 from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig, check_settings
-from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.context import upper_layer_bounded
 from budgetware.http.headers import split_headers
-from budgetware.http.transport import (
-    AsyncBudgetTransport,
-    BudgetTransport,
-    off_loop_for_size,
-    sdk_http_library,
-)
+from budgetware.http.transport import off_loop_for_size
 from budgetware.store.select import check_store
 from budgetware.wire.payload import bound_payload
+
+from .._sdk import json_size, with_budget
 
 if TYPE_CHECKING:
     from anthropic import DefaultAioHttpClient, DefaultAsyncHttpxClient, DefaultHttpxClient
@@ -43,15 +37,6 @@ def _anthropic() -> Any:
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
     return anthropic
-
-
-def _json_size(body: Any) -> int:
-    if not isinstance(body, dict):
-        return 0
-    try:
-        return len(dumps_bytes(body))
-    except (TypeError, ValueError, RecursionError):
-        return 0  # not JSON as it is (the SDK serializes some values itself): measured later
 
 
 @functools.cache
@@ -84,7 +69,7 @@ def _middleware_class() -> type[Any]:
         async def handle_async(self, request: Any, call_next: Any) -> Any:
             # A large body (or one that may wait for S3) is bounded in a worker thread; its
             # JSON size decides, as the request has no content-length yet.
-            size = _json_size(request.json) if request.method.lower() == "post" else 0
+            size = json_size(request.json) if request.method.lower() == "post" else 0
             overrides = split_headers(request.headers)[0] if size else None
             bounded = await off_loop_for_size(
                 size, self._bounded, request, config=self.config, overrides=overrides
@@ -107,38 +92,12 @@ def budget_middleware(*, config: BudgetConfig | None = None) -> Any:
     return _middleware_class()(config)
 
 
-def _keepalive_socket_options() -> list[tuple[int, int, int]]:
-    """The keep-alive options ``anthropic.DefaultHttpxClient`` sets on its own transport."""
-    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    keepintvl = getattr(socket, "TCP_KEEPINTVL", None)
-    if keepintvl is not None:
-        options.append((socket.IPPROTO_TCP, keepintvl, 60))
-    elif sys.platform == "darwin":  # pragma: no cover - macOS
-        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
-    keepcnt = getattr(socket, "TCP_KEEPCNT", None)
-    if keepcnt is not None:
-        options.append((socket.IPPROTO_TCP, keepcnt, 5))
-    keepidle = getattr(socket, "TCP_KEEPIDLE", None)
-    if keepidle is not None:
-        options.append((socket.IPPROTO_TCP, keepidle, 60))
-    return options
-
-
 def budget_http_client(*, config: BudgetConfig | None = None, **kwargs: Any) -> DefaultHttpxClient:
-    """``anthropic.DefaultHttpxClient`` whose transport bounds tool results.
-
-    Keeps the SDK's connection limits and TCP keep-alive options; ``kwargs`` go to
-    ``DefaultHttpxClient``. Use: ``anthropic.Anthropic(http_client=budget_http_client())``.
-    """
-    anthropic = _anthropic()
-    from anthropic._constants import DEFAULT_CONNECTION_LIMITS
-
-    library = sdk_http_library(anthropic.DefaultHttpxClient, "anthropic")
-    inner = library.HTTPTransport(
-        limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
+    """``anthropic.DefaultHttpxClient(**kwargs)``, as the SDK makes it (its limits, TCP
+    keep-alive, proxies), with a budget: ``Anthropic(http_client=budget_http_client())``."""
+    client: DefaultHttpxClient = with_budget(
+        _anthropic().DefaultHttpxClient(**kwargs), "anthropic", config
     )
-    transport = BudgetTransport(inner, config=config)
-    client: DefaultHttpxClient = anthropic.DefaultHttpxClient(transport=transport, **kwargs)
     return client
 
 
@@ -146,23 +105,10 @@ def budget_async_http_client(
     *, config: BudgetConfig | None = None, aiohttp: bool = False, **kwargs: Any
 ) -> DefaultAsyncHttpxClient | DefaultAioHttpClient:
     """``anthropic.DefaultAsyncHttpxClient`` (or ``DefaultAioHttpClient`` with ``aiohttp=True``)
-    whose transport bounds tool results."""
+    with a budget."""
     anthropic = _anthropic()
-    from anthropic._constants import DEFAULT_CONNECTION_LIMITS
-
-    if aiohttp:
-        from anthropic._vendor.httpx_aiohttp import AiohttpTransport
-
-        inner: Any = AiohttpTransport(limits=DEFAULT_CONNECTION_LIMITS)
-        client: DefaultAioHttpClient = anthropic.DefaultAioHttpClient(
-            transport=AsyncBudgetTransport(inner, config=config), **kwargs
-        )
-        return client
-    library = sdk_http_library(anthropic.DefaultAsyncHttpxClient, "anthropic")
-    inner = library.AsyncHTTPTransport(
-        limits=DEFAULT_CONNECTION_LIMITS, socket_options=_keepalive_socket_options()
+    made = (anthropic.DefaultAioHttpClient if aiohttp else anthropic.DefaultAsyncHttpxClient)(
+        **kwargs
     )
-    httpx_client: DefaultAsyncHttpxClient = anthropic.DefaultAsyncHttpxClient(
-        transport=AsyncBudgetTransport(inner, config=config), **kwargs
-    )
-    return httpx_client
+    client: DefaultAsyncHttpxClient | DefaultAioHttpClient = with_budget(made, "anthropic", config)
+    return client

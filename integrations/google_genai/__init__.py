@@ -45,22 +45,17 @@ def budget_http_options(
         from google.genai import types
     except ImportError as exc:
         raise ImportError(_TOO_OLD if sys.version_info < (3, 11) else _INSTALL) from exc
-    if http_options is None:
-        values: dict[str, Any] = {}
-    elif isinstance(http_options, dict):
-        values = dict(http_options)
+    if isinstance(http_options, types.HttpOptions):
+        values: dict[str, Any] = http_options.model_dump(exclude_unset=True)
     else:
-        values = http_options.model_dump(exclude_unset=True)
+        values = dict(http_options or {})
     values.update(kwargs)
-    client_args = dict(values.get("client_args") or {})
-    async_args = dict(values.get("async_client_args") or {})
-    client_args["transport"] = BudgetTransport(
-        client_args.get("transport") or httpx2.HTTPTransport(), config=config
-    )
-    async_args["transport"] = AsyncBudgetTransport(
-        async_args.get("transport") or httpx2.AsyncHTTPTransport(), config=config
-    )
-    values["client_args"] = client_args
-    values["async_client_args"] = async_args
+    sync_args = values.get("client_args") or {}
+    inner = sync_args.get("transport") or httpx2.HTTPTransport()
+    values["client_args"] = {**sync_args, "transport": BudgetTransport(inner, config=config)}
+    async_args = values.get("async_client_args") or {}
+    async_inner = async_args.get("transport") or httpx2.AsyncHTTPTransport()
+    budget = AsyncBudgetTransport(async_inner, config=config)
+    values["async_client_args"] = {**async_args, "transport": budget}
     options: HttpOptions = types.HttpOptions(**values)
     return options

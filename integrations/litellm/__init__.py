@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from budgetware.core.config import BudgetConfig
-from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
+
+from .._sdk import with_budget
 
 if TYPE_CHECKING:
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, HTTPHandler
@@ -60,32 +61,21 @@ if not TYPE_CHECKING:  # type checkers read the import above
 
 
 def budget_http_handler(*, config: BudgetConfig | None = None) -> HTTPHandler:
-    """A litellm ``HTTPHandler`` around a classic ``httpx.Client`` with a budget transport.
+    """A litellm ``HTTPHandler``, made as litellm makes its own (TLS, proxies, headers), whose
+    client's transports bound tool results.
 
     Pass it as ``client=`` to ``litellm.completion`` (any provider but openai/azure: those
     take ``openai.OpenAI(http_client=budgetware.integrations.openai.budget_http_client())``);
     ``handler.close()`` closes its connections.
     """
-    http_handler = _handlers()
-    import httpx
-
-    transport = BudgetTransport(httpx.HTTPTransport(), config=config)
-    client = httpx.Client(transport=transport, follow_redirects=True)
-    handler: HTTPHandler = http_handler.HTTPHandler(client=client)
-    # Its only user: close() should close it.
-    if hasattr(handler, "_owns_client"):
-        handler._owns_client = True
+    handler: HTTPHandler = _handlers().HTTPHandler()
+    with_budget(handler.client, "litellm", config)
     return handler
 
 
 def budget_async_http_handler(*, config: BudgetConfig | None = None) -> AsyncHTTPHandler:
-    """A litellm ``AsyncHTTPHandler`` whose transport (litellm's own aiohttp-backed one,
-    or classic httpx's) is wrapped in a budget transport."""
-    http_handler = _handlers()
-    import httpx
-
-    inner = http_handler.AsyncHTTPHandler.create_async_transport() or httpx.AsyncHTTPTransport()
-    handler: AsyncHTTPHandler = http_handler.AsyncHTTPHandler(
-        transport=AsyncBudgetTransport(inner, config=config)
-    )
+    """A litellm ``AsyncHTTPHandler`` whose client's transports (litellm's own aiohttp-backed
+    one, or classic httpx's) bound tool results."""
+    handler: AsyncHTTPHandler = _handlers().AsyncHTTPHandler()
+    with_budget(handler.client, "litellm", config)
     return handler

@@ -19,7 +19,6 @@ from budgetware.core import observe
 from budgetware.core.config import AUTO, BudgetConfig, check_settings, resolve_config
 from budgetware.core.environment import version
 from budgetware.core.errors import BudgetwareWarning, fail_open
-from budgetware.core.jsonio import dumps_bytes
 from budgetware.http.headers import REQUEST_HEADER_PREFIX, header_overrides, metadata_overrides
 from budgetware.http.transport import off_loop_for_size
 from budgetware.http.usage import counters
@@ -27,6 +26,7 @@ from budgetware.store.select import check_store
 from budgetware.wire.detect import format_for_path
 from budgetware.wire.payload import bound_payload_reported
 
+from .. import _sdk
 from . import _passthrough
 
 __all__ = ["BudgetCallback"]
@@ -288,14 +288,6 @@ def _unreadable_tool_result(fmt: str, items: list[Any]) -> str | None:
     return None
 
 
-def _json_size(payload: Any) -> int:
-    """The payload's size as compact JSON (0 when it is not JSON: left to the bounding)."""
-    try:
-        return len(dumps_bytes(payload))
-    except (TypeError, ValueError, RecursionError):
-        return 0
-
-
 def _bound_conversation(
     path: str,
     payload: dict[str, Any],
@@ -449,7 +441,7 @@ class BudgetCallback(CustomLogger):
             # No content-length here: its JSON size decides whether bounding leaves the loop.
             bound = functools.partial(_bound_conversation, config=self.config, overrides={})
             bounded, report = await off_loop_for_size(
-                _json_size(payload), bound, path, payload, config=self.config
+                _sdk.json_size(payload), bound, path, payload, config=self.config
             )
             _remember(kwargs.get("litellm_call_id"), report)
             if bounded is None:

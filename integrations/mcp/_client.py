@@ -6,14 +6,13 @@ is the public face.
 
 from __future__ import annotations
 
+import functools
 import importlib
-import threading
 from collections.abc import Mapping
-from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, overload
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
     import httpx2
     from typing_extensions import Self
 
@@ -25,7 +24,6 @@ from budgetware.core.config import (
     resolve_config,
 )
 from budgetware.core.finalize import preview_options
-from budgetware.http.transport import library_of
 from budgetware.mcp.bound import bound_tool_result, result_budget_for
 from budgetware.mcp.http import rewrite_mcp_response
 from budgetware.store.select import check_store, store_for_config
@@ -52,33 +50,18 @@ def require(name: str) -> ModuleType:
 # The mcp SDK's own client defaults (create_mcp_http_client): a stream may idle for minutes.
 _TIMEOUT = 30.0
 _SSE_READ_TIMEOUT = 300.0
-_CLASS_LOCK = threading.Lock()
-_CLASS: dict[str, type] = {}
+
+if TYPE_CHECKING:
+    _Base = httpx2.AsyncBaseTransport
+else:
+    _Base = object  # httpx2's, given to each instance's class when it is made
 
 
-class McpBoundTransport:
-    """Wraps an async httpx2 (or httpx) transport; bounds the ``tools/call`` results it returns.
-    Its instances also derive from the inner library's ``AsyncBaseTransport``."""
+class McpBoundTransport(_Base):
+    """Wraps an async httpx2 (or httpx) transport; bounds the ``tools/call`` results it returns."""
 
-    @overload
-    def __new__(cls, inner: httpx.AsyncBaseTransport, **kwargs: Any) -> _HttpxMcpTransport: ...
-    @overload
-    def __new__(cls, inner: Any = None, **kwargs: Any) -> _Httpx2McpTransport: ...
-    def __new__(cls, inner: Any = None, **kwargs: Any) -> Any:
-        if cls is not McpBoundTransport:
-            return super().__new__(cls)
-        library = library_of(inner) if inner is not None else None
-        if library is None:
-            library = require("httpx2")
-        with _CLASS_LOCK:
-            concrete = _CLASS.get(library.__name__)
-            if concrete is None:
-                concrete = _CLASS[library.__name__] = type(
-                    "McpBoundTransport",
-                    (McpBoundTransport, library.AsyncBaseTransport),
-                    {"__module__": __name__},
-                )
-        return super().__new__(concrete)
+    def __new__(cls, *args: Any, **kwargs: Any) -> McpBoundTransport:
+        return super().__new__(_with_httpx2_base() if cls is McpBoundTransport else cls)
 
     def __init__(
         self,
@@ -114,6 +97,14 @@ class McpBoundTransport:
         return f"McpBoundTransport({self.inner!r})"
 
 
+@functools.cache
+def _with_httpx2_base() -> type[McpBoundTransport]:
+    """``McpBoundTransport`` deriving from ``httpx2.AsyncBaseTransport`` (its context manager
+    methods), made on first use: importing this module imports no httpx2."""
+    base = require("httpx2").AsyncBaseTransport
+    return type("McpBoundTransport", (McpBoundTransport, base), {"__module__": __name__})
+
+
 def budget_http_client(
     *,
     server: str | None = None,
@@ -130,8 +121,7 @@ def budget_http_client(
     timeouts default to the mcp SDK's.
     """
     library = require("httpx2")
-    if "timeout" not in client_kwargs:
-        client_kwargs["timeout"] = library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT)
+    client_kwargs.setdefault("timeout", library.Timeout(_TIMEOUT, read=_SSE_READ_TIMEOUT))
     bounded = McpBoundTransport(transport, server=server, store=store, config=config)
     client: httpx2.AsyncClient = library.AsyncClient(transport=bounded, **client_kwargs)
     return client
@@ -153,14 +143,12 @@ class _State:
 
 
 class _StreamProxy:
-    """Delegates everything a memory stream offers to the stream it wraps."""
+    """Delegates everything a memory stream offers to the stream it wraps (``last_context``,
+    the sender's context mcp reads from the stream it receives from, too)."""
 
     def __init__(self, inner: Any, state: _State) -> None:
         self._inner = inner
         self._state = state
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -169,13 +157,8 @@ class _StreamProxy:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
         return result
 
 
@@ -201,11 +184,6 @@ class _ObservedWrite(_StreamProxy):
 
 class _BoundingRead(_StreamProxy):
     """The read stream, bounding the response to each noted ``tools/call``."""
-
-    @property
-    def last_context(self) -> Any:
-        # Consumers read the sender's context from the stream they receive from.
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         return await self._process(await self._inner.receive())
@@ -295,32 +273,11 @@ class BoundedTransport:
     ) -> None:
         check_store(check_settings(config))  # a bad setting fails here, not on a call
         self._transport = transport
-        self._server = server
-        self._store = store
-        self._config = config
+        self._bound = functools.partial(bound_streams, server=server, store=store, config=config)
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self._transport.__aenter__()
-        return bound_streams(
-            read,
-            write,
-            server=self._server,
-            store=self._store,
-            config=self._config,
-        )
+        return self._bound(*await self._transport.__aenter__())
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._transport.__aexit__(exc_type, exc_val, exc_tb)
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        result: bool | None = await self._transport.__aexit__(*exc_info)
         return result
-
-
-if TYPE_CHECKING:
-    # The classes McpBoundTransport.__new__ builds, as type checkers see them.
-    class _Httpx2McpTransport(McpBoundTransport, httpx2.AsyncBaseTransport): ...
-
-    class _HttpxMcpTransport(McpBoundTransport, httpx.AsyncBaseTransport): ...

@@ -48,12 +48,6 @@ class BudgetwareCapture:
         """The provider's counters of each response that carried them, in the order the
         responses ended (each names its ``request``)."""
 
-    def _record(self, report: RequestReport) -> None:
-        self.requests.append(report)
-
-    def _record_usage(self, report: UsageReport) -> None:
-        self.usage.append(report)
-
     @property
     def batches(self) -> list[BatchReport]:
         """Every batch of tool results of every request, in order."""
@@ -178,6 +172,6 @@ def budgetware_capture(request: pytest.FixtureRequest) -> Iterator[BudgetwareCap
     # A bad setting is a ConfigError naming it, at setup: the test errors, it does not fail.
     config = BudgetConfig(**check_overrides(overrides))
     capture = BudgetwareCapture(settings, artifact_dir)
-    subscription = observe.subscribe(request=capture._record, usage=capture._record_usage)
+    subscription = observe.subscribe(request=capture.requests.append, usage=capture.usage.append)
     with subscription, instrument(config=config):
         yield capture

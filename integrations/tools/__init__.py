@@ -34,16 +34,6 @@ __all__ = [
 ]
 
 
-def _arguments(
-    ref: str, offset: int, limit: int, pattern: str | None, context: int
-) -> dict[str, Any]:
-    arguments: dict[str, Any] = {"ref": ref, "offset": offset, "limit": limit}
-    if pattern is not None:
-        arguments["pattern"] = pattern
-        arguments["context"] = context
-    return arguments
-
-
 def read_tool_output(
     ref: str,
     offset: int = 0,
@@ -67,7 +57,9 @@ def read_tool_output(
         pattern: A regular expression: return the matching lines instead of a window.
         context: With pattern, lines to show before and after each match (at most 10).
     """
-    return run_read_tool_output(_arguments(ref, offset, limit, pattern, context))
+    return run_read_tool_output(
+        {"ref": ref, "offset": offset, "limit": limit, "pattern": pattern, "context": context}
+    )
 
 
 async def aread_tool_output(
@@ -78,7 +70,9 @@ async def aread_tool_output(
     context: int = 0,
 ) -> str:
     """The same as ``read_tool_output``, for event loops (the read runs in a thread)."""
-    return await arun_read_tool_output(_arguments(ref, offset, limit, pattern, context))
+    return await arun_read_tool_output(
+        {"ref": ref, "offset": offset, "limit": limit, "pattern": pattern, "context": context}
+    )
 
 
 # Frameworks name a tool after its function: the name previews give the model.

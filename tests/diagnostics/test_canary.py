@@ -60,7 +60,7 @@ def test_no_canary_reaches_the_debug_log(monkeypatch: pytest.MonkeyPatch, tmp_pa
     try:
         config = BudgetConfig(batch_budget=200_000, artifact_dir=tmp_path / c["dir"])
         sent = finalize_body(URL, _body(c), config=config)
-        recorder.submitted(URL, sent, session=c["session"])
+        recorder.submitted(URL, sent)
 
         # The display side: an ACP tool_call_update and a headless tool_result, projected.
         big = f"{c['output']} " + "d" * 100_000

@@ -15,7 +15,6 @@ from budgetware.display.projection import (
     ACP_MARKER,
     FIELD_BUDGET,
     HEADLESS_MARKER,
-    content_array_bytes,
     project_acp_frame,
     project_acp_update,
     project_headless_message,
@@ -230,7 +229,7 @@ def test_case12_six_hundred_blocks_all_keep_a_marker_and_fill_the_budget() -> No
 
 def test_case13_1191_empty_blocks_fit_and_return_the_same_update() -> None:
     update = tool_update(content=[text_block("") for _ in range(1_191)])
-    assert content_array_bytes([""] * 1_191) <= BUDGET
+    assert content_bytes(update) <= BUDGET
     assert project_acp_update(update) is update
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,20 @@ def test_anthropic_budget_http_client_bounds_the_batch(
     with budget_http_client(config=config) as http_client:
         drivers.send_anthropic(fake_provider.url, BIG, http_client=http_client)
     assert_bounded("anthropic", fake_provider.last.json(), BIG, artifact_dir)
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_a_budget_http_client_keeps_the_sdks_proxy_and_bounds_what_goes_through_it(
+    sdk: str, fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
+) -> None:
+    # proxy= gives the client a transport of its own for proxied URLs: it is bounded too.
+    integration = importlib.import_module(f"budgetware.integrations.{sdk}")
+    send = drivers.send_openai_chat if sdk == "openai" else drivers.send_anthropic
+    with integration.budget_http_client(config=config, proxy=fake_provider.url) as http_client:
+        send("http://api.example.invalid", BIG, http_client=http_client)
+    assert fake_provider.last.path.startswith("http://api.example.invalid/")  # via the proxy
+    api = "openai_chat" if sdk == "openai" else "anthropic"
+    assert_bounded(api, fake_provider.last.json(), BIG, artifact_dir)
 
 
 def _anthropic_with_middleware(url: str, config: BudgetConfig, *, asynchronous: bool) -> Any:

@@ -4,7 +4,6 @@ and 2.x (classic httpx, the httpx-aiohttp package its DefaultAioHttpClient is bu
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -76,23 +75,3 @@ def test_budget_aiohttp_client_bounds_on_either_openai_line(
     assert isinstance(http_client._transport, AsyncBudgetTransport)
     asyncio.run(_chat(http_client, fake_provider.url))
     assert _sent(fake_provider) <= 20_000
-
-
-def test_openai_2x_without_httpx_aiohttp_is_refused_with_how_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import httpx
-    import openai
-
-    from budgetware.integrations.openai import budget_aiohttp_client
-
-    class DefaultAioHttpClient(httpx.AsyncClient):
-        """openai 2.x without the aiohttp extra: its stub refuses on construction."""
-
-        def __init__(self, **_kwargs: Any) -> None:
-            raise RuntimeError("To use the aiohttp client you must have installed ...")
-
-    monkeypatch.setattr(openai, "DefaultAioHttpClient", DefaultAioHttpClient)
-    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # not installed
-    with pytest.raises(ImportError, match=r"httpx-aiohttp.*openai\[aiohttp\]"):
-        budget_aiohttp_client()

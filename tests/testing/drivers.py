@@ -34,6 +34,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
@@ -378,10 +379,12 @@ def anthropic_messages(results: Sequence[str]) -> list[dict[str, Any]]:
 
 def anthropic_keepalive_socket_options() -> list[tuple[int, int, int]]:
     """The TCP keep-alive options ``anthropic.DefaultHttpxClient`` sets on its own transport
-    (passing ``transport=`` skips them): the anthropic integration's own list."""
-    from budgetware.integrations.anthropic import _keepalive_socket_options
-
-    return _keepalive_socket_options()
+    (passing ``transport=`` skips them), as its ``_base_client`` lists them."""
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPINTVL", 60), ("TCP_KEEPCNT", 5), ("TCP_KEEPIDLE", 60)):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
 
 
 def _anthropic_text(message: Any) -> str:

@@ -193,8 +193,8 @@ class TestServer:
             for _ in range(3):
                 reply = client.post(f"{fp.url}/v2/chat", json={"model": "m", "messages": []})
                 assert reply.status_code == 200
-            server = fp._server
-            assert server is not None
+            assert fp._serving is not None
+            server = fp._serving[0]
             with server.conn_lock:
                 connections = list(server.connections)
             assert len(connections) == 1  # the three requests shared one connection
