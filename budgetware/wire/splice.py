@@ -22,8 +22,6 @@ __all__ = [
 # The structural bytes; scalars and whitespace are skipped by the search itself.
 _NEXT = re.compile(rb'[{}\[\],:"]')
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-# Below this length a regex match is as cheap as predicting the token's bytes.
-_PREDICT_MIN = 256
 
 _QUOTE, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _COLON, _COMMA, _BACKSLASH = b'"{}[]:,\\'
 
@@ -54,38 +52,32 @@ def _child(container: object, key: str | int | None) -> object:
 
 def _string_end(body: bytes, start: int, value: object) -> int:
     """One past the closing quote of the string token opening at ``start``: walked quote to
-    quote when it has few escaped quotes; a long string whose ``value`` is known is compared
-    with its likely encodings; else scanned."""
-    end = _after_quotes(body, start)
-    if end is not None:
-        return end
-    if isinstance(value, str) and len(value) >= _PREDICT_MIN:
-        raw = encode_string(value, ascii_only=False)
-        if body.startswith(raw, start):
-            return start + len(raw)
-        if not value.isascii():
-            escaped = encode_string(value, ascii_only=True)
-            if body.startswith(escaped, start):
-                return start + len(escaped)
-    token = _STRING.match(body, start)
-    if token is None:
+    quote while that costs less than encoding the known ``value`` (one escaped quote per KiB
+    characters), then compared with its two likely encodings; scanned when unknown."""
+    if isinstance(value, str):
+        end = _after_quotes(body, start, len(value) // 1024)
+        if end is not None:
+            return end
+        for ascii_only in (False, True):
+            token = encode_string(value, ascii_only=ascii_only)
+            if body.startswith(token, start):
+                return start + len(token)
+    scanned = _STRING.match(body, start)
+    if scanned is None:
         raise SpliceError("unterminated string")
-    return token.end()
+    return scanned.end()
 
 
-# Escaped quotes walked past at most, and backslashes counted before one, before
-# _string_end compares or scans instead.
-_WALKED_QUOTES = 4096
+# Backslashes counted before a quote at most, before _string_end compares instead.
 _BACKSLASH_RUN = 64
 
 
-def _after_quotes(body: bytes, start: int) -> int | None:
+def _after_quotes(body: bytes, start: int, escaped: int) -> int | None:
     """One past the first quote after ``start`` that no backslash escapes (an odd run of
-    backslashes before a quote escapes it), or None after too many escaped ones."""
-    find = body.find
+    backslashes before a quote escapes it), or None past ``escaped`` escaped ones."""
     position = start + 1
-    for _ in range(_WALKED_QUOTES):
-        quote = find(b'"', position)
+    for _ in range(escaped + 1):
+        quote = body.find(b'"', position)
         if quote < 0:
             return None
         run = quote - 1
