@@ -17,16 +17,9 @@ from budgetware.core.config import (
     warn_setting_once,
 )
 from budgetware.core.jsonio import loads
-from budgetware.wire.formats import (
-    anthropic_messages,
-    bedrock_converse,
-    cohere_v2,
-    gemini,
-    ollama_chat,
-    openai_chat,
-    openai_responses,
-)
+from budgetware.wire.formats import anthropic_messages, bedrock_converse, gemini, openai_responses
 from budgetware.wire.formats.base import Batch, Found, JsonPath, WireFormat
+from budgetware.wire.formats.chat import COHERE_V2, OLLAMA_CHAT, OPENAI_CHAT
 
 __all__ = [
     "FORMATS",
@@ -45,12 +38,12 @@ __all__ = [
 
 # Path order matters only where suffixes overlap: none of these do.
 FORMATS: tuple[WireFormat, ...] = (
-    openai_chat.FORMAT,
+    OPENAI_CHAT,
     openai_responses.FORMAT,
     anthropic_messages.FORMAT,
     gemini.FORMAT,
-    ollama_chat.FORMAT,
-    cohere_v2.FORMAT,
+    OLLAMA_CHAT,
+    COHERE_V2,
     bedrock_converse.FORMAT,
 )
 
@@ -63,7 +56,7 @@ _SNIFF_ORDER: tuple[WireFormat, ...] = (
     anthropic_messages.FORMAT,
     bedrock_converse.FORMAT,
     gemini.FORMAT,
-    openai_chat.FORMAT,
+    OPENAI_CHAT,
 )
 
 

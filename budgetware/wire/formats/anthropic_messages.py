@@ -11,6 +11,7 @@ from budgetware.wire.formats.base import (
     Found,
     collect_text_parts,
     has_content_block,
+    text_block,
     text_of,
 )
 
@@ -22,10 +23,6 @@ _ELSEWHERE = re.compile(
     r"(?:/publishers/anthropic/models/[^/]+:(?:stream)?[rR]awPredict"
     r"|/model/[^/]*anthropic[^/]*/invoke(?:-with-response-stream)?)\Z"
 )
-
-
-def _text_block(block: Mapping[str, Any]) -> str | None:
-    return "text" if block.get("type") == "text" else None
 
 
 class AnthropicMessages:
@@ -72,7 +69,7 @@ class AnthropicMessages:
                     found,
                     block.get("content"),
                     ("messages", index, "content", position, "content"),
-                    is_text=_text_block,
+                    is_text=text_block,
                 )
                 batch.append(found)
             if any(found.slots for found in batch):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,8 +13,10 @@ __all__ = [
     "Found",
     "JsonPath",
     "WireFormat",
-    "chat_tool_batches",
     "collect_text_parts",
+    "has_content_block",
+    "text_block",
+    "text_of",
 ]
 
 # Where a value lives in the decoded body: object keys and array indexes from the root.
@@ -117,60 +119,6 @@ def collect_text_parts(
             found.parts.append(part)
 
 
-def _text_type(part: Mapping[str, Any]) -> str | None:
+def text_block(part: Mapping[str, Any]) -> str | None:
+    """``"text"`` for a ``{"type": "text"}`` part: where its text is."""
     return "text" if part.get("type") == "text" else None
-
-
-def chat_tool_batches(
-    messages: object,
-    *,
-    tool_roles: Iterable[str] = ("tool",),
-    is_text: Callable[[Mapping[str, Any]], str | None] = _text_type,
-    media_keys: Iterable[str] = (),
-) -> list[Batch]:
-    """Batches of a chat-style ``messages`` list: runs of consecutive tool messages, named by
-    their own ``tool_name`` / ``name`` or the assistant's matching call."""
-    if not isinstance(messages, list):
-        return []
-    roles = frozenset(tool_roles)
-    media = tuple(media_keys)
-    names: dict[str, str] = {}
-    batches: list[Batch] = []
-    run: Batch | None = None
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            run = None
-            continue
-        role = message.get("role")
-        if role not in roles:
-            run = None
-            if role == "assistant":
-                _remember_call_names(message.get("tool_calls"), names)
-            continue
-        call_id = text_of(message.get("tool_call_id"))
-        name = text_of(message.get("tool_name")) or text_of(message.get("name"))
-        if name is None and call_id is not None:
-            name = names.get(call_id)
-        found = Found(call_id=call_id, tool_name=name)
-        collect_text_parts(
-            found, message.get("content"), ("messages", index, "content"), is_text=is_text
-        )
-        found.parts.extend(message[key] for key in media if key in message)
-        if run is None:
-            run = []
-            batches.append(run)
-        run.append(found)
-    return [batch for batch in batches if any(found.slots for found in batch)]
-
-
-def _remember_call_names(calls: object, names: dict[str, str]) -> None:
-    if not isinstance(calls, list):
-        return
-    for call in calls:
-        if not isinstance(call, dict):
-            continue
-        call_id = text_of(call.get("id"))
-        spec = call.get("function") or call.get("custom")
-        name = text_of(spec.get("name")) if isinstance(spec, dict) else None
-        if call_id is not None and name is not None:
-            names[call_id] = name
