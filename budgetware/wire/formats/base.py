@@ -13,6 +13,7 @@ __all__ = [
     "Found",
     "JsonPath",
     "WireFormat",
+    "block_batches",
     "collect_text_parts",
     "has_content_block",
     "text_block",
@@ -122,3 +123,42 @@ def collect_text_parts(
 def text_block(part: Mapping[str, Any]) -> str | None:
     """``"text"`` for a ``{"type": "text"}`` part: where its text is."""
     return "text" if part.get("type") == "text" else None
+
+
+def block_batches(
+    messages: object,
+    call_of: Callable[[dict[str, Any]], tuple[object, object] | None],
+    result_of: Callable[[dict[str, Any]], tuple[object, object, JsonPath] | None],
+    is_text: Callable[[Mapping[str, Any]], str | None],
+) -> list[Batch]:
+    """Batches of messages whose content is a list of blocks: one per message, its tool
+    results (``result_of`` a block: the call id, the content and the path to it from the
+    block), named by the calls before them (``call_of`` a block: its id and name)."""
+    if not isinstance(messages, list):
+        return []
+    names: dict[str, str] = {}
+    batches: list[Batch] = []
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        batch: Batch = []
+        for position, block in enumerate(content):
+            if not isinstance(block, dict):
+                continue
+            call = call_of(block)
+            if call is not None:
+                call_id, name = text_of(call[0]), text_of(call[1])
+                if call_id is not None and name is not None:
+                    names[call_id] = name
+            result = result_of(block)
+            if result is None:
+                continue
+            call_id = text_of(result[0])
+            found = Found(call_id=call_id, tool_name=names.get(call_id or ""))
+            path = ("messages", index, "content", position, *result[2])
+            collect_text_parts(found, result[1], path, is_text=is_text)
+            batch.append(found)
+        if any(found.slots for found in batch):
+            batches.append(batch)
+    return batches
