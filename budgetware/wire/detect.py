@@ -47,6 +47,8 @@ FORMATS: tuple[WireFormat, ...] = (
     bedrock_converse.FORMAT,
 )
 
+_BY_NAME = {fmt.name: fmt for fmt in FORMATS}
+
 # Never tool-result carriers (Ollama's /api/generate joins everything into one prompt).
 PASS_THROUGH_PATHS = ("/api/generate", "/embeddings", "/api/embed", "/api/embeddings")
 
@@ -128,9 +130,6 @@ def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat |
     return fmt
 
 
-_BY_NAME: dict[str, WireFormat] = {}
-
-
 def _declared(
     netloc: str, path: str, endpoints: tuple[tuple[str, str], ...]
 ) -> tuple[bool, WireFormat | None]:
@@ -142,14 +141,8 @@ def _declared(
             continue
         if path_re is not None and not path_re.match(path):
             continue
-        return True, (None if name == NO_FORMAT else _format_named(name))
+        return True, (None if name == NO_FORMAT else _BY_NAME[name])
     return False, None
-
-
-def _format_named(name: str) -> WireFormat:
-    if not _BY_NAME:
-        _BY_NAME.update({fmt.name: fmt for fmt in FORMATS})
-    return _BY_NAME[name]
 
 
 _Rule = tuple["re.Pattern[str] | None", "re.Pattern[str] | None", str]
@@ -170,7 +163,9 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
         else:
             host_glob, slash, rest = text.partition("/")
             path_glob = slash + rest
-        host_re = re.compile(_host_glob(host_glob.lower())) if host_glob else None
+        # Brackets in a host are literal (``[::1]:8000``): ``[[]`` is fnmatch's own ``[``.
+        host = fnmatch.translate(host_glob.lower().replace("[", "[[]"))
+        host_re = re.compile(host) if host_glob else None
         whole_host = host_glob and path_glob in ("/", "/*")
         path_re = (
             re.compile(fnmatch.translate(path_glob.rstrip("/") or "/"))
@@ -179,16 +174,6 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
         )
         rules.append((host_re, path_re, name))
     return rules
-
-
-def _host_glob(glob: str) -> str:
-    """A regular expression for a host glob: ``*`` and ``?`` wildcards, all else literal
-    (brackets too, as in ``[::1]:8000``)."""
-    return (
-        "(?s:"
-        + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
-        + r")\Z"
-    )
 
 
 _ENDPOINTS_VARIABLE = variable_of("endpoints")

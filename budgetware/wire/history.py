@@ -8,11 +8,11 @@ two steps in any process.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -29,7 +29,6 @@ from budgetware.core.observe import HistoryReport
 from budgetware.wire.formats.base import Batch, JsonPath
 
 __all__ = [
-    "CONTEXT_MANAGEMENT",
     "history_budget",
     "input_window",
     "mask_history",
@@ -277,22 +276,12 @@ def input_window(model: str) -> int | None:
     return None
 
 
-_WINDOWS: dict[str, int] | None = None
-_WINDOWS_LOCK = threading.Lock()
 _MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
+@functools.cache
 def _windows() -> dict[str, int]:
     """Every chat model's ``max_input_tokens`` from litellm's map, read once per process."""
-    global _WINDOWS
-    if _WINDOWS is None:
-        with _WINDOWS_LOCK:
-            if _WINDOWS is None:
-                _WINDOWS = _read_windows()
-    return _WINDOWS
-
-
-def _read_windows() -> dict[str, int]:
     try:
         spec = importlib.util.find_spec("litellm")
     except (ImportError, ValueError):
@@ -317,14 +306,8 @@ def _read_windows() -> dict[str, int]:
     return {}
 
 
-_WARNED: set[str | None] = set()
-
-
+@functools.lru_cache(maxsize=1024)  # once per model
 def _warn_unknown(model: str | None) -> None:
-    if model in _WARNED:
-        return
-    if len(_WARNED) < 1024:
-        _WARNED.add(model)
     where = (
         "litellm's model map" if _windows() else "litellm's model map (litellm is not installed)"
     )

@@ -238,7 +238,7 @@ def value_spans(
 ) -> tuple[dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, bool]]]:
     """The byte span of the value at each wanted path, and for each object in
     ``object_ends`` the offset of its closing brace and whether it is empty (``root``: the
-    value ``body`` decodes to, as for ``locate``)."""
+    value ``body`` decodes to)."""
     prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
     spans: dict[JsonPath, tuple[int, int]] = {}
     ends: dict[JsonPath, tuple[int, bool]] = {}
