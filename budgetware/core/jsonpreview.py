@@ -514,11 +514,7 @@ class _Fitter:
         if count == 0:
             return None
         kept = keys[:count]
-        omitted = len(keys) - count
-        marker = (
-            _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
-        )
-        room = budget - (2 + sum(key_sizes[:count]) + (count - 1) + marker)
+        room = budget - skeleton
         values = [obj[k] for k in kept]
         if omitted:
             lengths = [doc.size(v) for v in values]

@@ -454,29 +454,14 @@ _AFTER = (1).__add__
 
 
 class Scanned:
-    """The salient lines of one output (its spans as two arrays), as ``scan`` returns them.
-
-    Called with ``(start, end)``, the spans wholly inside that range, as ``salient_spans``
-    would give them; ``distinct`` gives a bounded selection without a list of every span.
-    """
+    """The salient lines of one output (its spans as two arrays), as ``scan`` returns them:
+    ``distinct`` gives a bounded selection of them without a list of every span."""
 
     __slots__ = ("ends", "starts")
 
     def __init__(self, starts: array[int], ends: array[int]) -> None:
         self.starts = starts
         self.ends = ends
-
-    def _range(self, start: int, end: int) -> tuple[int, int]:
-        first = bisect.bisect_left(self.starts, start)
-        last = bisect.bisect_left(self.ends, end)  # ends ascend too: lines do not overlap
-        return first, max(first, last)
-
-    def __call__(self, start: int, end: int) -> list[tuple[int, int]]:
-        first, last = self._range(start, end)
-        return list(zip(self.starts[first:last], self.ends[first:last]))
-
-    def __len__(self) -> int:
-        return len(self.starts)
 
     def distinct(self, text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
         """Spans inside ``[start, end)`` of distinct lines (their text without trailing
@@ -487,8 +472,9 @@ class Scanned:
         The walk from the start stops once it has ``limit`` lines, the walk from the end
         where that one stopped, so a log of a million distinct errors is not read whole.
         """
-        first, last = self._range(start, end)
         starts, ends = self.starts, self.ends
+        first = bisect.bisect_left(starts, start)
+        last = max(first, bisect.bisect_left(ends, end))  # ends ascend: lines do not overlap
         seen: dict[str, int] = {}  # each line kept: its index
         at = first
         while at < last and len(seen) < limit:
@@ -512,8 +498,7 @@ class Scanned:
 
 def scan(text: str, pattern: SalientPattern) -> Scanned:
     """The salient lines of all of ``text`` (up to ``SCAN_LIMIT``: half from each end), as a
-    ``Scanned``: the spans wholly inside a range, as ``salient_spans`` would give them, or a
-    bounded choice of distinct ones."""
+    ``Scanned``: a bounded choice of distinct ones in any range."""
     if len(text) <= SCAN_LIMIT:
         return Scanned(*_span_arrays(text, 0, len(text), pattern))
     half = SCAN_LIMIT // 2

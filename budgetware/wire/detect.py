@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import re
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -101,13 +102,8 @@ def read_body_as(
     return found, (decoded, batches)
 
 
-class _Sniff:
-    """Stands for "an unknown endpoint whose body shape decides" (opt-in)."""
-
-    name = "sniff"
-
-
-SNIFF: Any = _Sniff()
+# Stands for "an unknown endpoint whose body shape decides" (opt-in).
+SNIFF: Any = SimpleNamespace(name="sniff")
 
 
 def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat | None:

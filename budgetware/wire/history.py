@@ -14,6 +14,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -91,19 +92,17 @@ def _position(batch: Batch) -> tuple[str | int, ...]:
     return ()
 
 
+@dataclass(slots=True)
 class _Stub:
     """What a masked result becomes: its stub with the references expected, counted as the
     longer of that and the stub that names none (if the store then fails)."""
 
-    __slots__ = ("chars", "counted", "refs", "size", "text", "whole")
-
-    def __init__(self, size: int, chars: int, refs: tuple[str, ...], whole: WholeOutput | None):
-        self.size = size
-        self.chars = chars
-        self.refs = refs
-        self.whole = whole
-        self.text = ""
-        self.counted = 0
+    size: int
+    chars: int
+    refs: tuple[str, ...]
+    whole: WholeOutput | None
+    text: str = ""
+    counted: int = 0
 
 
 class _Stubs:
