@@ -243,9 +243,7 @@ def bound_batches(
                 for index, (found, entry) in enumerate(zip(batch, entries)):
                     if any(new is not old for new, old in zip(entry.slots, found.slots)):
                         batch_sizes[index] = _measure(entry.slots, config.unit)
-            report = mask_history(
-                url, body, all_batches, as_sent, sizes, config, partial(store_for_config, config)
-            )
+            report = mask_history(url, body, all_batches, as_sent, sizes, config)
             if report is not None:
                 changes.update(report[1])
                 if seen is not None:

@@ -13,7 +13,7 @@ import importlib.util
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -27,6 +27,7 @@ from budgetware.core.measure import BYTES_PER_TOKEN, measure
 from budgetware.core.models import ToolResult
 from budgetware.core.notice import is_masked
 from budgetware.core.observe import HistoryReport
+from budgetware.store.select import store_for_config
 from budgetware.wire.formats.base import Batch, JsonPath
 
 __all__ = [
@@ -53,12 +54,10 @@ def mask_history(
     sent: Sequence[Sequence[ToolResult]],
     sizes: Sequence[Sequence[int]],
     config: BudgetConfig,
-    store: Callable[[], ArtifactStore | None],
 ) -> tuple[HistoryReport, Changes] | None:
     """What the history pass does to a request: its report, and the slots it masks, by path
     (old, new); None when the history has no budget. ``sent`` is each batch's results as the
-    per-batch finalizer leaves them, ``sizes`` their sizes in the unit; ``store`` gives the
-    store when a stub needs one."""
+    per-batch finalizer leaves them, ``sizes`` their sizes in the unit."""
     if config.history_budget is None:
         return None
     total = sum(map(sum, sizes))
@@ -79,7 +78,7 @@ def mask_history(
         ]
         for b in order
     ]
-    stubs = _Stubs(batches, sent, results, order, config, store)
+    stubs = _Stubs(batches, sent, results, order, config, store_for_config(config))
     decided = replay(results, budget, config.history_keep_batches, config.history_step, stubs.size)
     return stubs.apply(decided, budget)
 
@@ -115,16 +114,14 @@ class _Stubs:
         results: Sequence[Sequence[Result]],
         order: list[int],
         config: BudgetConfig,
-        store: Callable[[], ArtifactStore | None],
+        store: ArtifactStore | None,
     ) -> None:
         self.batches = batches
         self.sent = sent
         self.results = results
         self.order = order
         self.config = config
-        self.get_store = store
-        self.store: ArtifactStore | None = None
-        self.store_asked = False
+        self.store = store
         self.wording = preview_options(config).wording
         self.made: dict[tuple[int, int], _Stub] = {}
 
@@ -147,12 +144,9 @@ class _Stubs:
             size = sum(measure(slot, unit) for slot in found.slots)
         else:  # sent whole: its size is known
             size = self.results[b][i].size
-            if self.config.persist:
-                if not self.store_asked:
-                    self.store, self.store_asked = self.get_store(), True
-                if self.store is not None:
-                    whole = WholeOutput(entry, self.store)
-                    refs = whole.expected
+            if self.store is not None:
+                whole = WholeOutput(entry, self.store)
+                refs = whole.expected
         stub = _Stub(size, sum(map(len, found.slots)), refs, whole)  # as the agent sent it
         stub.counted = measure(self.text(stub, ()), unit)
         if refs:
