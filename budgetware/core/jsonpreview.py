@@ -465,11 +465,8 @@ class _Fitter:
             return None
         whole = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
         picked = [(i, v, m) for i, (v, m) in chosen.items() if front <= i < n - back]
-        while True:
-            result = self._gapped(sorted(whole + picked), n)
-            if result[1] <= budget or not picked:
-                return result if result[1] <= budget else None
-            del picked[-1]  # pragma: no cover - the share counts a marker for every pick
+        result = self._gapped(sorted(whole + picked), n)  # the share counted every marker
+        return result if result[1] <= budget else None
 
     def _gapped(self, kept: list[tuple[int, Any, int]], n: int) -> _Fit:
         """The kept ``(index, value, marker bytes)`` in order, with a marker element for

@@ -250,11 +250,8 @@ def value_spans(
         # A value starts at pos, at path ``current``.
         char = body[pos]
         if char in (_LBRACE, _LBRACKET):
-            if current not in prefixes:
-                end = _skip_container(body, pos)
-                if current in wanted:  # pragma: no cover - wanted paths are prefixes
-                    spans[current] = (pos, end)
-                pos = end
+            if current not in prefixes:  # nor wanted: wanted paths are prefixes
+                pos = _skip_container(body, pos)
             else:
                 is_object = char == _LBRACE
                 container = _child(stack[-1][4], current[-1]) if stack else root

@@ -75,14 +75,18 @@ class WireFormat(Protocol):
 
 
 def has_content_block(
-    body: Mapping[str, Any], is_wanted: Callable[[dict[str, Any]], bool]
+    body: Mapping[str, Any],
+    is_wanted: Callable[[dict[str, Any]], bool],
+    messages_key: str = "messages",
+    content_key: str = "content",
 ) -> bool:
-    """Whether any message of ``body["messages"]`` has a content block ``is_wanted`` accepts."""
-    messages = body.get("messages")
+    """Whether any message of ``body["messages"]`` has a content block ``is_wanted`` accepts
+    (Gemini's: any content of ``body["contents"]`` a part, in its ``parts``)."""
+    messages = body.get(messages_key)
     if not isinstance(messages, list):
         return False
     for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
+        content = message.get(content_key) if isinstance(message, dict) else None
         if isinstance(content, list) and any(
             isinstance(block, dict) and is_wanted(block) for block in content
         ):
