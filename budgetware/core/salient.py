@@ -138,7 +138,7 @@ PIECE_CHARS = 1 << 18
 # number, never a time: the same output always gives the same lines.
 SCAN_LIMIT = 64 * 1024 * 1024
 
-_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_LEADING_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")
 _NUMBERED_REFERENCE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:[1-9]|g<\d)|\(\?\(\d")
 
 
@@ -149,19 +149,12 @@ def _scoped(pattern: str) -> str:
     patterns are combined into one: each keeps its flags to itself this way. The verbose
     flag's comments run to the end of a line, so the group closes on a line of its own.
     """
-    flags = ""
-    rest = pattern
-    while True:
-        found = _LEADING_FLAGS.match(rest)
-        if found is None:
-            break
-        flags += found.group(1)
-        rest = rest[found.end() :]
-    if not flags:
+    found = _LEADING_FLAGS.match(pattern)
+    if found is None:
         return f"(?:{pattern})"
-    flags = "".join(dict.fromkeys(flags))
+    flags = "".join(dict.fromkeys(found.group().replace("(?", "").replace(")", "")))
     close = "\n)" if "x" in flags else ")"
-    return f"(?{flags}:{rest}{close}"
+    return f"(?{flags}:{pattern[found.end() :]}{close}"
 
 
 def check_patterns(patterns: Sequence[str]) -> None:
@@ -226,7 +219,6 @@ def compile_salient(extra: tuple[str, ...] = ()) -> SalientPattern:
     Raises ``ValueError`` for patterns that ``check_patterns`` refuses (configuration
     checks them where it is set up).
     """
-    extra = tuple(extra)
     check_patterns(extra)
     return SalientPattern(
         regex=_combine(DEFAULT_SALIENT_PATTERNS + extra, False),
