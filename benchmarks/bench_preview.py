@@ -42,7 +42,7 @@ import orjson
 from _harness import print_table
 
 from budgetware.core import finalize as finalize_module
-from budgetware.core import salient, tokens
+from budgetware.core import tokens
 from budgetware.core.config import BudgetConfig
 from budgetware.finalizer import fit_text
 from budgetware.wire.body import finalize_body
@@ -466,13 +466,10 @@ def _turns(count: int) -> list[bytes]:
 
 
 def _forget() -> None:
-    """Forget every count, preview and scan, as a new process would start."""
+    """Forget every count and preview, as a new process would start."""
     tokens._COUNTS.clear()
     finalize_module._FITTED.clear()
     finalize_module._fitted_chars = 0
-    with salient._SCANNED_LOCK:
-        salient._SCANNED.clear()
-        salient._scanned_spans = 0
 
 
 def conversation() -> None:

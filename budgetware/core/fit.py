@@ -98,7 +98,11 @@ def fit_text(
 
 
 class SlotPreview:
-    """One slot's text, measured and scanned once, fitted at one or more rooms."""
+    """One slot's text, measured and scanned once, fitted at one or more rooms.
+
+    ``key`` (the text's content address, when the caller has it) names the text in a
+    preview that names no reference, without hashing it again.
+    """
 
     def __init__(
         self,
@@ -112,9 +116,7 @@ class SlotPreview:
         self.unit = unit
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
-        # The text's content address, when the caller has it: shares the salient-line
-        # scan across requests (an output re-sent every turn is scanned once per process).
-        self.key: str | None = None
+        self.key: str | None = None  # set by the finalizer, which hashed the text already
         self._not_json = not self.options.json
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
@@ -262,7 +264,7 @@ class SlotPreview:
         start = len(cut_prefix(text, head_room, unit))
         end = len(text) - len(cut_suffix(text, allocation - head_room, unit))
         if self._scanned is None:
-            self._scanned = scan(text, pattern, self.key)
+            self._scanned = scan(text, pattern)
         distinct = (
             self._scanned.distinct(text, start, end, _SALIENT_CANDIDATES) if start < end else []
         )

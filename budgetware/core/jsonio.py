@@ -123,9 +123,6 @@ class NumberLiteral:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def __repr__(self) -> str:
-        return f"NumberLiteral({self.text!r})"
-
 
 def _literal_type() -> Callable[[str], Any]:
     return _orjson.Fragment if _orjson is not None else NumberLiteral
@@ -140,6 +137,7 @@ def loads_literal(text: str) -> Any:
 
 # Inside strings only spaces can be raw: tabs and line breaks there are escaped.
 _JSON_SPACE = b" \t\n\r"
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def loads_spelled(text: str) -> tuple[Any, int] | None:
@@ -167,23 +165,13 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     return value, len(out)
 
 
-def dumps_literal(value: Any, *, ascii_only: bool = False) -> bytes:
-    """Compact UTF-8 JSON of a value from ``loads_literal``, each number as it was read;
-    ``ascii_only`` escapes non-ASCII. ``TypeError`` for a value it cannot write."""
+def dumps_literal(value: Any) -> bytes:
+    """Compact UTF-8 JSON of a value from ``loads_literal``, each number as it was read.
+    ``TypeError`` for a value it cannot write."""
     if _orjson is not None:
         out: bytes = _orjson.dumps(value)
-    else:
-        parts: list[str] = []
-        _write_literal(value, parts)
-        out = "".join(parts).encode("utf-8", "backslashreplace_json")
-    if ascii_only and not out.isascii():
-        # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
-        text = out.decode("utf-8", "surrogatepass")
-        return _NON_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], text).encode("ascii")
-    return out
-
-
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+        return out
+    return _dumps_numbers(value)
 
 
 def compact_literal(text: bytes | str) -> bytes:
@@ -196,17 +184,16 @@ def compact_literal(text: bytes | str) -> bytes:
         return dumps_literal(loads_literal(text))
     except TypeError:
         # orjson refuses a lone surrogate: the standard-library writer escapes it.
-        parts: list[str] = []
-        _write_literal(
-            json.loads(
-                text,
-                parse_float=NumberLiteral,
-                parse_int=NumberLiteral,
-                parse_constant=NumberLiteral,
-            ),
-            parts,
+        literal = NumberLiteral
+        return _dumps_numbers(
+            json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
         )
-        return "".join(parts).encode("utf-8", "backslashreplace_json")
+
+
+def _dumps_numbers(value: Any) -> bytes:
+    parts: list[str] = []
+    _write_literal(value, parts)
+    return "".join(parts).encode("utf-8", "backslashreplace_json")
 
 
 _encode_str = json.encoder.encode_basestring

@@ -297,23 +297,20 @@ _ELEMENTS_CHECKED = 1_000
 
 def _salient_element(value: Any, pattern: SalientPattern) -> bool:
     """Whether a JSON value carries an error or a failure: a string in it holds a line the
-    salient-line ``pattern`` matches, or (with the default patterns) is a failure status
-    such as ``"failed"``, or a member named ``error``, ``exception``, ``failures``, ...
-    holds something (a non-empty string, object or array, or true)."""
-    defaults = pattern.defaults
+    salient-line ``pattern`` matches, or is a failure status such as ``"failed"``, or a
+    member named ``error``, ``exception``, ``failures``, ... holds something (a non-empty
+    string, object or array, or true)."""
     stack = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, str):
-            if _salient_string(node, pattern, defaults):
+            if _salient_string(node, pattern):
                 return True
         elif isinstance(node, dict):
             for key, child in node.items():
                 if (
-                    defaults
-                    and (child is True or (isinstance(child, (str, list, dict)) and child))
-                    and key.lower() in _ERROR_KEYS
-                ):
+                    child is True or (isinstance(child, (str, list, dict)) and child)
+                ) and key.lower() in _ERROR_KEYS:
                     return True
                 stack.append(child)
         elif isinstance(node, list):
@@ -321,8 +318,8 @@ def _salient_element(value: Any, pattern: SalientPattern) -> bool:
     return False
 
 
-def _salient_string(s: str, pattern: SalientPattern, defaults: bool) -> bool:
-    if defaults and len(s) <= _LONGEST_WORD and s.strip().lower() in _FAILURE_WORDS:
+def _salient_string(s: str, pattern: SalientPattern) -> bool:
+    if len(s) <= _LONGEST_WORD and s.strip().lower() in _FAILURE_WORDS:
         return True
     # One search finds a candidate line; the scan confirms it, each line matched alone.
     if pattern.regex.search("\n" + s) is None:
@@ -468,11 +465,8 @@ class _Fitter:
             return None
         whole = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
         picked = [(i, v, m) for i, (v, m) in chosen.items() if front <= i < n - back]
-        while True:
-            result = self._gapped(sorted(whole + picked), n)
-            if result[1] <= budget or not picked:
-                return result if result[1] <= budget else None
-            del picked[-1]  # pragma: no cover - the share counts a marker for every pick
+        result = self._gapped(sorted(whole + picked), n)  # the share counted every marker
+        return result if result[1] <= budget else None
 
     def _gapped(self, kept: list[tuple[int, Any, int]], n: int) -> _Fit:
         """The kept ``(index, value, marker bytes)`` in order, with a marker element for
@@ -517,11 +511,7 @@ class _Fitter:
         if count == 0:
             return None
         kept = keys[:count]
-        omitted = len(keys) - count
-        marker = (
-            _size(marker_key) + 1 + _size(words.json_keys_omitted(omitted)) + 1 if omitted else 0
-        )
-        room = budget - (2 + sum(key_sizes[:count]) + (count - 1) + marker)
+        room = budget - skeleton
         values = [obj[k] for k in kept]
         if omitted:
             lengths = [doc.size(v) for v in values]

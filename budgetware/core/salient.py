@@ -16,13 +16,11 @@ import bisect
 import functools
 import re
 import sys
-import threading
 import warnings
 from array import array
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from itertools import compress, islice, repeat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import compress, repeat
 
 from budgetware.core.gil import give_way
 from budgetware.core.regexcost import regex_problem
@@ -100,39 +98,29 @@ DEFAULT_SALIENT_PATTERNS: tuple[str, ...] = (
 
 # Every line a default pattern matches holds one of these words (case as written), and
 # the scan checks only the lines that hold one; a test matches each default pattern against
-# generated lines and holds the lists complete. Each word is found one of three ways:
-#
-# - words the patterns need only at a line start, after its indentation (``E  `` of
-#   ``E {2,}\S``, ``panic:``, ``goroutine 1 [running]``): one ``re`` search of line starts;
-_AT_LINE_START: tuple[str, ...] = (
-    "E  ",
-    "panic",
-    "goroutine ",
-    "Traceback (most recent call last)",
-    "Uncaught",
-    "Unhandled",
-    "Caused by: ",
-    "Segmentation fault",
-    "Killed",
-    "Aborted",
-    "undefined reference to",
-    "failures:",
-)
-# - words made of characters common in any text: one ``re`` search keyed on their ``o``
-#   (the engine leaves its tight loop only where an ``o`` is);
-_O_WORDS: tuple[str, ...] = (
-    "rror",  # error, Error, AssertionError, collect2: error, Bus error, npm error, rror:
-    "xception",  # Exception, exception (During handling, The above exception)
-    "tion:",
-    "not found",
-    "No such file",
-    "Permission denied",
-)
-# - the others by a character of theirs that is rare in logs: ``str.find`` of one character
-#   is a memchr, so a piece without it costs next to nothing; each occurrence is tried in
-#   Python, and one found denser than ``_SPARSE`` leaves the rest of its piece to a search.
-_FOLLOWED: dict[str, tuple[str, ...]] = {
-    "R": ("ERROR", "ERR!", "CRITICAL", "SEVERE", "EMERG", "ALERT"),  # ERRORS, [ERROR], npm ERR!
+# generated lines and holds the lists complete. The words are grouped by a character each
+# of them holds, rare in logs where it can be (``_follow``); those of the newline are
+# found only at a line start, after its indentation (``E  `` of ``E {2,}\S``, ``panic:``),
+# those of ``o`` (characters common in any text) by a search of each piece.
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "\n": (
+        "E  ",
+        "panic",
+        "goroutine ",
+        "Traceback (most recent call last)",
+        "Uncaught",
+        "Unhandled",
+        "Caused by: ",
+        "Segmentation fault",
+        "Killed",
+        "Aborted",
+        "undefined reference to",
+        "failures:",
+    ),
+    # error, Error, AssertionError, collect2: error, Bus error, npm error, rror:; Exception,
+    # exception (During handling, The above exception); words of common characters.
+    "o": ("rror", "xception", "tion:", "not found", "No such file", "Permission denied"),
+    "R": ("ERROR", "ERR!", "CRITICAL", "SEVERE", "EMERG", "ALERT"),  # ERRORS, npm ERR!
     "L": ("FAIL", "FATAL"),  # FAILED, FAILURES, --- FAIL, test result: FAILED
     "C": ("PANIC",),
     "f": ("fatal", "failed"),
@@ -143,7 +131,6 @@ _FOLLOWED: dict[str, tuple[str, ...]] = {
     "✗": ("✗ ",),
     "×": ("× ",),
 }
-_ANCHORS = _AT_LINE_START + _O_WORDS + tuple(w for words in _FOLLOWED.values() for w in words)
 
 # The scan reads lines in pieces of about this many characters, each ending at a newline.
 PIECE_CHARS = 1 << 18
@@ -151,7 +138,7 @@ PIECE_CHARS = 1 << 18
 # number, never a time: the same output always gives the same lines.
 SCAN_LIMIT = 64 * 1024 * 1024
 
-_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_LEADING_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")
 _NUMBERED_REFERENCE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:[1-9]|g<\d)|\(\?\(\d")
 
 
@@ -162,19 +149,12 @@ def _scoped(pattern: str) -> str:
     patterns are combined into one: each keeps its flags to itself this way. The verbose
     flag's comments run to the end of a line, so the group closes on a line of its own.
     """
-    flags = ""
-    rest = pattern
-    while True:
-        found = _LEADING_FLAGS.match(rest)
-        if found is None:
-            break
-        flags += found.group(1)
-        rest = rest[found.end() :]
-    if not flags:
+    found = _LEADING_FLAGS.match(pattern)
+    if found is None:
         return f"(?:{pattern})"
-    flags = "".join(dict.fromkeys(flags))
+    flags = "".join(dict.fromkeys(found.group().replace("(?", "").replace(")", "")))
     close = "\n)" if "x" in flags else ")"
-    return f"(?{flags}:{rest}{close}"
+    return f"(?{flags}:{pattern[found.end() :]}{close}"
 
 
 def check_patterns(patterns: Sequence[str]) -> None:
@@ -225,40 +205,31 @@ class SalientPattern:
 
     ``regex`` is the truth: a line is salient when it matches that line alone. ``extra``
     matches the user's patterns alone (the scan's candidates for them), None when
-    there are none; ``defaults`` whether the default patterns are part of ``regex``;
-    ``name`` identifies the patterns (cache keys).
+    there are none.
     """
 
     regex: re.Pattern[str]
     extra: re.Pattern[str] | None
-    defaults: bool
-    name: tuple[object, ...] = field(default=())
 
 
 @functools.lru_cache(maxsize=32)
-def compile_salient(extra: tuple[str, ...] = (), defaults: bool = True) -> SalientPattern | None:
-    """The default salient-line patterns plus ``extra`` ones, or None if there are none.
+def compile_salient(extra: tuple[str, ...] = ()) -> SalientPattern:
+    """The default salient-line patterns plus ``extra`` ones.
 
     Raises ``ValueError`` for patterns that ``check_patterns`` refuses (configuration
     checks them where it is set up).
     """
-    extra = tuple(extra)
-    if not extra and not defaults:
-        return None
     check_patterns(extra)
-    patterns = (DEFAULT_SALIENT_PATTERNS if defaults else ()) + extra
     return SalientPattern(
-        regex=_combine(patterns, False),
+        regex=_combine(DEFAULT_SALIENT_PATTERNS + extra, False),
         extra=_combine(extra, False) if extra else None,
-        defaults=defaults,
-        name=(defaults, extra),
     )
 
 
 # -- finding the lines ----------------------------------------------------------------------
 
 
-# The most spans one scan returns: the first half and the last half of them (a log whose
+# The most spans one scan keeps: the first half and the last half of them (a log whose
 # every line is an error keeps memory bounded; a preview shows both ends anyway).
 MAX_SPANS = 1 << 20
 
@@ -271,12 +242,7 @@ def salient_spans(
     ``end`` excludes the newline. Lines are in order; a line cut by either bound is skipped;
     past ``MAX_SPANS`` lines, the first and the last halves of them.
     """
-    return _spans(text, start, end, pattern)
-
-
-def _spans(text: str, start: int, end: int, pattern: SalientPattern) -> list[tuple[int, int]]:
-    starts, ends = _span_arrays(text, start, end, pattern)
-    return list(zip(starts, ends))
+    return list(zip(*_span_arrays(text, start, end, pattern)))
 
 
 def _span_arrays(
@@ -286,24 +252,34 @@ def _span_arrays(
     per line (a log whose every line is an error has a million of them)."""
     start = max(start, 0)
     end = min(end, len(text))
-    spans = _Collected(MAX_SPANS)
+    starts: array[int] = array("q")
+    ends: array[int] = array("q")
     if start >= end or text.find("\n", start, end) == -1:
-        return spans.arrays()  # no line ends inside: none is wholly inside
+        return starts, ends  # no line ends inside: none is wholly inside
     regex = pattern.regex
     if start == 0:
         first = text.find("\n", 0, end)
         if regex.match("\n" + text[:first]):
-            spans.extend((0,), (first,))
+            starts.append(0)
+            ends.append(first)
     for piece_start, piece_end in _pieces(text, start, end):
-        if pattern.defaults:
-            lines = _candidates(text, piece_start, piece_end)
-            if pattern.extra is not None:
-                lines.update(_search(text, piece_start, piece_end, start, pattern.extra))
-            found = sorted(lines)
-        else:
-            found = _search(text, piece_start, piece_end, start, regex)
-        _check(text, found, start, end, regex, spans)
-    return spans.arrays()
+        breaks = _candidates(text, piece_start, piece_end)
+        if pattern.extra is not None:
+            breaks.update(_search(text, piece_start, piece_end, start, pattern.extra))
+        _check(text, sorted(breaks), start, end, regex, starts, ends)
+        if len(starts) > 2 * MAX_SPANS:
+            _trim(starts, ends)  # at twice the bound: a trim is paid once a bound
+    _trim(starts, ends)
+    return starts, ends
+
+
+def _trim(starts: array[int], ends: array[int]) -> None:
+    """Past ``MAX_SPANS`` spans, the first and the last half of them: the middle goes."""
+    half = max(MAX_SPANS // 2, 1)
+    over = len(starts) - 2 * half
+    if over > 0:
+        del starts[half : half + over]
+        del ends[half : half + over]
 
 
 def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -327,7 +303,8 @@ def _pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 def _search(
     text: str, piece_start: int, piece_end: int, start: int, regex: re.Pattern[str]
 ) -> list[int]:
-    """Starts of the lines of one piece where ``regex`` matches within the piece.
+    """The newlines before the lines of one piece where ``regex`` (the user's patterns)
+    matches.
 
     ``endpos`` is the piece's last newline, where ``$`` matches as at the end of the line.
     After a match the search goes on at the end of its line, so every line start is tried.
@@ -341,64 +318,75 @@ def _search(
         hit = search(text, position, stop)
         if hit is None:
             return found
-        line = hit.start() + 1
-        if line >= start:
-            found.append(line)
-        position = find("\n", line, stop)
+        before = hit.start()
+        if before >= start - 1:
+            found.append(before)
+        position = find("\n", before + 1, stop)
         if position == -1:
             return found
 
 
-# A followed character is left to a search for the rest of its piece after this many
-# occurrences that start none of its words, plus one per this many characters of the piece.
-_MISSES = 64
+# A key character is left to a search for the rest of its piece after this many
+# occurrences, plus one per this many characters of the piece.
+_TRIES = 64
 _SPARSE = 2048
 
 
 def _candidates(text: str, piece_start: int, piece_end: int) -> set[int]:
-    """Starts of the lines of ``[piece_start, piece_end)`` that hold an anchor word (none
-    holds a newline, so one that starts in the piece ends in it)."""
+    """The newlines before the lines of ``[piece_start, piece_end)`` that hold an anchor
+    word (-1 before the first line; no word holds a newline, so one that starts in the
+    piece ends in it)."""
     found: set[int] = set()
-    _search_words(text, "\n", _AT_LINE_START, piece_start, piece_end, found)
-    _search_words(text, "o", _O_WORDS, piece_start, piece_end, found)
     ascii_only = text.isascii()  # a flag of the string: no scan
-    find = text.find
-    rfind = text.rfind
-    startswith = text.startswith
-    for key, words in _FOLLOWED.items():
-        if ascii_only and not key.isascii():
-            continue
-        offsets = [(word.index(key), word) for word in words]
-        misses = _MISSES + (piece_end - piece_start) // _SPARSE
-        at = find(key, piece_start, piece_end)
-        while at >= 0:
-            for offset, word in offsets:
-                begin = at - offset
-                if begin >= piece_start and startswith(word, begin):
-                    found.add(rfind("\n", 0, begin) + 1)
-                    at = find("\n", at, piece_end)  # the rest of the line: found
-                    break
-            else:
-                misses -= 1
-                if misses < 0:  # denser than in logs: the rest of the piece by a search
-                    _search_words(text, key, words, at, piece_end, found)
-                    break
-            if at >= 0:
-                at = find(key, at + 1, piece_end)
+    for key, words in _ANCHORS.items():
+        if key in "\no":  # characters of any text: a search of the whole piece
+            _search_words(text, key, words, piece_start, piece_end, found)
+        elif key.isascii() or not ascii_only:
+            _follow(text, key, words, piece_start, piece_end, found)
     return found
+
+
+def _follow(
+    text: str, key: str, words: tuple[str, ...], piece_start: int, piece_end: int, found: set[int]
+) -> None:
+    """Add the lines that hold one of ``words`` by their ``key``, a character rare in logs:
+    ``str.find`` of one character is a memchr, so a piece without it costs next to nothing;
+    each occurrence is tried in Python until they prove denser than in logs, and then the
+    rest of the piece is left to a search."""
+    offsets = [(word.index(key), word) for word in words]
+    left = _TRIES + (piece_end - piece_start) // _SPARSE
+    find, rfind, startswith = text.find, text.rfind, text.startswith
+    at = find(key, piece_start, piece_end)
+    while at >= 0:
+        left -= 1
+        if left < 0:
+            _search_words(text, key, words, at, piece_end, found)
+            return
+        for offset, word in offsets:
+            begin = at - offset
+            if begin >= piece_start and startswith(word, begin):
+                found.add(rfind("\n", 0, begin))
+                at = find("\n", at, piece_end)  # the rest of the line: found
+                break
+        if at >= 0:
+            at = find(key, at + 1, piece_end)
 
 
 def _search_words(
     text: str, key: str, words: tuple[str, ...], position: int, piece_end: int, found: set[int]
 ) -> None:
-    """Add the starts of the lines of ``[position, piece_end)`` that hold one of ``words``
-    (each holds ``key``; the newline: at a line start, after its indentation)."""
+    """Add the newlines before the lines of ``[position, piece_end)`` that hold one of
+    ``words`` (each holds ``key``; the newline's: at a line start, after its indentation).
+    C-level maps: no Python step per line."""
     matches = _keyed(key, words).finditer
     if key == "\n":  # from the newline before the piece's first line (line 0 has none)
-        found.update(match.start() + 1 for match in matches(text, max(position - 1, 0), piece_end))
+        found.update(map(_START, matches(text, max(position - 1, 0), piece_end)))
         return
-    rfind = text.rfind
-    found.update(rfind("\n", 0, match.start()) + 1 for match in matches(text, position, piece_end))
+    at = map(_START, matches(text, position, piece_end))
+    found.update(map(text.rfind, repeat("\n"), repeat(0), at))
+
+
+_START = re.Match.start
 
 
 @functools.lru_cache(maxsize=32)
@@ -423,104 +411,49 @@ _BATCH = 256
 
 def _check(
     text: str,
-    lines: Sequence[int],
+    breaks: Sequence[int],
     start: int,
     end: int,
     regex: re.Pattern[str],
-    spans: _Collected,
+    starts: array[int],
+    ends: array[int],
 ) -> None:
-    """Add the candidates (line starts, in order) whose lines are wholly inside and salient:
-    each line matched alone, from the newline before it to its end. C-level maps and
-    ``compress`` take no Python step per line, ``_BATCH`` lines a call, and make no object
-    per line kept (its start and end go to arrays)."""
-    first = bisect.bisect_left(lines, max(start, 1))  # the first line is checked already
+    """Add the candidates (the newlines before them, in order) whose lines are wholly inside
+    and salient: each line matched alone, from the newline before it to its end. C-level
+    maps and ``compress`` take no Python step per line, ``_BATCH`` lines a call, and make
+    no object per line kept (its start and end go to the arrays)."""
+    first = bisect.bisect_left(breaks, max(start - 1, 0))  # the first line is checked already
     match = regex.match
     find = text.find
-    for at in range(first, len(lines), _BATCH):
-        batch = lines[at : at + _BATCH]
-        ends = list(map(find, repeat("\n"), batch, repeat(end)))
-        whole = ends[-1] >= 0
+    for at in range(first, len(breaks), _BATCH):
+        batch = breaks[at : at + _BATCH]
+        stops = list(map(find, repeat("\n"), map(_AFTER, batch), repeat(end)))
+        whole = stops[-1] >= 0
         if not whole:  # the last lines run past ``end``: not wholly inside
-            cut = ends.index(-1)
-            batch, ends = batch[:cut], ends[:cut]
-        matched = list(map(match, repeat(text), map(_BEFORE, batch), ends))
-        spans.extend(compress(batch, matched), compress(ends, matched))
+            cut = stops.index(-1)
+            batch, stops = batch[:cut], stops[:cut]
+        matched = list(map(match, repeat(text), batch, stops))
+        starts.extend(map(_AFTER, compress(batch, matched)))
+        ends.extend(compress(stops, matched))
         if not whole:
             return
 
 
-_BEFORE = (-1).__add__
+_AFTER = (1).__add__
 
 
-class _Collected:
-    """Spans in order as arrays of starts and ends, the first and the last ``limit // 2``
-    of them past ``limit`` (the last ones trimmed once they are twice that many)."""
-
-    __slots__ = ("_ends", "_half", "_last_ends", "_last_starts", "_starts")
-
-    def __init__(self, limit: int) -> None:
-        self._half = max(limit // 2, 1)
-        self._starts: array[int] = array("q")
-        self._ends: array[int] = array("q")
-        self._last_starts: array[int] = array("q")
-        self._last_ends: array[int] = array("q")
-
-    def extend(self, starts: Iterable[int], ends: Iterable[int]) -> None:
-        """Add spans: ``starts`` and ``ends`` of the same length, in order."""
-        starts, ends = iter(starts), iter(ends)
-        room = self._half - len(self._starts)
-        if room > 0:
-            self._starts.extend(islice(starts, room))
-            self._ends.extend(islice(ends, room))
-        self._last_starts.extend(starts)
-        self._last_ends.extend(ends)
-        over = len(self._last_starts) - 2 * self._half
-        if over > 0:
-            over += self._half  # trimmed to half: the cost of a trim is paid once a half
-            del self._last_starts[:over]
-            del self._last_ends[:over]
-
-    def arrays(self) -> tuple[array[int], array[int]]:
-        """The starts and the ends of the spans kept, in order."""
-        keep = len(self._last_starts) - min(len(self._last_starts), self._half)
-        return (
-            self._starts + self._last_starts[keep:],
-            self._ends + self._last_ends[keep:],
-        )
-
-
-# -- the whole output, once per process -------------------------------------------------
-
-# Spans walked per call while looking for distinct lines (between them the GIL is given
-# away).
-_DISTINCT_BATCH = 4096
-_rstrip = str.rstrip
+# -- the whole output ----------------------------------------------------------------------
 
 
 class Scanned:
-    """The salient lines of one output (its spans as two arrays), as ``scan`` returns them.
-
-    Called with ``(start, end)``, the spans wholly inside that range, as ``salient_spans``
-    would give them; ``distinct`` gives a bounded selection without a list of every span.
-    """
+    """The salient lines of one output (its spans as two arrays), as ``scan`` returns them:
+    ``distinct`` gives a bounded selection of them without a list of every span."""
 
     __slots__ = ("ends", "starts")
 
     def __init__(self, starts: array[int], ends: array[int]) -> None:
         self.starts = starts
         self.ends = ends
-
-    def _range(self, start: int, end: int) -> tuple[int, int]:
-        first = bisect.bisect_left(self.starts, start)
-        last = bisect.bisect_left(self.ends, end)  # ends ascend too: lines do not overlap
-        return first, max(first, last)
-
-    def __call__(self, start: int, end: int) -> list[tuple[int, int]]:
-        first, last = self._range(start, end)
-        return list(zip(self.starts[first:last], self.ends[first:last]))
-
-    def __len__(self) -> int:
-        return len(self.starts)
 
     def distinct(self, text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
         """Spans inside ``[start, end)`` of distinct lines (their text without trailing
@@ -529,101 +462,38 @@ class Scanned:
         occurrence; every distinct line when there are no more than ``2 * limit``.
 
         The walk from the start stops once it has ``limit`` lines, the walk from the end
-        where that one stopped, so a log of a million distinct errors is not read whole;
-        spans are read ``_DISTINCT_BATCH`` at a time, the GIL given away between batches.
+        where that one stopped, so a log of a million distinct errors is not read whole.
         """
-        first, last = self._range(start, end)
-        head: list[int] = []  # indexes of spans, ascending
-        seen: set[str] = set()
-        at = first
-        while at < last and len(head) < limit:
-            stop = min(at + _DISTINCT_BATCH, last)
-            lines = self._lines(text, at, stop)
-            # Each line at its first index in the batch (a dict keeps the last value of a
-            # key: the pairs go in reversed), the lines not in earlier batches.
-            firsts = dict(zip(reversed(lines), range(stop - 1, at - 1, -1)))
-            fresh = sorted(map(firsts.__getitem__, firsts.keys() - seen))
-            head.extend(fresh[: limit - len(head)])
-            seen.update(firsts)
-            at = stop
-            if at < last:
-                give_way()
-        if len(head) < limit:
-            return self._spans_at(head)  # every distinct line of the range
-        # Every line before the last one kept is one of those kept (the walk took each
-        # new line in order): the walk from the end stops there.
-        floor = head[-1] + 1
         starts, ends = self.starts, self.ends
-        seen = {text[starts[i] : ends[i]].rstrip() for i in head}  # the lines kept
-        tail: list[int] = []  # descending
-        stop = last
-        while stop > floor and len(tail) < limit:
-            at = max(stop - _DISTINCT_BATCH, floor)
-            lines = self._lines(text, at, stop)
-            lasts = dict(zip(lines, range(at, stop)))  # each line at its last index
-            fresh = sorted(map(lasts.__getitem__, lasts.keys() - seen), reverse=True)
-            tail.extend(fresh[: limit - len(tail)])
-            seen.update(lasts)
-            stop = at
-            if stop > floor:
-                give_way()
-        tail.reverse()
-        return self._spans_at(head + tail)
-
-    def _lines(self, text: str, at: int, stop: int) -> list[str]:
-        """The text of spans ``at`` to ``stop`` without trailing whitespace."""
-        pieces = map(slice, self.starts[at:stop], self.ends[at:stop])
-        return list(map(_rstrip, map(text.__getitem__, pieces)))
-
-    def _spans_at(self, indexes: list[int]) -> list[tuple[int, int]]:
-        return list(
-            zip(map(self.starts.__getitem__, indexes), map(self.ends.__getitem__, indexes))
-        )
+        first = bisect.bisect_left(starts, start)
+        last = max(first, bisect.bisect_left(ends, end))  # ends ascend: lines do not overlap
+        seen: dict[str, int] = {}  # each line kept: its index
+        at = first
+        while at < last and len(seen) < limit:
+            seen.setdefault(text[starts[at] : ends[at]].rstrip(), at)
+            at += 1
+        kept = list(seen.values())
+        # Every line before the last one kept is one of those kept: the walk from the end
+        # stops there.
+        floor = kept[-1] + 1 if len(kept) == limit else last
+        tail: list[int] = []
+        at = last
+        while at > floor and len(tail) < limit:
+            at -= 1
+            line = text[starts[at] : ends[at]].rstrip()
+            if line not in seen:
+                seen[line] = at
+                tail.append(at)
+        kept += reversed(tail)
+        return [(starts[i], ends[i]) for i in kept]
 
 
-# Scans by content address and patterns: an output re-sent every turn is scanned once per
-# process. Bounded by entries and by the spans they hold.
-_SCANNED: OrderedDict[tuple[object, ...], Scanned] = OrderedDict()
-_SCANNED_MAX_ENTRIES = 256
-_SCANNED_MAX_SPANS = 1 << 20
-_scanned_spans = 0
-_SCANNED_LOCK = threading.Lock()
-
-
-def scan(text: str, pattern: SalientPattern, key: str | None = None) -> Scanned:
-    """The salient lines of all of ``text`` (up to ``SCAN_LIMIT``), as a function of a range.
-
-    The returned ``Scanned`` gives the spans wholly inside ``[start, end)``, as
-    ``salient_spans`` would (or a bounded choice of distinct ones). With ``key`` (the
-    text's content address), the scan is remembered: the same output is scanned once per
-    process.
-    """
-    global _scanned_spans
-    memo = (key, pattern.name) if key is not None else None
-    if memo is not None:
-        with _SCANNED_LOCK:
-            found = _SCANNED.get(memo)
-            if found is not None:
-                _SCANNED.move_to_end(memo)
-                return found
+def scan(text: str, pattern: SalientPattern) -> Scanned:
+    """The salient lines of all of ``text`` (up to ``SCAN_LIMIT``: half from each end), as a
+    ``Scanned``: a bounded choice of distinct ones in any range."""
     if len(text) <= SCAN_LIMIT:
-        starts, ends = _span_arrays(text, 0, len(text), pattern)
-    else:
-        half = SCAN_LIMIT // 2
-        starts, ends = _span_arrays(text, 0, half, pattern)
-        more_starts, more_ends = _span_arrays(text, len(text) - half, len(text), pattern)
-        starts += more_starts
-        ends += more_ends
-    scanned = Scanned(starts, ends)
-    count = len(scanned)
-    if memo is not None and count <= _SCANNED_MAX_SPANS:
-        with _SCANNED_LOCK:
-            while _SCANNED and (
-                len(_SCANNED) >= _SCANNED_MAX_ENTRIES
-                or _scanned_spans + count > _SCANNED_MAX_SPANS
-            ):
-                _, old = _SCANNED.popitem(last=False)
-                _scanned_spans -= len(old)
-            _SCANNED[memo] = scanned
-            _scanned_spans += count
-    return scanned
+        return Scanned(*_span_arrays(text, 0, len(text), pattern))
+    half = SCAN_LIMIT // 2
+    starts, ends = _span_arrays(text, 0, half, pattern)
+    more_starts, more_ends = _span_arrays(text, len(text) - half, len(text), pattern)
+    return Scanned(starts + more_starts, ends + more_ends)

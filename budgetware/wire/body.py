@@ -11,7 +11,6 @@ from typing import Any, cast
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import finalize_batch_written, guard_batch
-from budgetware.core.jsonio import dumps_literal, loads_literal
 from budgetware.core.measure import Unit, measure
 from budgetware.core.models import ToolResult
 from budgetware.core.observe import BatchReport, HistoryReport, RequestReport, count_cut
@@ -26,7 +25,7 @@ from budgetware.wire.detect import (
 )
 from budgetware.wire.history import mask_history, smallest_history_budget
 from budgetware.wire.signing import signed_header_names
-from budgetware.wire.splice import patch_json, replace_values, with_values
+from budgetware.wire.splice import SpliceError, replace_values
 
 __all__ = [
     "bound_batches",
@@ -58,14 +57,7 @@ def finalize_body(
         return body  # None, bytearray, memoryview or str: not ours to rewrite
     if config is None:
         config = resolve_config(lenient=True)  # a setting gone bad never breaks a call
-    threshold = read_threshold(config)
-    if threshold is None or len(body) <= threshold:
-        return body
-    try:
-        return _finalize(url, body, headers, config, None)
-    except Exception:
-        fail_open("bound a request body", config=config)
-        return body
+    return _guarded(url, body, headers, config, None)[0]
 
 
 def observed_finalize_body(
@@ -82,19 +74,28 @@ def observed_finalize_body(
     if config is None:
         config = resolve_config(lenient=True)
     seen = _Seen()
-    error: str | None = None
-    new_body = body
-    threshold = read_threshold(config)
-    if threshold is not None and len(body) > threshold:
-        try:
-            new_body = _finalize(url, body, headers, config, seen)
-        except Exception as exc:
-            error = type(exc).__name__
-            fail_open("bound a request body", config=config)
-            new_body = body
+    new_body, error = _guarded(url, body, headers, config, seen)
     seconds = time.perf_counter() - start
     report = seen.report(url, config, len(body), len(new_body), seconds, error, entry)
     return new_body, report
+
+
+def _guarded(
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str] | None,
+    config: BudgetConfig,
+    seen: _Seen | None,
+) -> tuple[bytes, str | None]:
+    """The body bounded, or unchanged with the name of the error that stopped it."""
+    threshold = read_threshold(config)
+    if threshold is None or len(body) <= threshold:
+        return body, None
+    try:
+        return _finalize(url, body, headers, config, seen), None
+    except Exception as exc:
+        fail_open("bound a request body", config=config)
+        return body, type(exc).__name__
 
 
 def read_threshold(config: BudgetConfig) -> int | None:
@@ -203,9 +204,9 @@ def _finalize(
     if not changes:
         return body
     spliced = replace_values(body, decoded, changes)
-    if spliced is not None:
-        return spliced
-    return _reserialize(body, decoded, changes)
+    if spliced is None:  # every path was read from these bytes: cannot happen
+        raise SpliceError("a changed string has no token in the body")
+    return spliced
 
 
 def bound_batches(
@@ -242,9 +243,7 @@ def bound_batches(
                 for index, (found, entry) in enumerate(zip(batch, entries)):
                     if any(new is not old for new, old in zip(entry.slots, found.slots)):
                         batch_sizes[index] = _measure(entry.slots, config.unit)
-            report = mask_history(
-                url, body, all_batches, as_sent, sizes, config, partial(store_for_config, config)
-            )
+            report = mask_history(url, body, all_batches, as_sent, sizes, config)
             if report is not None:
                 changes.update(report[1])
                 if seen is not None:
@@ -260,21 +259,11 @@ def _measure(slots: Sequence[str], unit: Unit) -> int:
 
 
 def _over_budget(batch: Batch, config: BudgetConfig) -> bool:
-    unit = config.unit
     # A token is at least one UTF-8 byte: within budget in bytes, no need to tokenize.
-    if unit.startswith("tokens:") and not _over_budget_in(
-        batch, config.batch_budget, "utf8_bytes"
-    ):
-        return False
-    return _over_budget_in(batch, config.batch_budget, unit)
-
-
-def _over_budget_in(batch: Batch, budget: int, unit: Unit) -> bool:
-    total = 0
-    for found in batch:
-        for slot in found.slots:
-            total += measure(slot, unit)
-    return total > budget
+    exact = config.unit.startswith("tokens:")
+    units: tuple[Unit, ...] = ("utf8_bytes", config.unit) if exact else (config.unit,)
+    budget = config.batch_budget
+    return all(sum(_measure(found.slots, unit) for found in batch) > budget for unit in units)
 
 
 def _report_batches(
@@ -327,22 +316,6 @@ def _bound(
                 if new is not old and new != old:
                     changes[path] = (kept + old + tail, kept + new + tail)
     return changes
-
-
-def _reserialize(body: bytes, decoded: dict[str, Any], changes: Mapping[JsonPath, Any]) -> bytes:
-    """Last resort when the splicer found no token for a changed string: ``patch_json``, else
-    the whole body written again with every number as spelled."""
-    new = with_values(decoded, {path: value for path, (_old, value) in changes.items()})
-    patched = patch_json(body, decoded, new)
-    if patched is not None:
-        return patched
-    doc = loads_literal(body.decode("utf-8", "surrogatepass"))
-    for path, (_old, value) in changes.items():
-        container: Any = doc
-        for key in path[:-1]:
-            container = container[key]
-        container[path[-1]] = value
-    return dumps_literal(doc, ascii_only=body.isascii())
 
 
 def _warn_signed() -> None:

@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import re
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -17,16 +18,9 @@ from budgetware.core.config import (
     warn_setting_once,
 )
 from budgetware.core.jsonio import loads
-from budgetware.wire.formats import (
-    anthropic_messages,
-    bedrock_converse,
-    cohere_v2,
-    gemini,
-    ollama_chat,
-    openai_chat,
-    openai_responses,
-)
+from budgetware.wire.formats import anthropic_messages, bedrock_converse, gemini, openai_responses
 from budgetware.wire.formats.base import Batch, Found, JsonPath, WireFormat
+from budgetware.wire.formats.chat import COHERE_V2, OLLAMA_CHAT, OPENAI_CHAT
 
 __all__ = [
     "FORMATS",
@@ -45,14 +39,16 @@ __all__ = [
 
 # Path order matters only where suffixes overlap: none of these do.
 FORMATS: tuple[WireFormat, ...] = (
-    openai_chat.FORMAT,
+    OPENAI_CHAT,
     openai_responses.FORMAT,
     anthropic_messages.FORMAT,
     gemini.FORMAT,
-    ollama_chat.FORMAT,
-    cohere_v2.FORMAT,
+    OLLAMA_CHAT,
+    COHERE_V2,
     bedrock_converse.FORMAT,
 )
+
+_BY_NAME = {fmt.name: fmt for fmt in FORMATS}
 
 # Never tool-result carriers (Ollama's /api/generate joins everything into one prompt).
 PASS_THROUGH_PATHS = ("/api/generate", "/embeddings", "/api/embed", "/api/embeddings")
@@ -63,7 +59,7 @@ _SNIFF_ORDER: tuple[WireFormat, ...] = (
     anthropic_messages.FORMAT,
     bedrock_converse.FORMAT,
     gemini.FORMAT,
-    openai_chat.FORMAT,
+    OPENAI_CHAT,
 )
 
 
@@ -106,13 +102,8 @@ def read_body_as(
     return found, (decoded, batches)
 
 
-class _Sniff:
-    """Stands for "an unknown endpoint whose body shape decides" (opt-in)."""
-
-    name = "sniff"
-
-
-SNIFF: Any = _Sniff()
+# Stands for "an unknown endpoint whose body shape decides" (opt-in).
+SNIFF: Any = SimpleNamespace(name="sniff")
 
 
 def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat | None:
@@ -135,9 +126,6 @@ def format_for_url(url: str, config: BudgetConfig | None = None) -> WireFormat |
     return fmt
 
 
-_BY_NAME: dict[str, WireFormat] = {}
-
-
 def _declared(
     netloc: str, path: str, endpoints: tuple[tuple[str, str], ...]
 ) -> tuple[bool, WireFormat | None]:
@@ -149,14 +137,8 @@ def _declared(
             continue
         if path_re is not None and not path_re.match(path):
             continue
-        return True, (None if name == NO_FORMAT else _format_named(name))
+        return True, (None if name == NO_FORMAT else _BY_NAME[name])
     return False, None
-
-
-def _format_named(name: str) -> WireFormat:
-    if not _BY_NAME:
-        _BY_NAME.update({fmt.name: fmt for fmt in FORMATS})
-    return _BY_NAME[name]
 
 
 _Rule = tuple["re.Pattern[str] | None", "re.Pattern[str] | None", str]
@@ -177,7 +159,9 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
         else:
             host_glob, slash, rest = text.partition("/")
             path_glob = slash + rest
-        host_re = re.compile(_host_glob(host_glob.lower())) if host_glob else None
+        # Brackets in a host are literal (``[::1]:8000``): ``[[]`` is fnmatch's own ``[``.
+        host = fnmatch.translate(host_glob.lower().replace("[", "[[]"))
+        host_re = re.compile(host) if host_glob else None
         whole_host = host_glob and path_glob in ("/", "/*")
         path_re = (
             re.compile(fnmatch.translate(path_glob.rstrip("/") or "/"))
@@ -186,16 +170,6 @@ def _rules(endpoints: tuple[tuple[str, str], ...]) -> list[_Rule]:
         )
         rules.append((host_re, path_re, name))
     return rules
-
-
-def _host_glob(glob: str) -> str:
-    """A regular expression for a host glob: ``*`` and ``?`` wildcards, all else literal
-    (brackets too, as in ``[::1]:8000``)."""
-    return (
-        "(?s:"
-        + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
-        + r")\Z"
-    )
 
 
 _ENDPOINTS_VARIABLE = variable_of("endpoints")

@@ -8,12 +8,13 @@ two steps in any process.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
 import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -26,10 +27,10 @@ from budgetware.core.measure import BYTES_PER_TOKEN, measure
 from budgetware.core.models import ToolResult
 from budgetware.core.notice import is_masked
 from budgetware.core.observe import HistoryReport
+from budgetware.store.select import store_for_config
 from budgetware.wire.formats.base import Batch, JsonPath
 
 __all__ = [
-    "CONTEXT_MANAGEMENT",
     "history_budget",
     "input_window",
     "mask_history",
@@ -53,12 +54,10 @@ def mask_history(
     sent: Sequence[Sequence[ToolResult]],
     sizes: Sequence[Sequence[int]],
     config: BudgetConfig,
-    store: Callable[[], ArtifactStore | None],
 ) -> tuple[HistoryReport, Changes] | None:
     """What the history pass does to a request: its report, and the slots it masks, by path
     (old, new); None when the history has no budget. ``sent`` is each batch's results as the
-    per-batch finalizer leaves them, ``sizes`` their sizes in the unit; ``store`` gives the
-    store when a stub needs one."""
+    per-batch finalizer leaves them, ``sizes`` their sizes in the unit."""
     if config.history_budget is None:
         return None
     total = sum(map(sum, sizes))
@@ -79,7 +78,7 @@ def mask_history(
         ]
         for b in order
     ]
-    stubs = _Stubs(batches, sent, results, order, config, store)
+    stubs = _Stubs(batches, sent, results, order, config, store_for_config(config))
     decided = replay(results, budget, config.history_keep_batches, config.history_step, stubs.size)
     return stubs.apply(decided, budget)
 
@@ -92,19 +91,17 @@ def _position(batch: Batch) -> tuple[str | int, ...]:
     return ()
 
 
+@dataclass(slots=True)
 class _Stub:
     """What a masked result becomes: its stub with the references expected, counted as the
     longer of that and the stub that names none (if the store then fails)."""
 
-    __slots__ = ("chars", "counted", "refs", "size", "text", "whole")
-
-    def __init__(self, size: int, chars: int, refs: tuple[str, ...], whole: WholeOutput | None):
-        self.size = size
-        self.chars = chars
-        self.refs = refs
-        self.whole = whole
-        self.text = ""
-        self.counted = 0
+    size: int
+    chars: int
+    refs: tuple[str, ...]
+    whole: WholeOutput | None
+    text: str = ""
+    counted: int = 0
 
 
 class _Stubs:
@@ -117,16 +114,14 @@ class _Stubs:
         results: Sequence[Sequence[Result]],
         order: list[int],
         config: BudgetConfig,
-        store: Callable[[], ArtifactStore | None],
+        store: ArtifactStore | None,
     ) -> None:
         self.batches = batches
         self.sent = sent
         self.results = results
         self.order = order
         self.config = config
-        self.get_store = store
-        self.store: ArtifactStore | None = None
-        self.store_asked = False
+        self.store = store
         self.wording = preview_options(config).wording
         self.made: dict[tuple[int, int], _Stub] = {}
 
@@ -149,12 +144,9 @@ class _Stubs:
             size = sum(measure(slot, unit) for slot in found.slots)
         else:  # sent whole: its size is known
             size = self.results[b][i].size
-            if self.config.persist:
-                if not self.store_asked:
-                    self.store, self.store_asked = self.get_store(), True
-                if self.store is not None:
-                    whole = WholeOutput(entry, self.store)
-                    refs = whole.expected
+            if self.store is not None:
+                whole = WholeOutput(entry, self.store)
+                refs = whole.expected
         stub = _Stub(size, sum(map(len, found.slots)), refs, whole)  # as the agent sent it
         stub.counted = measure(self.text(stub, ()), unit)
         if refs:
@@ -277,22 +269,12 @@ def input_window(model: str) -> int | None:
     return None
 
 
-_WINDOWS: dict[str, int] | None = None
-_WINDOWS_LOCK = threading.Lock()
 _MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
+@functools.cache
 def _windows() -> dict[str, int]:
     """Every chat model's ``max_input_tokens`` from litellm's map, read once per process."""
-    global _WINDOWS
-    if _WINDOWS is None:
-        with _WINDOWS_LOCK:
-            if _WINDOWS is None:
-                _WINDOWS = _read_windows()
-    return _WINDOWS
-
-
-def _read_windows() -> dict[str, int]:
     try:
         spec = importlib.util.find_spec("litellm")
     except (ImportError, ValueError):
@@ -317,14 +299,8 @@ def _read_windows() -> dict[str, int]:
     return {}
 
 
-_WARNED: set[str | None] = set()
-
-
+@functools.lru_cache(maxsize=1024)  # once per model
 def _warn_unknown(model: str | None) -> None:
-    if model in _WARNED:
-        return
-    if len(_WARNED) < 1024:
-        _WARNED.add(model)
     where = (
         "litellm's model map" if _windows() else "litellm's model map (litellm is not installed)"
     )

@@ -51,14 +51,8 @@ def bound_payload_reported(
     effective = resolve_config(config, request_overrides=request_overrides, lenient=True)
     if not effective.enabled:
         return payload, None
-    if not observe.watching():
-        try:
-            return _bound(url, payload, effective, None), None
-        except Exception:
-            fail_open("bound a request payload", config=effective)
-            return payload, None
     start = time.perf_counter()
-    seen = _Seen()
+    seen = _Seen() if observe.watching() else None
     error: str | None = None
     out = payload
     try:
@@ -66,6 +60,8 @@ def bound_payload_reported(
     except Exception as exc:
         error = type(exc).__name__
         fail_open("bound a request payload", config=effective)
+    if seen is None:
+        return out, None
     seconds = time.perf_counter() - start
     before = seen.size if seen.size is not None else _size(payload)
     after = before if out is payload else _size(out)

@@ -13,7 +13,6 @@ from budgetware.wire.formats.base import JsonPath
 __all__ = [
     "SpliceError",
     "encode_string",
-    "locate",
     "patch_json",
     "replace_values",
     "value_spans",
@@ -23,9 +22,6 @@ __all__ = [
 # The structural bytes; scalars and whitespace are skipped by the search itself.
 _NEXT = re.compile(rb'[{}\[\],:"]')
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NON_ASCII = re.compile(rb"[\x80-\xff]")
-# Below this length a regex match is as cheap as predicting the token's bytes.
-_PREDICT_MIN = 256
 
 _QUOTE, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _COLON, _COMMA, _BACKSLASH = b'"{}[]:,\\'
 
@@ -56,38 +52,32 @@ def _child(container: object, key: str | int | None) -> object:
 
 def _string_end(body: bytes, start: int, value: object) -> int:
     """One past the closing quote of the string token opening at ``start``: walked quote to
-    quote when it has few escaped quotes; a long string whose ``value`` is known is compared
-    with its likely encodings; else scanned."""
-    end = _after_quotes(body, start)
-    if end is not None:
-        return end
-    if isinstance(value, str) and len(value) >= _PREDICT_MIN:
-        raw = encode_string(value, ascii_only=False)
-        if body.startswith(raw, start):
-            return start + len(raw)
-        if not value.isascii():
-            escaped = encode_string(value, ascii_only=True)
-            if body.startswith(escaped, start):
-                return start + len(escaped)
-    token = _STRING.match(body, start)
-    if token is None:
+    quote while that costs less than encoding the known ``value`` (one escaped quote per KiB
+    characters), then compared with its two likely encodings; scanned when unknown."""
+    if isinstance(value, str):
+        end = _after_quotes(body, start, len(value) // 1024)
+        if end is not None:
+            return end
+        for ascii_only in (False, True):
+            token = encode_string(value, ascii_only=ascii_only)
+            if body.startswith(token, start):
+                return start + len(token)
+    scanned = _STRING.match(body, start)
+    if scanned is None:
         raise SpliceError("unterminated string")
-    return token.end()
+    return scanned.end()
 
 
-# Escaped quotes walked past at most, and backslashes counted before one, before
-# _string_end compares or scans instead.
-_WALKED_QUOTES = 4096
+# Backslashes counted before a quote at most, before _string_end compares instead.
 _BACKSLASH_RUN = 64
 
 
-def _after_quotes(body: bytes, start: int) -> int | None:
+def _after_quotes(body: bytes, start: int, escaped: int) -> int | None:
     """One past the first quote after ``start`` that no backslash escapes (an odd run of
-    backslashes before a quote escapes it), or None after too many escaped ones."""
-    find = body.find
+    backslashes before a quote escapes it), or None past ``escaped`` escaped ones."""
     position = start + 1
-    for _ in range(_WALKED_QUOTES):
-        quote = find(b'"', position)
+    for _ in range(escaped + 1):
+        quote = body.find(b'"', position)
         if quote < 0:
             return None
         run = quote - 1
@@ -101,37 +91,22 @@ def _after_quotes(body: bytes, start: int) -> int | None:
     return None
 
 
-def locate(
-    body: bytes, root: object, targets: Mapping[JsonPath, object]
-) -> dict[JsonPath, tuple[int, int]]:
-    """The byte span (start, end) of the value at each target path (``value_spans``)."""
-    return value_spans(body, root, set(targets), set())[0]
-
-
 def replace_values(
     body: bytes, root: object, changes: Mapping[JsonPath, tuple[str, str]]
 ) -> bytes | None:
     """``body`` with the string at each path (old, new) replaced, every other byte as it was,
     each new token escaped as the old one was; None when a path has no token."""
-    spans = locate(body, root, changes)
+    spans = value_spans(body, root, set(changes), set())[0]
     if len(spans) != len(changes):
         return None
-    body_ascii: bool | None = None
-    pieces: list[bytes] = []
-    previous = 0
-    for path, (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
-        old, new = changes[path]
-        if not old.isascii():
-            ascii_only = _NON_ASCII.search(body, start, end) is None
-        else:
-            if body_ascii is None:
-                body_ascii = body.isascii()
-            ascii_only = body_ascii
-        pieces.append(body[previous:start])
-        pieces.append(encode_string(new, ascii_only=ascii_only))
-        previous = end
-    pieces.append(body[previous:])
-    return b"".join(pieces)
+    body_ascii = body.isascii()
+    return _spliced(
+        body,
+        [
+            (start, end, _encode_value(body, start, end, changes[path][1], body_ascii))
+            for path, (start, end) in spans.items()
+        ],
+    )
 
 
 def with_values(doc: dict[str, Any], values: Mapping[JsonPath, Any]) -> dict[str, Any]:
@@ -174,11 +149,12 @@ def patch_json(body: bytes, old: object, new: object) -> bytes | None:
         return None
     if len(spans) != len(replace) or len(ends) != len(insert):
         return None
-    edits: list[tuple[int, int, bytes]] = []
     body_ascii = body.isascii()
-    for path, value in replace.items():
-        start, end = spans[path]
-        edits.append((start, end, _encode_value(body, start, end, value, body_ascii)))
+    edits = [
+        (start, end, _encode_value(body, start, end, value, body_ascii))
+        for path, value in replace.items()
+        for start, end in (spans[path],)
+    ]
     for path, members in insert.items():
         close, empty = ends[path]
         pieces = [
@@ -188,14 +164,17 @@ def patch_json(body: bytes, old: object, new: object) -> bytes | None:
             for key, value in members
         ]
         edits.append((close, close, (b"" if empty else b",") + b",".join(pieces)))
-    edits.sort(key=lambda edit: edit[0])
+    return _spliced(body, edits)
+
+
+def _spliced(body: bytes, edits: list[tuple[int, int, bytes]]) -> bytes | None:
+    """``body`` with each ``(start, end, data)`` edit made; None when two overlap."""
     out: list[bytes] = []
     previous = 0
-    for start, end, data in edits:
+    for start, end, data in sorted(edits, key=lambda edit: edit[0]):
         if start < previous:
-            return None  # overlapping edits
-        out.append(body[previous:start])
-        out.append(data)
+            return None
+        out += (body[previous:start], data)
         previous = end
     out.append(body[previous:])
     return b"".join(out)
@@ -230,14 +209,13 @@ def _diff(
 
 
 def _encode_value(body: bytes, start: int, end: int, value: object, body_ascii: bool) -> bytes:
+    """``value`` as JSON in place of ``body[start:end]``: a string escaped as the old token
+    was (raw UTF-8 when it held any, ``\\uXXXX`` when it escaped non-ASCII text), else as the
+    body is written."""
     if isinstance(value, str):
-        is_string = body.startswith(b'"', start)
-        if is_string and not _is_ascii(body, start, end):
-            ascii_only = False  # the old token wrote its non-ASCII text raw
-        elif is_string and _has_non_ascii_escape(body, start, end):
-            ascii_only = True
-        else:
-            ascii_only = body_ascii
+        ascii_only = _is_ascii(body, start, end) and (
+            body_ascii or _NON_ASCII_ESCAPE.search(body, start, end) is not None
+        )
         return encode_string(value, ascii_only=ascii_only)
     if body_ascii:
         text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=True)
@@ -255,16 +233,12 @@ def _is_ascii(body: bytes, start: int, end: int) -> bool:
     return all(body[pos : min(pos + _WINDOW, end)].isascii() for pos in range(start, end, _WINDOW))
 
 
-def _has_non_ascii_escape(body: bytes, start: int, end: int) -> bool:
-    return _NON_ASCII_ESCAPE.search(body, start, end) is not None
-
-
 def value_spans(
     body: bytes, root: object, wanted: set[JsonPath], object_ends: set[JsonPath]
 ) -> tuple[dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, bool]]]:
     """The byte span of the value at each wanted path, and for each object in
     ``object_ends`` the offset of its closing brace and whether it is empty (``root``: the
-    value ``body`` decodes to, as for ``locate``)."""
+    value ``body`` decodes to)."""
     prefixes = {path[:i] for path in wanted | object_ends for i in range(len(path) + 1)}
     spans: dict[JsonPath, tuple[int, int]] = {}
     ends: dict[JsonPath, tuple[int, bool]] = {}
@@ -276,11 +250,8 @@ def value_spans(
         # A value starts at pos, at path ``current``.
         char = body[pos]
         if char in (_LBRACE, _LBRACKET):
-            if current not in prefixes:
-                end = _skip_container(body, pos)
-                if current in wanted:  # pragma: no cover - wanted paths are prefixes
-                    spans[current] = (pos, end)
-                pos = end
+            if current not in prefixes:  # nor wanted: wanted paths are prefixes
+                pos = _skip_container(body, pos)
             else:
                 is_object = char == _LBRACE
                 container = _child(stack[-1][4], current[-1]) if stack else root

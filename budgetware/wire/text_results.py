@@ -18,8 +18,10 @@ _MESSAGES = {
     "ollama_chat": ("messages", "content"),
     "cohere_v2": ("messages", "content"),
     "openai_responses": ("input", "content"),
+    "gemini": ("contents", "parts"),
 }
 _TEXT_TYPES = frozenset({"text", "input_text"})
+_ASSISTANT = frozenset({"assistant", "model"})  # "model": Gemini's role for the assistant
 
 
 def _texts(content: object, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
@@ -27,48 +29,27 @@ def _texts(content: object, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
         yield path, content
     elif isinstance(content, list):
         for index, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") in _TEXT_TYPES:
+            # Gemini's text parts have no type.
+            if isinstance(part, dict) and part.get("type", "text") in _TEXT_TYPES:
                 text = part.get("text")
                 if isinstance(text, str):
                     yield (*path, index, "text"), text
-
-
-_ASSISTANT = frozenset({"assistant", "model"})  # "model": Gemini's role for the assistant
 
 
 def _user_texts(
     fmt: str, body: Mapping[str, Any]
 ) -> Iterator[tuple[bool, Iterator[tuple[JsonPath, str]]]]:
     """For each user message: whether it follows the assistant's, and its texts by path."""
-    if fmt == "gemini":
-        contents = body.get("contents")
-        previous: object = None
-        for index, content in enumerate(contents if isinstance(contents, list) else []):
-            if not isinstance(content, dict):
-                previous = None
-                continue
-            role = content.get("role", "user")
-            if role == "user":
-                parts = content.get("parts")
-                yield (
-                    previous in _ASSISTANT,
-                    (
-                        (("contents", index, "parts", p, "text"), part["text"])
-                        for p, part in enumerate(parts if isinstance(parts, list) else [])
-                        if isinstance(part, dict) and isinstance(part.get("text"), str)
-                    ),
-                )
-            previous = role
-        return
     spec = _MESSAGES.get(fmt)
     if spec is None:
         return
     key, content_key = spec
     messages = body.get(key)
+    default_role = "user" if fmt == "gemini" else None  # a Gemini content without a role
     previous = None
     for index, message in enumerate(messages if isinstance(messages, list) else []):
-        role = message.get("role") if isinstance(message, dict) else None
-        if isinstance(message, dict) and role == "user":
+        role = message.get("role", default_role) if isinstance(message, dict) else None
+        if role == "user":
             texts = _texts(message.get(content_key), (key, index, content_key))
             yield previous in _ASSISTANT, texts
         previous = role

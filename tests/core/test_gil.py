@@ -12,20 +12,20 @@ def test_a_program_with_one_thread_does_not_yield() -> None:
     # to give it away (run in a fresh interpreter: pytest's own threads are not there).
     program = textwrap.dedent(
         """
-        import os, threading
-        from budgetware.core import gil, salient
+        import threading, time
+        from budgetware.core import salient
         calls = []
-        gil._YIELD = lambda: calls.append(1)
+        time.sleep = lambda seconds: calls.append(seconds)
         pattern = salient.compile_salient()
         text = "x\\n" * 600_000
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         alone = len(calls)
         threading.Thread(target=lambda: None).start()  # ends at once: alone again
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         waiting = threading.Event()
         other = threading.Thread(target=waiting.wait)
         other.start()
-        salient._spans(text, 0, len(text), pattern)
+        salient.salient_spans(text, 0, len(text), pattern)
         waiting.set()
         other.join()
         print(alone, len(calls))

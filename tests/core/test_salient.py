@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budgetware import BudgetConfig, ConfigError
-from budgetware.core.artifacts import text_key
 from budgetware.core.fit import PreviewOptions
 from budgetware.core.salient import (
     DEFAULT_SALIENT_PATTERNS,
@@ -207,52 +206,6 @@ def test_a_failure_deep_in_a_long_pytest_run_is_kept(room: int) -> None:
     assert "test_big.py::test_many[3001] FAILED" in preview
 
 
-def test_a_re_sent_output_is_scanned_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from budgetware.core import salient
-
-    text = _log(20_000, {10_000: "ERROR: disk full"})
-    calls = []
-    real = salient._span_arrays
-
-    def counting(*args: Any) -> Any:
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(salient, "_span_arrays", counting)
-    monkeypatch.setattr(salient, "_SCANNED", salient.OrderedDict())
-    monkeypatch.setattr(salient, "_scanned_spans", 0)
-    pattern = compile_salient()
-    assert pattern is not None
-    key = text_key(text)
-    first = salient.scan(text, pattern, key)(0, len(text))
-    again = salient.scan(text, pattern, key)(0, len(text))
-    assert first == again
-    assert len(first) == 1
-    assert len(calls) == 1
-    salient.scan(text, pattern)(0, len(text))  # no key: nothing to remember it by
-    assert len(calls) == 2
-
-
-def test_the_scan_cache_is_bounded_by_entries_and_spans(monkeypatch: pytest.MonkeyPatch) -> None:
-    from budgetware.core import salient
-
-    monkeypatch.setattr(salient, "_SCANNED", salient.OrderedDict())
-    monkeypatch.setattr(salient, "_scanned_spans", 0)
-    monkeypatch.setattr(salient, "_SCANNED_MAX_ENTRIES", 4)
-    monkeypatch.setattr(salient, "_SCANNED_MAX_SPANS", 25)
-    pattern = compile_salient()
-    assert pattern is not None
-    for n in range(10):
-        text = f"run {n}\n" + "ERROR: x\nok\n" * 10
-        salient.scan(text, pattern, text_key(text))
-        assert len(salient._SCANNED) <= 4
-        assert salient._scanned_spans <= 25
-        assert salient._scanned_spans == sum(len(s.starts) for s in salient._SCANNED.values())
-    huge = "ERROR: x\n" * 30  # more spans than the cache holds: not kept
-    salient.scan(huge, pattern, text_key(huge))
-    assert (text_key(huge), pattern.name) not in salient._SCANNED
-
-
 def test_a_level_after_a_first_word_leaves_the_next_line_matchable() -> None:
     # The catch-all ended in (?:\s|$), which took the newline: the next line never matched.
     text = (
@@ -396,7 +349,7 @@ def test_a_catastrophic_pattern_never_runs() -> None:
 
 def test_a_line_is_matched_alone() -> None:
     # $ is the end of the line; a pattern never sees the next line, not even its newline.
-    pattern = compile_salient(("done$", "start\\nnext", "end\\s", "tab\\s"), defaults=False)
+    pattern = compile_salient(("done$", "start\\nnext", "end\\s", "tab\\s"))
     assert pattern is not None
     text = "x\ndone\nstart\nnext\nend\ntab\t\ny\n"
     assert [text[s:e] for s, e in salient_spans(text, 0, len(text), pattern)] == ["done", "tab\t"]
@@ -420,11 +373,11 @@ def test_every_default_match_holds_an_anchor(data: st.DataObject) -> None:
 def _found_by_the_scan(line: str) -> bool:
     """Whether the scan takes ``line`` for a candidate: it holds a word looked for anywhere,
     or starts (after its indentation) with one looked for at line starts only."""
-    from budgetware.core.salient import _ANCHORS, _AT_LINE_START
+    from budgetware.core.salient import _ANCHORS
 
-    anywhere = [anchor for anchor in _ANCHORS if anchor not in _AT_LINE_START]
+    anywhere = [word for key, words in _ANCHORS.items() if key != "\n" for word in words]
     return any(anchor in line for anchor in anywhere) or line.lstrip(" \t").startswith(
-        _AT_LINE_START
+        _ANCHORS["\n"]
     )
 
 
@@ -444,7 +397,7 @@ def test_a_scan_keeps_the_first_and_last_lines_past_its_limit(
     text = "".join(f"ERROR: number {n}\n" for n in range(100))
     pattern = compile_salient()
     assert pattern is not None
-    spans = salient._spans(text, 0, len(text), pattern)
+    spans = salient.salient_spans(text, 0, len(text), pattern)
     shown = [text[s:e] for s, e in spans]
     assert shown == [f"ERROR: number {n}" for n in (*range(5), *range(95, 100))]
 
@@ -483,31 +436,25 @@ def _distinct_reference(
         st.sampled_from(["ERROR: a", "ERROR: b ", "ERROR: c", "error: d", "ok"]), max_size=60
     ),
     st.integers(1, 5),
-    st.integers(1, 7),
     st.data(),
 )
 def test_distinct_lines_are_the_first_and_the_last_ones(
-    words: list[str], limit: int, batch: int, data: st.DataObject
+    words: list[str], limit: int, data: st.DataObject
 ) -> None:
-    # Every batch size (the walks cross batches), repeated and trailing-space lines, ranges
-    # that start and end anywhere: the same spans as the definition.
+    # Repeated and trailing-space lines, ranges that start and end anywhere: the same spans
+    # as the definition.
     from budgetware.core import salient
 
     text = "".join(
         f"{word}{n % 3 if data.draw(st.booleans()) else ''}\n" for n, word in enumerate(words)
     )
     pattern = compile_salient()
-    assert pattern is not None
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
-    old = salient._DISTINCT_BATCH
-    salient._DISTINCT_BATCH = batch
-    try:
-        scanned = salient.scan(text, pattern)
-        got = scanned.distinct(text, start, end, limit)
-    finally:
-        salient._DISTINCT_BATCH = old
-    assert got == _distinct_reference(text, scanned(start, end), limit)
+    scanned = salient.scan(text, pattern)
+    got = scanned.distinct(text, start, end, limit)
+    reference = salient.salient_spans(text, start, end, pattern)
+    assert got == _distinct_reference(text, reference, limit)
 
 
 def test_a_unique_error_in_a_flood_of_one_repeated_error_is_found() -> None:
@@ -521,29 +468,29 @@ def test_a_unique_error_in_a_flood_of_one_repeated_error_is_found() -> None:
     assert shown == ["ERROR: disk full", "FATAL: index corrupt"]
 
 
-def test_a_log_of_distinct_errors_is_chosen_from_without_reading_every_line(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # 200,000 distinct errors: the walks read the batches at both ends only.
+class _CountedSlices(str):
+    """A text that counts the slices read from it."""
+
+    slices = 0
+
+    def __getitem__(self, key: Any) -> str:
+        _CountedSlices.slices += isinstance(key, slice)
+        return str(super().__getitem__(key))
+
+
+def test_a_log_of_distinct_errors_is_chosen_from_without_reading_every_line() -> None:
+    # 200,000 distinct errors: the walks read the lines at both ends only.
     from budgetware.core import salient
 
     text = "".join(f"error: request {n} failed\n" for n in range(200_000))
     pattern = compile_salient()
-    assert pattern is not None
     scanned = salient.scan(text, pattern)
-    read: list[int] = []
-    real = salient.Scanned._lines
-
-    def counting(self: Any, text: str, at: int, stop: int) -> list[str]:
-        read.append(stop - at)
-        return real(self, text, at, stop)
-
-    monkeypatch.setattr(salient.Scanned, "_lines", counting)
-    shown = [text[s:e] for s, e in scanned.distinct(text, 0, len(text), 64)]
+    counted = _CountedSlices(text)
+    shown = [text[s:e] for s, e in scanned.distinct(counted, 0, len(text), 64)]
     assert shown[:2] == ["error: request 0 failed", "error: request 1 failed"]
     assert shown[-1] == "error: request 199999 failed"
     assert len(shown) == 128
-    assert sum(read) <= 2 * salient._DISTINCT_BATCH
+    assert _CountedSlices.slices == 128
 
 
 def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
@@ -563,7 +510,7 @@ def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert len(scanned) == lines
+    assert len(scanned.starts) == len(scanned.ends) == lines
     assert peak < 48 * lines
 
 

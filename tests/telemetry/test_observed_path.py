@@ -39,7 +39,7 @@ URL = "https://api.example/v1/chat/completions"
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """How often each heavy step ran: ``detect`` (a wire-format look-up), ``parse``,
-    ``hash``, ``splice`` and ``encode`` (the body written again)."""
+    ``hash`` and ``splice``."""
     counted: Counter[str] = Counter()
 
     def wrap(owner: Any, name: str, step: str) -> None:
@@ -57,7 +57,6 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     wrap(detect, "loads", "parse")
     wrap(hashlib, "sha256", "hash")
     wrap(wire_body, "replace_values", "splice")
-    wrap(wire_body, "_reserialize", "encode")
     return counted
 
 

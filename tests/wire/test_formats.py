@@ -13,10 +13,8 @@ from budgetware.wire.body import finalize_body
 from budgetware.wire.detect import format_for_path, sniff_format
 from budgetware.wire.formats.anthropic_messages import FORMAT as ANTHROPIC
 from budgetware.wire.formats.bedrock_converse import FORMAT as BEDROCK
-from budgetware.wire.formats.cohere_v2 import FORMAT as COHERE
+from budgetware.wire.formats.chat import COHERE_V2, OLLAMA_CHAT, OPENAI_CHAT
 from budgetware.wire.formats.gemini import FORMAT as GEMINI
-from budgetware.wire.formats.ollama_chat import FORMAT as OLLAMA
-from budgetware.wire.formats.openai_chat import FORMAT as OPENAI_CHAT
 from budgetware.wire.formats.openai_responses import FORMAT as RESPONSES
 
 BIG = "B" * 3_000
@@ -152,7 +150,7 @@ def test_ollama_names_come_from_tool_name() -> None:
             {"role": "tool", "content": "r", "tool_name": "ls", "images": ["AAAA"]},
         ]
     }
-    [[found]] = OLLAMA.batches(body)
+    [[found]] = OLLAMA_CHAT.batches(body)
     assert (found.tool_name, found.slots, found.parts) == ("ls", ["r"], [["AAAA"]])
 
 
@@ -165,7 +163,7 @@ def test_cohere_documents_are_parts_and_names_come_from_tool_calls() -> None:
             {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "t"}, doc]},
         ]
     }  # fmt: skip
-    [[found]] = COHERE.batches(body)
+    [[found]] = COHERE_V2.batches(body)
     assert (found.tool_name, found.slots, found.parts) == ("web", ["t"], [doc])
 
 

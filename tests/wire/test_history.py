@@ -361,7 +361,7 @@ def test_auto_reads_the_model_from_the_url(url: str, model: str) -> None:
 def test_auto_on_an_unknown_model_leaves_the_history_and_warns_once(
     artifact_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wire_history, "_WARNED", set())
+    wire_history._warn_unknown.cache_clear()
     fmt = FORMATS[0]
     decoded, _paths = fmt.build([[output(t, 0, 3_000)] for t in range(10)])
     decoded["model"] = "our-own-finetune-7b"
@@ -382,8 +382,8 @@ def test_auto_on_an_unknown_model_leaves_the_history_and_warns_once(
 def test_auto_without_litellm_leaves_every_history(
     artifact_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wire_history, "_WARNED", set())
-    monkeypatch.setattr(wire_history, "_WINDOWS", None)
+    wire_history._warn_unknown.cache_clear()
+    wire_history._windows.cache_clear()
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "litellm" else real(name, *a)
@@ -396,7 +396,7 @@ def test_auto_without_litellm_leaves_every_history(
     assert wire_history.input_window("gpt-4o-mini") is None
     # No window anywhere: a body is not even read (nothing can be over a budget).
     assert not [r for r in caplog.records if "history_budget" in r.getMessage()]
-    monkeypatch.setattr(wire_history, "_WINDOWS", None)  # read again by the next test
+    wire_history._windows.cache_clear()  # read again by the next test
 
 
 # --- text-result presets and the payload entry point ---------------------------------------

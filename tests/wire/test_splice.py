@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from budgetware.core.config import BudgetConfig
 from budgetware.core.measure import measure
 from budgetware.wire.body import finalize_body
-from budgetware.wire.splice import encode_string, locate, replace_values
+from budgetware.wire.splice import encode_string, replace_values, value_spans
 
 URL = "https://api.openai.com/v1/chat/completions"
 
@@ -98,7 +98,7 @@ def test_equal_strings_elsewhere_do_not_confuse_the_location() -> None:
     text = "same " * 100
     value = {"a": text, "messages": [{"content": text}], "b": [text, {"content": text}]}
     body = json.dumps(value).encode()
-    spans = locate(body, value, {("messages", 0, "content"): None, ("b", 1, "content"): None})
+    spans = value_spans(body, value, {("messages", 0, "content"), ("b", 1, "content")}, set())[0]
     for start, end in spans.values():
         assert json.loads(body[start:end]) == text
     first = spans[("messages", 0, "content")][0]

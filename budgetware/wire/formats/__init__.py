@@ -1,1 +1,2 @@
-"""One module per provider request format: where its tool results are, and what a batch is."""
+"""A module per provider request format (``chat``: the chat-style ones): where its tool
+results are, and what a batch is."""

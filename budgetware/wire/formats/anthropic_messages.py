@@ -8,10 +8,10 @@ from typing import Any
 
 from budgetware.wire.formats.base import (
     Batch,
-    Found,
-    collect_text_parts,
+    JsonPath,
+    block_batches,
     has_content_block,
-    text_of,
+    text_block,
 )
 
 __all__ = ["FORMAT", "AnthropicMessages"]
@@ -22,10 +22,6 @@ _ELSEWHERE = re.compile(
     r"(?:/publishers/anthropic/models/[^/]+:(?:stream)?[rR]awPredict"
     r"|/model/[^/]*anthropic[^/]*/invoke(?:-with-response-stream)?)\Z"
 )
-
-
-def _text_block(block: Mapping[str, Any]) -> str | None:
-    return "text" if block.get("type") == "text" else None
 
 
 class AnthropicMessages:
@@ -44,40 +40,17 @@ class AnthropicMessages:
         return has_content_block(body, lambda block: block.get("type") == "tool_result")
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            return []
-        names: dict[str, str] = {}
-        batches: list[Batch] = []
-        for index, message in enumerate(messages):
-            if not isinstance(message, dict):
-                continue
-            content = message.get("content")
-            if not isinstance(content, list):
-                continue
-            if message.get("role") == "assistant":
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_use":
-                        call_id, name = text_of(block.get("id")), text_of(block.get("name"))
-                        if call_id is not None and name is not None:
-                            names[call_id] = name
-                continue
-            batch: Batch = []
-            for position, block in enumerate(content):
-                if not isinstance(block, dict) or block.get("type") != "tool_result":
-                    continue
-                call_id = text_of(block.get("tool_use_id"))
-                found = Found(call_id=call_id, tool_name=names.get(call_id or ""))
-                collect_text_parts(
-                    found,
-                    block.get("content"),
-                    ("messages", index, "content", position, "content"),
-                    is_text=_text_block,
-                )
-                batch.append(found)
-            if any(found.slots for found in batch):
-                batches.append(batch)
-        return batches
+        return block_batches(body.get("messages"), _call, _result, text_block)
+
+
+def _call(block: dict[str, Any]) -> tuple[object, object] | None:
+    return (block.get("id"), block.get("name")) if block.get("type") == "tool_use" else None
+
+
+def _result(block: dict[str, Any]) -> tuple[object, object, JsonPath] | None:
+    if block.get("type") != "tool_result":
+        return None
+    return block.get("tool_use_id"), block.get("content"), ("content",)
 
 
 FORMAT = AnthropicMessages()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,8 +13,11 @@ __all__ = [
     "Found",
     "JsonPath",
     "WireFormat",
-    "chat_tool_batches",
+    "block_batches",
     "collect_text_parts",
+    "has_content_block",
+    "text_block",
+    "text_of",
 ]
 
 # Where a value lives in the decoded body: object keys and array indexes from the root.
@@ -72,14 +75,18 @@ class WireFormat(Protocol):
 
 
 def has_content_block(
-    body: Mapping[str, Any], is_wanted: Callable[[dict[str, Any]], bool]
+    body: Mapping[str, Any],
+    is_wanted: Callable[[dict[str, Any]], bool],
+    messages_key: str = "messages",
+    content_key: str = "content",
 ) -> bool:
-    """Whether any message of ``body["messages"]`` has a content block ``is_wanted`` accepts."""
-    messages = body.get("messages")
+    """Whether any message of ``body["messages"]`` has a content block ``is_wanted`` accepts
+    (Gemini's: any content of ``body["contents"]`` a part, in its ``parts``)."""
+    messages = body.get(messages_key)
     if not isinstance(messages, list):
         return False
     for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
+        content = message.get(content_key) if isinstance(message, dict) else None
         if isinstance(content, list) and any(
             isinstance(block, dict) and is_wanted(block) for block in content
         ):
@@ -117,60 +124,45 @@ def collect_text_parts(
             found.parts.append(part)
 
 
-def _text_type(part: Mapping[str, Any]) -> str | None:
+def text_block(part: Mapping[str, Any]) -> str | None:
+    """``"text"`` for a ``{"type": "text"}`` part: where its text is."""
     return "text" if part.get("type") == "text" else None
 
 
-def chat_tool_batches(
+def block_batches(
     messages: object,
-    *,
-    tool_roles: Iterable[str] = ("tool",),
-    is_text: Callable[[Mapping[str, Any]], str | None] = _text_type,
-    media_keys: Iterable[str] = (),
+    call_of: Callable[[dict[str, Any]], tuple[object, object] | None],
+    result_of: Callable[[dict[str, Any]], tuple[object, object, JsonPath] | None],
+    is_text: Callable[[Mapping[str, Any]], str | None],
 ) -> list[Batch]:
-    """Batches of a chat-style ``messages`` list: runs of consecutive tool messages, named by
-    their own ``tool_name`` / ``name`` or the assistant's matching call."""
+    """Batches of messages whose content is a list of blocks: one per message, its tool
+    results (``result_of`` a block: the call id, the content and the path to it from the
+    block), named by the calls before them (``call_of`` a block: its id and name)."""
     if not isinstance(messages, list):
         return []
-    roles = frozenset(tool_roles)
-    media = tuple(media_keys)
     names: dict[str, str] = {}
     batches: list[Batch] = []
-    run: Batch | None = None
     for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            run = None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
             continue
-        role = message.get("role")
-        if role not in roles:
-            run = None
-            if role == "assistant":
-                _remember_call_names(message.get("tool_calls"), names)
-            continue
-        call_id = text_of(message.get("tool_call_id"))
-        name = text_of(message.get("tool_name")) or text_of(message.get("name"))
-        if name is None and call_id is not None:
-            name = names.get(call_id)
-        found = Found(call_id=call_id, tool_name=name)
-        collect_text_parts(
-            found, message.get("content"), ("messages", index, "content"), is_text=is_text
-        )
-        found.parts.extend(message[key] for key in media if key in message)
-        if run is None:
-            run = []
-            batches.append(run)
-        run.append(found)
-    return [batch for batch in batches if any(found.slots for found in batch)]
-
-
-def _remember_call_names(calls: object, names: dict[str, str]) -> None:
-    if not isinstance(calls, list):
-        return
-    for call in calls:
-        if not isinstance(call, dict):
-            continue
-        call_id = text_of(call.get("id"))
-        spec = call.get("function") or call.get("custom")
-        name = text_of(spec.get("name")) if isinstance(spec, dict) else None
-        if call_id is not None and name is not None:
-            names[call_id] = name
+        batch: Batch = []
+        for position, block in enumerate(content):
+            if not isinstance(block, dict):
+                continue
+            call = call_of(block)
+            if call is not None:
+                call_id, name = text_of(call[0]), text_of(call[1])
+                if call_id is not None and name is not None:
+                    names[call_id] = name
+            result = result_of(block)
+            if result is None:
+                continue
+            call_id = text_of(result[0])
+            found = Found(call_id=call_id, tool_name=names.get(call_id or ""))
+            path = ("messages", index, "content", position, *result[2])
+            collect_text_parts(found, result[1], path, is_text=is_text)
+            batch.append(found)
+        if any(found.slots for found in batch):
+            batches.append(batch)
+    return batches

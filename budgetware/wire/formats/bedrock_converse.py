@@ -6,13 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.wire.formats.base import (
-    Batch,
-    Found,
-    collect_text_parts,
-    has_content_block,
-    text_of,
-)
+from budgetware.wire.formats.base import Batch, JsonPath, block_batches, has_content_block
 
 __all__ = ["FORMAT", "BedrockConverse"]
 
@@ -37,39 +31,19 @@ class BedrockConverse:
         return has_content_block(body, lambda block: isinstance(block.get("toolResult"), dict))
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            return []
-        names: dict[str, str] = {}
-        batches: list[Batch] = []
-        for index, message in enumerate(messages):
-            content = message.get("content") if isinstance(message, dict) else None
-            if not isinstance(content, list):
-                continue
-            batch: Batch = []
-            for position, block in enumerate(content):
-                if not isinstance(block, dict):
-                    continue
-                use = block.get("toolUse")
-                if isinstance(use, dict):
-                    call_id, name = text_of(use.get("toolUseId")), text_of(use.get("name"))
-                    if call_id is not None and name is not None:
-                        names[call_id] = name
-                result = block.get("toolResult")
-                if not isinstance(result, dict):
-                    continue
-                call_id = text_of(result.get("toolUseId"))
-                found = Found(call_id=call_id, tool_name=names.get(call_id or ""))
-                collect_text_parts(
-                    found,
-                    result.get("content"),
-                    ("messages", index, "content", position, "toolResult", "content"),
-                    is_text=_text_item,
-                )
-                batch.append(found)
-            if any(found.slots for found in batch):
-                batches.append(batch)
-        return batches
+        return block_batches(body.get("messages"), _call, _result, _text_item)
+
+
+def _call(block: dict[str, Any]) -> tuple[object, object] | None:
+    use = block.get("toolUse")
+    return (use.get("toolUseId"), use.get("name")) if isinstance(use, dict) else None
+
+
+def _result(block: dict[str, Any]) -> tuple[object, object, JsonPath] | None:
+    result = block.get("toolResult")
+    if not isinstance(result, dict):
+        return None
+    return result.get("toolUseId"), result.get("content"), ("toolResult", "content")
 
 
 FORMAT = BedrockConverse()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.wire.formats.base import Batch, Found, text_of
+from budgetware.wire.formats.base import Batch, Found, has_content_block, text_of
 
 __all__ = ["FORMAT", "Gemini"]
 
@@ -26,16 +26,9 @@ class Gemini:
         return path.endswith(_ENDPOINTS)
 
     def match_body(self, body: Mapping[str, Any]) -> bool:
-        contents = body.get("contents")
-        if not isinstance(contents, list):
-            return False
-        for content in contents:
-            parts = content.get("parts") if isinstance(content, dict) else None
-            if isinstance(parts, list) and any(
-                isinstance(p, dict) and any(k in p for k in _SPELLINGS) for p in parts
-            ):
-                return True
-        return False
+        return has_content_block(
+            body, lambda part: any(k in part for k in _SPELLINGS), "contents", "parts"
+        )
 
     def batches(self, body: Mapping[str, Any]) -> list[Batch]:
         contents = body.get("contents")
