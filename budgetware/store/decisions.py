@@ -10,12 +10,15 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from budgetware.core.artifacts import check_key, text_key
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
 from budgetware.store.lifecycle import Entry
+
+if TYPE_CHECKING:
+    from budgetware.store.base import ContentStore
 
 __all__ = ["Decisions"]
 
@@ -24,31 +27,12 @@ RECORD = ".decision.json"  # <key>.decision.json
 ENTRIES = 4096
 # How much of a text's start is searched for a notice's references.
 NOTICE_SCAN_CHARS = 8192
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-class _Store(Protocol):
-    """What decisions need of the store that holds them."""
-
-    ref_prefix: str
-
-    def _read_record(self, name: str) -> bytes | None: ...
-
-    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
-
-    def _delete(self, names: list[str]) -> None: ...
-
-    def reused(self, ref: str) -> bool: ...
-
-    def checked_ref(self, ref: str) -> bool: ...
-
-    def refreshed_lately(self, key: str) -> bool: ...
 
 
 class Decisions:
     """The decision records of one store, and what this process read of them."""
 
-    def __init__(self, store: _Store) -> None:
+    def __init__(self, store: ContentStore) -> None:
         self.store = store
         self._lock = threading.Lock()
         # key -> the references decided, or None: no record (a producer records before its
@@ -126,22 +110,8 @@ class Decisions:
 
     def _named_keys(self, text: str) -> list[str]:
         """The keys of this store's references in the first line of ``text`` (a notice)."""
-        prefix = self.store.ref_prefix
-        line = text[:NOTICE_SCAN_CHARS]
-        at = line.find(prefix)
-        if at < 0:
-            return []
-        end = line.find("\n")
-        if end >= 0:
-            line = line[:end]
-        keys = []
-        while at >= 0:
-            start = at + len(prefix)
-            name = line[start : start + 68]
-            if name.endswith(".txt") and _HEX64.fullmatch(name[:64]):
-                keys.append(name[:64])
-            at = line.find(prefix, start)
-        return keys
+        named = re.escape(self.store.ref_prefix) + r"([0-9a-f]{64})\.txt"
+        return re.findall(named, text[:NOTICE_SCAN_CHARS].partition("\n")[0])
 
 
 def _record_refs(raw: bytes) -> list[str] | None:
