@@ -5,6 +5,7 @@ to the ``regex`` package, whose matching takes a time limit.
 
 from __future__ import annotations
 
+import codecs
 import math
 import time
 from collections import deque
@@ -31,7 +32,8 @@ __all__ = [
 
 # Bytes read per piece: the memory a search needs, whatever the artifact's size.
 CHUNK = 4 * MIB
-# A line longer than this is searched in pieces (a match across two is not found).
+# A line longer than this (characters) is searched in pieces (a match across two is not
+# found).
 LONG_LINE = 4 * CHUNK
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_LINE_CHARS = 2_000
@@ -61,13 +63,6 @@ class GrepResult:
 
     matches: list[GrepMatch]
     more: bool
-
-
-def _boundary(data: bytes, at: int, step: int) -> int:
-    """``at`` moved (by ``step``) off UTF-8 continuation bytes onto a character start."""
-    while 0 < at < len(data) and data[at] & 0xC0 == 0x80:
-        at += step
-    return at
 
 
 class _Block:
@@ -106,7 +101,7 @@ class _Block:
             focus = start if at is None else at
             start = max(start, min(focus - self.width // 4, end - self.width))
             end = start + self.width
-        return GrepLine(number, _strip_cr(self.text[start:end]), self.first_char + start)
+        return GrepLine(number, self.text[start:end].removesuffix("\r"), self.first_char + start)
 
     def lines_before(self, start: int, number: int, wanted: int) -> list[GrepLine]:
         found: list[GrepLine] = []
@@ -119,8 +114,8 @@ class _Block:
         found.reverse()
         return found
 
-    def lines_after(self, end: int, number: int, wanted: int) -> tuple[list[GrepLine], int]:
-        """Up to ``wanted`` lines after the break at ``end``; and where the next one starts."""
+    def lines_after(self, end: int, number: int, wanted: int) -> list[GrepLine]:
+        """Up to ``wanted`` lines after the break at ``end``."""
         found: list[GrepLine] = []
         start = end + 1
         while len(found) < wanted and start < self.length:
@@ -129,7 +124,7 @@ class _Block:
             number += 1
             found.append(self.line(start, stop, number))
             start = stop + 1
-        return found, start
+        return found
 
     def last_lines(self, wanted: int) -> list[GrepLine]:
         if wanted <= 0 or self.length == 0:
@@ -140,24 +135,20 @@ class _Block:
         return [*self.lines_before(start, number, wanted - 1), self.line(start, end, number)]
 
 
-def _strip_cr(line: str) -> str:
-    return line[:-1] if line.endswith("\r") else line
-
-
-def _pieces(artifact: Artifact) -> Iterator[bytes]:
-    """The artifact in pieces that end at a line break (or a character boundary within a
-    line longer than LONG_LINE)."""
-    carry = b""
+def _pieces(artifact: Artifact) -> Iterator[str]:
+    """The artifact's text in pieces that end at a line break (or within a line longer than
+    LONG_LINE characters)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+    carry = ""
     for chunk in artifact.pieces(CHUNK):
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            if len(data) < LONG_LINE:
-                carry = data
-                continue
-            cut = _boundary(data, len(data) - 1, -1)
-        carry = data[cut:]
-        yield data[:cut]
+        text = carry + decoder.decode(chunk)
+        cut = text.rfind("\n") + 1
+        if cut == 0 and len(text) < LONG_LINE:
+            carry = text
+            continue
+        cut = cut or len(text)
+        carry = text[cut:]
+        yield text[:cut]
     if carry:
         yield carry
 
@@ -178,13 +169,13 @@ def search(
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))
     line, char = 1, 0
     more = False
-    for data in _pieces(artifact):
+    for text in _pieces(artifact):
         if time.monotonic() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        block = _Block(data.decode("utf-8", "surrogatepass"), line, char, max_line_chars)
+        block = _Block(text, line, char, max_line_chars)
         for index in pending:  # the lines after matches of earlier pieces come first
             waiting = matches[index]
-            got, _ = block.lines_after(-1, line - 1, context - len(waiting.after))
+            got = block.lines_after(-1, line - 1, context - len(waiting.after))
             matches[index] = replace(waiting, after=waiting.after + tuple(got))
         pending = [index for index in pending if len(matches[index].after) < context]
         pos = 0
@@ -206,7 +197,7 @@ def search(
                     first = number - len(before)
                     earlier = [p for p in previous if p.line_number < first]
                     before = earlier[len(earlier) - (context - len(before)) :] + before
-                after, _ = block.lines_after(end, number, context)
+                after = block.lines_after(end, number, context)
             shown = block.line(start, end, number, found)
             if len(after) < context:
                 pending.append(len(matches))
