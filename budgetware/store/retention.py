@@ -13,11 +13,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from budgetware.core.artifacts import ArtifactStoreError
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
+from budgetware.store.decisions import Decisions
 from budgetware.store.lifecycle import (
     MARKER,
     Entry,
@@ -28,9 +29,6 @@ from budgetware.store.lifecycle import (
     stale_temps,
     summarize,
 )
-
-if TYPE_CHECKING:
-    from budgetware.store.base import ContentStore
 
 __all__ = ["DELETE_BATCH", "FIRST_COUNT_SECONDS", "RECOUNT_SECONDS", "Progress", "Retention"]
 
@@ -47,12 +45,31 @@ Progress = Callable[[int, int], object]
 """``progress(done, total)``: how many of the files to delete are deleted."""
 
 
+class _Store(Protocol):
+    """What retention needs of the store it keeps."""
+
+    max_artifact_bytes: int
+    decisions: Decisions
+
+    def ref_for(self, key: str) -> str: ...
+
+    def forget(self, key: str) -> None: ...
+
+    def _scan(self) -> Listing: ...
+
+    def _delete(self, names: list[str]) -> None: ...
+
+    def _read_record(self, name: str) -> bytes | None: ...
+
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
+
+
 class Retention:
     """The quota, the sweep and pruning of one store."""
 
     def __init__(
         self,
-        store: ContentStore,
+        store: _Store,
         *,
         max_store_bytes: int,
         max_age: float,
