@@ -10,15 +10,12 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from budgetware.core.artifacts import check_key, text_key
 from budgetware.core.jsonio import dumps_bytes, loads
 from budgetware.store import sweeper
 from budgetware.store.lifecycle import Entry
-
-if TYPE_CHECKING:
-    from budgetware.store.base import ContentStore
 
 __all__ = ["Decisions"]
 
@@ -29,10 +26,28 @@ ENTRIES = 4096
 NOTICE_SCAN_CHARS = 8192
 
 
+class _Store(Protocol):
+    """What decisions need of the store that holds them."""
+
+    ref_prefix: str
+
+    def _read_record(self, name: str) -> bytes | None: ...
+
+    def _write_record(self, name: str, data: bytes, *, replace: bool) -> None: ...
+
+    def _delete(self, names: list[str]) -> None: ...
+
+    def reused(self, ref: str) -> bool: ...
+
+    def checked_ref(self, ref: str) -> bool: ...
+
+    def refreshed_lately(self, key: str) -> bool: ...
+
+
 class Decisions:
     """The decision records of one store, and what this process read of them."""
 
-    def __init__(self, store: ContentStore) -> None:
+    def __init__(self, store: _Store) -> None:
         self.store = store
         self._lock = threading.Lock()
         # key -> the references decided, or None: no record (a producer records before its
