@@ -155,7 +155,7 @@ def grep_rows(
     for pattern, flag in (
         ("FAILED tests/test_cart.py", "-F"),
         (r"FAILED tests/\w+\.py", "-E"),
-        (r"[A-Z]{6} tests/test_cart", "-E"),  # no plain string to look for: decoded whole
+        (r"[A-Z]{6} tests/test_cart", "-E"),
     ):
         assert len(grep_result(ref, pattern, store=store).matches) == 1
         ours = best_time(lambda p=pattern: grep_result(ref, p, store=store), repeat=3)

@@ -1,17 +1,16 @@
 """Searching an artifact: the lines matching a pattern, read in pieces so an artifact larger
-than memory can be searched. A plain string is searched as bytes (UTF-8 is
-self-synchronizing); a regular expression goes to the ``regex`` package, whose matching
-takes a time limit.
+than memory can be searched. A plain string is found as it is; a regular expression goes
+to the ``regex`` package, whose matching takes a time limit.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import BudgetConfig
@@ -33,11 +32,11 @@ __all__ = [
 
 # Bytes read per piece: the memory a search needs, whatever the artifact's size.
 CHUNK = 4 * MIB
-# A line longer than this is searched in pieces (a match across two is not found).
+# A line longer than this (characters) is searched in pieces (a match across two is not
+# found).
 LONG_LINE = 4 * CHUNK
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_LINE_CHARS = 2_000
-_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 @dataclass(frozen=True)
@@ -66,149 +65,90 @@ class GrepResult:
     more: bool
 
 
-def _chars(data: bytes) -> int:
-    """Code points in UTF-8 bytes: every byte but the continuation bytes."""
-    return len(data.translate(None, _CONTINUATION))
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "surrogatepass")
-
-
-def _boundary(data: bytes, at: int, step: int) -> int:
-    """``at`` moved (by ``step``) off UTF-8 continuation bytes onto a character start."""
-    while 0 < at < len(data) and data[at] & 0xC0 == 0x80:
-        at += step
-    return at
-
-
 class _Block:
-    """One piece of the artifact ending at a line break, searched as bytes or as text."""
+    """One piece of the artifact ending at a line break, decoded."""
 
-    def __init__(self, data: bytes, as_text: bool, line: int, char: int, width: int) -> None:
-        self.data = data
-        self.ascii = data.isascii()
-        self.text: str | None = _decode(data) if as_text else None
-        self.hay: Any = self.text if self.text is not None else data
-        self.nl: Any = "\n" if self.text is not None else b"\n"
+    def __init__(self, text: str, line: int, char: int, width: int) -> None:
+        self.text = text
+        self.length = len(text)
         self.first_line = line
         self.first_char = char
         self.width = width
         self._line_at = (0, line)  # (position, line number there): counted forward
-        self._char_at = (0, char)
-
-    @property
-    def length(self) -> int:
-        return len(self.hay)
-
-    # Both count from the position asked last, so only the distance between matches is
-    # counted, never the block again.
 
     def line_number(self, pos: int) -> int:
+        """The line at ``pos``, counted from the position asked last (only the distance
+        between matches is counted, never the block again)."""
         at, number = self._line_at
         if pos >= at:
-            number += int(self.hay.count(self.nl, at, pos))
+            number += self.text.count("\n", at, pos)
         else:
-            number -= int(self.hay.count(self.nl, pos, at))
+            number -= self.text.count("\n", pos, at)
         self._line_at = (pos, number)
         return number
-
-    def char_offset(self, pos: int) -> int:
-        if self.text is not None or self.ascii:
-            return self.first_char + pos
-        at, chars = self._char_at
-        if pos >= at:
-            chars += _chars(self.data[at:pos])
-        else:
-            chars -= _chars(self.data[pos:at])
-        self._char_at = (pos, chars)
-        return chars
 
     def end_lines(self) -> int:
         return self.line_number(self.length) - self.first_line
 
-    def end_chars(self) -> int:
-        if self.text is not None:
-            return len(self.text)
-        return len(self.data) if self.ascii else _chars(self.data)
-
     def line_bounds(self, pos: int) -> tuple[int, int]:
-        start = self.hay.rfind(self.nl, 0, pos) + 1
-        end = self.hay.find(self.nl, pos)
+        start = self.text.rfind("\n", 0, pos) + 1
+        end = self.text.find("\n", pos)
         return start, self.length if end < 0 else end
 
     def line(self, start: int, end: int, number: int, at: int | None = None) -> GrepLine:
         """The line ``[start, end)``, shortened around ``at`` (else its head) when long."""
-        width = self.width
-        focus = start if at is None else at
-        if self.text is not None:
-            if end - start > width:
-                start = max(start, min(focus - width // 4, end - width))
-                end = start + width
-            shown = self.text[start:end]
-        else:
-            if end - start > width:
-                lo = max(start, min(focus - width, end - 4 * width))
-                lo = _boundary(self.data, lo, 1)
-                end = _boundary(self.data, min(end, lo + 4 * width), -1)
-                start = lo
-            shown = _decode(self.data[start:end])
-            if len(shown) > width:
-                head = max(0, min(_chars(self.data[start:focus]) - width // 4, len(shown) - width))
-                start_char = self.char_offset(start) + head
-                return GrepLine(number, _strip_cr(shown[head : head + width]), start_char)
-        return GrepLine(number, _strip_cr(shown), self.char_offset(start))
+        if end - start > self.width:
+            focus = start if at is None else at
+            start = max(start, min(focus - self.width // 4, end - self.width))
+            end = start + self.width
+        return GrepLine(number, self.text[start:end].removesuffix("\r"), self.first_char + start)
 
     def lines_before(self, start: int, number: int, wanted: int) -> list[GrepLine]:
         found: list[GrepLine] = []
         end = start - 1  # the break ending the line before
         while len(found) < wanted and end >= 0:
-            begin = self.hay.rfind(self.nl, 0, end) + 1
+            begin = self.text.rfind("\n", 0, end) + 1
             number -= 1
             found.append(self.line(begin, end, number))
             end = begin - 1
         found.reverse()
         return found
 
-    def lines_after(self, end: int, number: int, wanted: int) -> tuple[list[GrepLine], int]:
-        """Up to ``wanted`` lines after the break at ``end``; and where the next one starts."""
+    def lines_after(self, end: int, number: int, wanted: int) -> list[GrepLine]:
+        """Up to ``wanted`` lines after the break at ``end``."""
         found: list[GrepLine] = []
         start = end + 1
         while len(found) < wanted and start < self.length:
-            stop = self.hay.find(self.nl, start)
+            stop = self.text.find("\n", start)
             stop = self.length if stop < 0 else stop
             number += 1
             found.append(self.line(start, stop, number))
             start = stop + 1
-        return found, start
+        return found
 
     def last_lines(self, wanted: int) -> list[GrepLine]:
         if wanted <= 0 or self.length == 0:
             return []
-        end = self.length - 1 if self.hay[-1:] == self.nl else self.length
+        end = self.length - 1 if self.text.endswith("\n") else self.length
         number = self.first_line + self.end_lines() - (1 if end < self.length else 0)
-        start = self.hay.rfind(self.nl, 0, end) + 1
+        start = self.text.rfind("\n", 0, end) + 1
         return [*self.lines_before(start, number, wanted - 1), self.line(start, end, number)]
 
 
-def _strip_cr(line: str) -> str:
-    return line[:-1] if line.endswith("\r") else line
-
-
-def _pieces(artifact: Artifact) -> Iterator[bytes]:
-    """The artifact in pieces that end at a line break (or a character boundary within a
-    line longer than LONG_LINE)."""
-    carry = b""
+def _pieces(artifact: Artifact) -> Iterator[str]:
+    """The artifact's text in pieces that end at a line break (or within a line longer than
+    LONG_LINE characters)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+    carry = ""
     for chunk in artifact.pieces(CHUNK):
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            if len(data) < LONG_LINE:
-                carry = data
-                continue
-            cut = _boundary(data, len(data) - 1, -1)
-        carry = data[cut:]
-        yield data[:cut]
+        text = carry + decoder.decode(chunk)
+        cut = text.rfind("\n") + 1
+        if cut == 0 and len(text) < LONG_LINE:
+            carry = text
+            continue
+        cut = cut or len(text)
+        carry = text[cut:]
+        yield text[:cut]
     if carry:
         yield carry
 
@@ -223,29 +163,25 @@ def search(
 ) -> GrepResult:
     """The lines of ``artifact`` matching ``pattern`` (see ``grep_artifact``)."""
     deadline = time.monotonic() + timeout
-    # A piece without the string every match contains is counted, not decoded nor matched.
-    needle = pattern.needle if pattern.needle is not None else pattern.required
     matches: list[GrepMatch] = []
     next_line: int | None = None  # the line of the first match not taken (max_matches)
     pending: list[int] = []  # the matches whose lines after are in the next piece
     previous: deque[GrepLine] = deque(maxlen=max(context, 1))
     line, char = 1, 0
     more = False
-    as_text = pattern.needle is None
-    for data in _pieces(artifact):
+    for text in _pieces(artifact):
         if time.monotonic() > deadline:
             raise SearchTimeout(f"the search took longer than {timeout:g} s")
-        skip = needle is not None and needle not in data
-        block = _Block(data, as_text and not skip, line, char, max_line_chars)
+        block = _Block(text, line, char, max_line_chars)
         for index in pending:  # the lines after matches of earlier pieces come first
             waiting = matches[index]
-            got, _ = block.lines_after(-1, line - 1, context - len(waiting.after))
+            got = block.lines_after(-1, line - 1, context - len(waiting.after))
             matches[index] = replace(waiting, after=waiting.after + tuple(got))
         pending = [index for index in pending if len(matches[index].after) < context]
         pos = 0
-        while not skip and pos <= block.length and not more:
+        while pos <= block.length and not more:
             found = _find(block, pattern, pos, deadline, timeout)
-            if found < 0 or (found == block.length and block.hay.endswith(block.nl)):
+            if found < 0 or (found == block.length and block.text.endswith("\n")):
                 break
             if len(matches) == max_matches:
                 more = True
@@ -261,7 +197,7 @@ def search(
                     first = number - len(before)
                     earlier = [p for p in previous if p.line_number < first]
                     before = earlier[len(earlier) - (context - len(before)) :] + before
-                after, _ = block.lines_after(end, number, context)
+                after = block.lines_after(end, number, context)
             shown = block.line(start, end, number, found)
             if len(after) < context:
                 pending.append(len(matches))
@@ -272,7 +208,7 @@ def search(
         if context:
             previous.extend(block.last_lines(context))
         line += block.end_lines()
-        char += block.end_chars()
+        char += block.length
         if more and not pending:
             break
     return GrepResult(_context_before(matches, next_line), more)
@@ -296,13 +232,13 @@ def _find(
     timeout: float,
 ) -> int:
     """Where the next match at or after ``pos`` starts in the block, or -1."""
-    if pattern.needle is not None:
-        return block.data.find(pattern.needle, pos)
+    if pattern.compiled is None:
+        return block.text.find(pattern.text, pos)
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise SearchTimeout(f"the search took longer than {timeout:g} s")
     try:
-        found = pattern.compiled.search(block.hay, pos, timeout=remaining, concurrent=True)
+        found = pattern.compiled.search(block.text, pos, timeout=remaining, concurrent=True)
     except TimeoutError:
         raise SearchTimeout(
             f"the search took longer than {timeout:g} s (a pattern that backtracks too much?)"

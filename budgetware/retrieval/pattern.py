@@ -14,18 +14,12 @@ from typing import Any
 from budgetware.core.regexcost import MAX_PATTERN_LENGTH, MAX_REPEAT_PRODUCT
 from budgetware.retrieval.errors import InvalidPattern
 
-try:  # Python 3.11+
-    import re._parser as _parser  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _parser  # type: ignore[no-redef,unused-ignore]
-
 __all__ = [
     "MAX_EXPANSION",
     "Pattern",
     "compile_pattern",
     "is_literal",
     "pattern_problem",
-    "required_literal",
 ]
 
 # The most items a pattern's counted repeats may expand to when ``regex`` compiles it.
@@ -43,10 +37,6 @@ _HEAVY_ESCAPES = {"X": 4}
 _COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
 # A flag group that may turn on verbose mode.
 _VERBOSE = re.compile(r"\(\?[a-zA-Z0-9^-]*x")
-# Set syntax re's parser reads differently from regex (and warns about).
-_SET_OPERATORS = ("--", "&&", "~~", "||")
-# Syntax regex reads differently from re's parser: no required literal is taken from it.
-_OWN_SYNTAX = ("{", "[:", "(?")
 
 
 def is_literal(pattern: str) -> bool:
@@ -56,13 +46,10 @@ def is_literal(pattern: str) -> bool:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A compiled search pattern: bytes to find, or a regular expression."""
+    """A search pattern: a plain string (``compiled`` None), or a regular expression."""
 
     text: str
-    needle: bytes | None
     compiled: Any = field(default=None, compare=False)
-    # A plain string every match contains: pieces without it are skipped undecoded.
-    required: bytes | None = None
 
 
 def _regex() -> Any:
@@ -79,7 +66,7 @@ def compile_pattern(pattern: object) -> Pattern:
     if not isinstance(pattern, str):
         raise InvalidPattern(f"a pattern is a string, not {type(pattern).__name__}")
     if is_literal(pattern):
-        return Pattern(pattern, pattern.encode("utf-8", "surrogatepass"))
+        return Pattern(pattern)
     problem = pattern_problem(pattern)
     if problem is not None:
         raise InvalidPattern(
@@ -99,9 +86,7 @@ def compile_pattern(pattern: object) -> Pattern:
             compiled = regex.compile(pattern, regex.MULTILINE)
         except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise InvalidPattern(f"not a valid regular expression: {exc}") from None
-    literal = required_literal(pattern)
-    required = literal.encode("utf-8", "surrogatepass") if literal else None
-    return Pattern(pattern, None, compiled, required)
+    return Pattern(pattern, compiled)
 
 
 # -- what a pattern costs to compile -------------------------------------------------------
@@ -241,21 +226,6 @@ def _set_end(pattern: str, start: int) -> int:
     return -1
 
 
-def _parse(pattern: str) -> Any:
-    """``pattern`` as re's parser reads it, when re reads it as regex does; else None."""
-    if "[[" in pattern or ("[" in pattern and any(op in pattern for op in _SET_OPERATORS)):
-        return None
-    if _VERBOSE.search(pattern):
-        return None
-    try:
-        parsed = _parser.parse(pattern)
-    except Exception:  # re refuses (or warns about) syntax the regex package may accept
-        return None
-    if parsed.state.flags & _parser.SRE_FLAG_VERBOSE:
-        return None
-    return parsed
-
-
 # -- `$` at CRLF line ends -----------------------------------------------------------------
 
 
@@ -296,28 +266,3 @@ def crlf_line_ends(pattern: str) -> str:
             out.append(c)
             i += 1
     return "".join(out)
-
-
-# -- the plain string every match contains -------------------------------------------------
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest run of 3 or more plain characters at the top level of ``pattern``, which
-    every match contains; None when there is none or it cannot be told."""
-    if any(token in pattern for token in _OWN_SYNTAX):
-        return None
-    parsed = _parse(pattern)
-    if parsed is None:  # re refuses what regex may accept: no shortcut then
-        return None
-    if parsed.state.flags & (_parser.SRE_FLAG_IGNORECASE | _parser.SRE_FLAG_VERBOSE):
-        return None
-    best: list[int] = []
-    run: list[int] = []
-    for op, value in parsed.data:
-        if str(op) == "LITERAL":
-            run.append(value)
-            if len(run) > len(best):
-                best = list(run)
-        else:
-            run = []
-    return "".join(map(chr, best)) if len(best) >= 3 else None

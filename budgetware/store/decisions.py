@@ -24,7 +24,6 @@ RECORD = ".decision.json"  # <key>.decision.json
 ENTRIES = 4096
 # How much of a text's start is searched for a notice's references.
 NOTICE_SCAN_CHARS = 8192
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class _Store(Protocol):
@@ -126,22 +125,8 @@ class Decisions:
 
     def _named_keys(self, text: str) -> list[str]:
         """The keys of this store's references in the first line of ``text`` (a notice)."""
-        prefix = self.store.ref_prefix
-        line = text[:NOTICE_SCAN_CHARS]
-        at = line.find(prefix)
-        if at < 0:
-            return []
-        end = line.find("\n")
-        if end >= 0:
-            line = line[:end]
-        keys = []
-        while at >= 0:
-            start = at + len(prefix)
-            name = line[start : start + 68]
-            if name.endswith(".txt") and _HEX64.fullmatch(name[:64]):
-                keys.append(name[:64])
-            at = line.find(prefix, start)
-        return keys
+        named = re.escape(self.store.ref_prefix) + r"([0-9a-f]{64})\.txt"
+        return re.findall(named, text[:NOTICE_SCAN_CHARS].partition("\n")[0])
 
 
 def _record_refs(raw: bytes) -> list[str] | None:

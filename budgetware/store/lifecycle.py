@@ -77,10 +77,27 @@ def plan_prune(
     older_than: float | None,
     max_total_bytes: int | None,
     now: float,
+    min_age: float | None = None,
 ) -> list[Entry]:
     """The entries to delete: unused for ``older_than`` seconds, then the least recently
-    used until the rest fits ``max_total_bytes``."""
-    return _plan(entries, older_than, max_total_bytes, None, now)
+    used until the rest fits ``max_total_bytes``; never one used within ``min_age``."""
+    entries = list(entries)
+    doomed: list[Entry] = []
+    if older_than is not None:
+        doomed = [e for e in entries if now - e.used > older_than]
+    if max_total_bytes is None:
+        return doomed
+    total = sum(e.size for e in entries) - sum(e.size for e in doomed)
+    gone = {e.name for e in doomed}
+    remaining = sorted((e for e in entries if e.name not in gone), key=lambda e: (e.used, e.name))
+    for entry in remaining:  # least recently used first
+        if total <= max_total_bytes:
+            break
+        if min_age is not None and now - entry.used <= min_age:
+            break  # this one and every later one may still be named by a conversation
+        doomed.append(entry)
+        total -= entry.size
+    return doomed
 
 
 def plan_sweep(
@@ -95,41 +112,11 @@ def plan_sweep(
     then the least recently used until the rest is at most ``SWEEP_TARGET`` of
     ``max_store_bytes``; never an entry used within ``min_age`` seconds."""
     target = int(max_store_bytes * SWEEP_TARGET)
-    return _plan(entries, max_age or None, target, min_age, now)
+    return plan_prune(
+        entries, older_than=max_age or None, max_total_bytes=target, now=now, min_age=min_age
+    )
 
 
 def stale_temps(temps: Iterable[Entry], *, now: float) -> list[Entry]:
     """Temporary files untouched for ``STALE_TEMP_SECONDS``: their writer is gone."""
     return [t for t in temps if now - t.used > STALE_TEMP_SECONDS]
-
-
-def _plan(
-    entries: Iterable[Entry],
-    older_than: float | None,
-    max_total_bytes: int | None,
-    min_age: float | None,
-    now: float,
-) -> list[Entry]:
-    entries = list(entries)
-    doomed: list[Entry] = []
-    if older_than is not None:
-        doomed = [e for e in entries if now - e.used > older_than]
-    if max_total_bytes is None:
-        return doomed
-    total = sum(e.size for e in entries) - sum(e.size for e in doomed)
-    if total <= max_total_bytes:
-        return doomed
-    gone = {e.name for e in doomed}
-    remaining = sorted((e for e in entries if e.name not in gone), key=_by_use)
-    for entry in remaining:  # least recently used first
-        if total <= max_total_bytes:
-            break
-        if min_age is not None and now - entry.used <= min_age:
-            break  # this one and every later one may still be named by a conversation
-        doomed.append(entry)
-        total -= entry.size
-    return doomed
-
-
-def _by_use(entry: Entry) -> tuple[float, str]:
-    return (entry.used, entry.name)

@@ -20,7 +20,6 @@ from budgetware import (
 )
 from budgetware.finalizer import LocalArtifactStore
 from budgetware.retrieval import grep as grep_module
-from budgetware.retrieval import pattern as pattern_module
 from budgetware.retrieval.grep import grep_result
 from budgetware.store.base import ContentStore
 from budgetware.types import GrepMatch
@@ -111,23 +110,6 @@ def test_pieces_and_their_seams_lose_nothing(
                 assert text[line.offset : line.offset + len(line.line)] == line.line
 
 
-@pytest.mark.parametrize(
-    ("pattern", "required"),
-    [
-        ("FAILED tests/\\w+\\.py", "FAILED tests/"),
-        ("\\d+ passed in", " passed in"),
-        ("(foo)+barbaz?", "barba"),
-        ("abc|def", None),  # alternatives at the top
-        ("(?i)abcdef", None),  # case-insensitive
-        ("[[:alpha:]]abc", None),  # POSIX class: the regex package reads it differently
-        ("(?:abc){e<=1}", None),  # fuzzy matching
-        ("a.c", None),  # nothing of three characters
-    ],
-)
-def test_the_plain_string_every_match_contains(pattern: str, required: str | None) -> None:
-    assert pattern_module.required_literal(pattern) == required
-
-
 def test_a_long_line_is_shown_around_the_match(any_store: ContentStore) -> None:
     line = "x" * 50_000 + " needle " + "汉" * 50_000
     ref = any_store.put("first\n" + line + "\nlast")
@@ -167,29 +149,15 @@ def test_a_search_streams_the_artifact_in_pieces(
         reads.clear()
 
 
-def test_context_around_many_matches_counts_the_text_about_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Non-ASCII lines, a match every third line, two lines of context: the character
-    # offsets of the lines around each match were counted from the start of the piece
-    # again for every line before a match (quadratic: 48 s for 20,000 matches on 9 MiB).
-    # Count the bytes counted: about the artifact's size, whatever the number of matches.
+def test_context_around_many_matches(tmp_path: Path) -> None:
+    # Non-ASCII lines, a match every third line, two lines of context: every line and
+    # offset right.
     store = LocalArtifactStore(tmp_path / "a")
     row = "汉字" * 50
     text = "".join(f"{row} FAILED {i}\n{row}\n{row}\n" for i in range(1500))
     ref = store.put(text)
-    size = len(text.encode())
-    counted = [0]
-    real = grep_module._chars
-
-    def counting(data: bytes) -> int:
-        counted[0] += len(data)
-        return real(data)
-
-    monkeypatch.setattr(grep_module, "_chars", counting)
     lines = text.split("\n")
-    for pattern in ("FAILED", "F[A]ILED \\d", "^[^F\\n]+F"):  # as bytes; around a string; all
-        counted[0] = 0
+    for pattern in ("FAILED", "F[A]ILED \\d", "^[^F\\n]+F"):
         matches = grep_artifact(ref, pattern, context=2, max_matches=10_000, store=store)
         assert [m.line_number for m in matches] == list(range(1, 4500, 3)), pattern
         for m in matches[::97]:
@@ -198,7 +166,6 @@ def test_context_around_many_matches_counts_the_text_about_once(
             assert [a.line for a in m.after] == lines[n : n + 2]
             for line in (m, *m.before, *m.after):
                 assert text[line.offset : line.offset + len(line.line)] == line.line
-        assert counted[0] <= 4 * size, (pattern, counted[0] / size)
 
 
 def test_no_match_is_an_empty_list(any_store: ContentStore) -> None:
@@ -285,10 +252,10 @@ CRLF = "FAIL a\r\nFAIL b\r\nok\r\nprice $5\r\nmixed lf\nlast b"
 @pytest.mark.parametrize(
     ("pattern", "lines"),
     [
-        ("FAIL b$", [2]),  # a plain string every match contains: searched around it
+        ("FAIL b$", [2]),
         ("b$", [2, 6]),  # the last line has no line break at all
         ("^ok$", [3]),
-        ("[a-z]$", [1, 2, 3, 5, 6]),  # nothing plain to look for: every line decoded
+        ("[a-z]$", [1, 2, 3, 5, 6]),
         ("lf$", [5]),  # a "\n" line end in the same file
         ("\\$5$", [4]),  # an escaped dollar is a dollar sign
         ("[$]5", [4]),
