@@ -6,7 +6,7 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 _orjson: Any
@@ -27,7 +27,6 @@ __all__ = [
     "loads_exact",
     "loads_literal",
     "loads_spelled",
-    "str_token_sizes",
 ]
 
 
@@ -240,15 +239,6 @@ def _write_literal(value: Any, parts: list[str]) -> None:
 # orjson reserves working memory per character it writes: long strings go through it in
 # slices of this many characters.
 STR_CHUNK = 1 << 16
-
-
-def str_token_sizes(s: str) -> Iterator[int] | None:
-    """The JSON token sizes of consecutive slices of ``s`` (quotes included in each), or
-    None when orjson is missing; raises TypeError when orjson refuses the string."""
-    if _orjson is None:
-        return None
-    dumps = _orjson.dumps
-    return (len(dumps(s[i : i + STR_CHUNK])) for i in range(0, max(len(s), 1), STR_CHUNK))
 
 
 def dumps_str_bytes(s: str) -> bytes | None:
