@@ -21,8 +21,7 @@ budget (the requests carry ``x-budgetware-batch-budget: 2000000``, to both proxi
 3 MB bodies over the default budget. Each client re-sends its own conversation, as an agent
 re-sends its history every turn: the first request of each writes its artifacts, the
 others find them stored. ``--settings`` adds the 3 MB mix with other settings (by request
-header) and with new tool results in every request (each writes its artifacts, fsync
-included).
+header) and with new tool results in every request (each writes its artifacts).
 """
 
 from __future__ import annotations

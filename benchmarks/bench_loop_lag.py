@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/bench_loop_lag.py [rounds]
 A ticker task sleeps 1 ms in a loop beside the client and records how late it wakes up;
 per request, the worst lateness. The baseline is the same client without budgetware in
 the same run: reading a 4.3 MB JSON response costs the loop something by itself. Bounding
-the tools/call result in it parses 4.3 MB, cuts it, hashes and writes (and fsyncs) a new
+the tools/call result in it parses 4.3 MB, cuts it, hashes and writes a new
 artifact: on the loop that stalls every other task; off the loop (a worker thread, as for
 request bodies over 1 MiB) the loop waits for the GIL at most the interpreter's switch
 interval (5 ms) and the longest single C call of the worker. Target: never more than 10

@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/bench_targets.py [rounds]
 1. Bounding a 10 MB tool output adds at most 100 ms, in pure Python: one chat request
    carrying one new output of each realistic kind (a ``pytest -v`` log, a service log, JSON
    documents) through ``finalize_body`` with the default settings, against one
-   ``orjson.loads`` of the same body. "with its artifact" writes (and fsyncs) the full
+   ``orjson.loads`` of the same body. "with its artifact" writes the full
    output to a local store, as a default install does; "in memory" has ``persist`` off (the
    bounding alone). Every round's output is new (one field differs), so nothing is
    remembered from an earlier round.

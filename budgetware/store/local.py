@@ -268,10 +268,10 @@ def _write_file(
     try:
         fd = folder.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o600)
         try:
+            # No fsync: a file torn by a crash never hashes to its name, so it is never
+            # served and the next write of the same output replaces it.
             with os.fdopen(fd, "wb", closefd=False) as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
         finally:
             os.close(fd)
         if replace:
