@@ -78,9 +78,15 @@ def _enable_telemetry(config: "BudgetConfig | None") -> None:
 
 
 def _start_session_log(config: "BudgetConfig | None") -> None:
+    import os
+
+    asked = ("BUDGETWARE_SESSION_LOG", "BUDGETWARE_RUN_SESSION")
+    if config is None and not any(os.environ.get(name) for name in asked):
+        return  # nothing asks for it
+
     def first(report: "_observe.RequestReport") -> None:
-        # Decided by the settings model at the first request report: it is loaded by then,
-        # and `budgetware run`'s start-up hook stays cheap.
+        # Decided at the first request report: the settings model is loaded by then, and
+        # `budgetware run`'s start-up hook stays cheap.
         subscription.close()
         from budgetware.diagnostics import sessionlog
 
