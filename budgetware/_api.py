@@ -7,7 +7,6 @@ from budgetware.core.config import BudgetConfig, ConfigError, ToolPolicy, budget
 from budgetware.core.errors import BudgetwareWarning
 from budgetware.http.instrument import instrument, is_instrumented, uninstrument
 from budgetware.http.transport import AsyncBudgetTransport, BudgetTransport
-from budgetware.mcp import http as _mcp_http  # registers its response rewriter
 from budgetware.retrieval.errors import InvalidPattern, InvalidReadArgument, SearchTimeout
 from budgetware.retrieval.grep import grep_artifact
 from budgetware.retrieval.read import read_artifact

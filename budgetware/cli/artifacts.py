@@ -237,17 +237,10 @@ def _show(store: ContentStore, ref: str, offset: int, limit: int | None) -> None
         with _output() as out:  # the verified bytes as they are
             read_ref(ref, lambda artifact: _copy(artifact, out), store=store)
         return
-    end = None if limit is None else offset + limit
-    at, total = offset, 0
+    window = read_window(ref, offset=offset, limit=limit or sys.maxsize, store=store)
     with _output() as out:
-        while end is None or at < end:
-            size = _PIECE if end is None else min(_PIECE, end - at)
-            window = read_window(ref, offset=at, limit=size, store=store)
-            total = window.total
-            out.write(window.text.encode("utf-8", "surrogatepass"))
-            at = window.end
-            if at >= total:
-                break
+        out.write(window.text.encode("utf-8", "surrogatepass"))
+    at, total = window.end, window.total
     head = f"chars {offset:,}-{at:,} of {total:,}"
     print(head + (f"; more with --offset {at}" if at < total else ""), file=sys.stderr)
 

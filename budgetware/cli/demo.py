@@ -169,35 +169,19 @@ def _client(provider: str, base_url: str | None, api_key: str, transport: Any) -
 # --- what went where -----------------------------------------------------------------------
 
 
-_STYLES = {"bold": "1", "dim": "2", "yellow": "33"}
-
-
-class Printer:
-    """Lines on stdout, styled on a terminal unless ``--plain`` or ``NO_COLOR``."""
-
-    def __init__(self, plain: bool) -> None:
-        self.styled = not plain and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-    def line(self, text: str = "", style: str | None = None) -> None:
-        if style is not None and self.styled:
-            text = f"\033[{_STYLES[style]}m{text}\033[0m"
-        print(text, flush=True)
-
-
-def show_request(out: Printer, number: int, report: observe.RequestReport, elapsed: float) -> bool:
+def show_request(number: int, report: observe.RequestReport, elapsed: float) -> bool:
     """Print what the SDK made of request ``number`` and what went on the wire; returns
     whether a cut result's preview names no artifact."""
     before, after = report.bytes_before, report.bytes_after
     share = f"{(before - after) * 100 // before}% smaller" if before else ""
-    out.line(
+    print(
         f"Request {number}: the SDK would have sent {before:,} bytes; "
         f"on the wire: {after:,} bytes ({share}, {elapsed:.2f}s)",
-        style="bold",
     )
     batch = report.batches[-1] if report.batches else None
     pairs = list(zip(batch.before, batch.after)) if batch is not None else []
     if batch is None:
-        out.line(
+        print(
             "    no tool results yet (the user's prompt)"
             if number == 1
             else "    the tool results fit the budget: sent as the SDK made them"
@@ -206,39 +190,38 @@ def show_request(out: Printer, number: int, report: observe.RequestReport, elaps
         for old, new in pairs:
             sdk, sent = len(old.full_text), len(new.full_text)
             note = "previewed" if sent < sdk else "unchanged"
-            out.line(f"    {old.tool_name or '?':<10} {sdk:>10,} -> {sent:>7,} chars  {note}")
-        out.line(
+            print(f"    {old.tool_name or '?':<10} {sdk:>10,} -> {sent:>7,} chars  {note}")
+        print(
             f"    batch on the wire: {batch.size_after:,} {batch.unit} (budget {batch.budget:,})"
         )
     usage = report.usage
     if number > 1 and usage is not None:
-        out.line(
+        print(
             f"    provider's prompt cache: {usage.cache_read_tokens:,} of "
             f"{usage.input_tokens:,} input tokens read (the history, bounded alike every "
             "turn, is re-sent byte for byte)"
         )
     for ref in (ref for every in report.batches for ref in every.written):
-        out.line(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
+        print(f"    artifact written: {Path(ref).name} ({Path(ref).stat().st_size:,} bytes)")
     cut = [(old, new) for old, new in pairs if new.slots != old.slots]
     if cut:
-        out.line("    preview excerpt (what the model reads):", style="dim")
+        print("    preview excerpt (what the model reads):")
         for text in _excerpt(cut[0][1].full_text).splitlines():
-            out.line("    | " + text, style="dim")
-    out.line()
+            print("    | " + text)
+    print()
     return any(not new.persisted_output_files for _, new in cut)
 
 
-def show_unnamed(out: Printer, budget: int, artifact_dir: Path) -> None:
+def show_unnamed(budget: int, artifact_dir: Path) -> None:
     """Say why no artifact is written when previews are too small to name one."""
-    out.line(
+    print(
         f"note: previews this small cannot name their artifact: --budget {budget:,} is "
         "shared by the whole batch, and a preview needs a few hundred chars to name the "
         "file that holds the full output. The model sees a cut notice with no way back to "
         f"the output, so no artifact is written for it to {artifact_dir} (one that no "
         "preview names could never be found).",
-        style="yellow",
     )
-    out.line()
+    print()
 
 
 def _excerpt(text: str, lines: int = 3) -> str:
@@ -264,7 +247,7 @@ def _real_settings(args: argparse.Namespace) -> tuple[str | None, str] | None:
 
 
 def run(
-    args: argparse.Namespace, out: Printer, artifact_dir: Path, real: tuple[str | None, str] | None
+    args: argparse.Namespace, artifact_dir: Path, real: tuple[str | None, str] | None
 ) -> tuple[str, list[observe.RequestReport]]:
     """Run the scripted agent, printing each request; its answer and budgetware's reports."""
     import httpx2
@@ -291,13 +274,13 @@ def run(
 
         def step() -> None:
             nonlocal started, unnamed
-            unnamed |= show_request(out, len(reports), reports[-1], time.perf_counter() - started)
+            unnamed |= show_request(len(reports), reports[-1], time.perf_counter() - started)
             started = time.perf_counter()
 
         agent = _anthropic_agent if args.provider == "anthropic" else _openai_agent
         answer = agent(client, model, step)
     if unnamed:
-        show_unnamed(out, args.budget, artifact_dir)
+        show_unnamed(args.budget, artifact_dir)
     return answer, reports
 
 
@@ -325,7 +308,6 @@ def main(argv: list[str]) -> int:
         help="talk to the real provider ({OPENAI,ANTHROPIC}_API_KEY and _BASE_URL)",
     )
     parser.add_argument("--model", help="model name (real provider)")
-    parser.add_argument("--plain", action="store_true", help="plain text output, no colors")
     args = parser.parse_args(argv)
     if args.budget <= 0:
         typed = next((a for a in reversed(argv) if a.startswith("--b")), "--budget")
@@ -343,22 +325,20 @@ def main(argv: list[str]) -> int:
     BudgetConfig.from_env(batch_budget=args.budget, artifact_dir=args.artifact_dir)
     real = _real_settings(args)
     artifact_dir = Path(args.artifact_dir or tempfile.mkdtemp(prefix="budgetware-demo-"))
-    out = Printer(args.plain)
     try:
         for name in ("httpx2", args.provider):
             importlib.import_module(name)
     except ImportError as exc:
         raise CliError(f'needs {exc.name}: pip install "budgetware[demo]"') from None
     where = "a real provider" if real else "an embedded fake provider (offline)"
-    out.line(
+    print(
         f"budgetware demo: the {args.provider} SDK runs a scripted coding agent against {where}; "
         f"every batch of tool results is bounded to {args.budget:,} chars.",
-        style="bold",
     )
-    out.line()
+    print()
     started = time.perf_counter()
     try:
-        answer, reports = run(args, out, artifact_dir, real)
+        answer, reports = run(args, artifact_dir, real)
     except Exception as exc:  # a real provider refused or was unreachable: say so, briefly
         if real is None:
             raise
@@ -367,8 +347,8 @@ def main(argv: list[str]) -> int:
     sdk_total = sum(report.bytes_before for report in reports)
     wire_total = sum(report.bytes_after for report in reports)
     artifacts = list(artifact_dir.glob("*.txt"))
-    out.line(f"Model's answer: {answer}", style="bold")
-    out.line(
+    print(f"Model's answer: {answer}")
+    print(
         f"Summary: {len(reports)} requests; the SDK produced {sdk_total:,} bytes, "
         f"{wire_total:,} went on the wire; {len(artifacts)} artifacts hold the full outputs in "
         f"{artifact_dir} (kept; delete it when done). "

@@ -41,17 +41,14 @@ def main(argv: list[str]) -> int:
         metavar="HOST:PORT",
         type=parse_address,
         help=(
-            "serve streamable HTTP on HOST:PORT (at --path) instead of stdio; with "
+            "serve streamable HTTP on HOST:PORT (at /mcp) instead of stdio; with "
             "BUDGETWARE_MCP_SERVER_TOKEN set, requests need that bearer token"
         ),
     )
-    parser.add_argument("--path", default="/mcp", help="the HTTP endpoint's path (default /mcp)")
     parser.add_argument(
         "--store", metavar="URL", help="the artifact store (a path, file:// or s3://bucket/prefix)"
     )
     args = parser.parse_args(argv)
-    if not args.path.startswith("/"):
-        parser.error("--path must start with /")
     # A bad setting or an unusable store is one line now, not an error on every call.
     given = None if args.store is None else check_overrides({"artifact_store": args.store})
     config = None if given is None else BudgetConfig(**given)
@@ -86,15 +83,13 @@ def main(argv: list[str]) -> int:
     def ready() -> None:
         print(
             f"budgetware mcp-server {version()}: listening on "
-            f"http://{literal}:{port}{args.path} (store {where})",
+            f"http://{literal}:{port}/mcp (store {where})",
             file=sys.stderr,
             flush=True,
         )
 
     async def serve() -> None:
-        await mcp_server.serve_http(
-            server, host=host, port=port, path=args.path, token=token, on_ready=ready
-        )
+        await mcp_server.serve_http(server, host=host, port=port, token=token, on_ready=ready)
 
     try:
         anyio.run(serve)

@@ -56,7 +56,7 @@ def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path)
 
 
 def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
-    done = run_demo("--plain")
+    done = run_demo()
     assert done.returncode == 0, done.stderr
     [where] = re.findall(r"full outputs in (\S+) \(kept", done.stdout)
     try:
@@ -67,7 +67,7 @@ def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
 
 def test_demo_takes_batch_budget_as_run_does(tmp_path: Path) -> None:
     # `budgetware run` and docs/configuration.md say --batch-budget; --budget stays.
-    done = run_demo("--plain", "--artifact-dir", str(tmp_path), "--batch-budget", "30000")
+    done = run_demo("--artifact-dir", str(tmp_path), "--batch-budget", "30000")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("batch on the wire: 30,000 chars (budget 30,000)") == 3
     shown = run_demo("--help")
@@ -84,8 +84,6 @@ def test_a_real_providers_settings_in_the_environment_are_not_used(
         nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
         prefix = provider.upper()
         variables = {f"{prefix}_API_KEY": "sk-real-and-paid", f"{prefix}_BASE_URL": nowhere}
-        done = run_demo(
-            "--plain", "--provider", provider, "--artifact-dir", str(tmp_path), **variables
-        )
+        done = run_demo("--provider", provider, "--artifact-dir", str(tmp_path), **variables)
     assert done.returncode == 0, done.stderr
     assert "embedded fake provider (offline)" in done.stdout

@@ -265,7 +265,7 @@ def test_demo_artifact_dir_that_cannot_be_made(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # /proc refuses new directories, even to root.
-    err = one_line_error(capsys, ["demo", "--plain", "--artifact-dir", "/proc/1/nope"], 1)
+    err = one_line_error(capsys, ["demo", "--artifact-dir", "/proc/1/nope"], 1)
     assert "cannot create --artifact-dir /proc/1/nope:" in err
 
 
@@ -281,7 +281,7 @@ def test_demo_artifact_dir_that_is_a_file(
 @pytest.mark.parametrize(
     ("argv", "variable", "value"),
     [
-        (["demo", "--plain"], "BUDGETWARE_UNIT", "parsecs"),
+        (["demo"], "BUDGETWARE_UNIT", "parsecs"),
         (["artifacts", "usage"], "BUDGETWARE_MAX_STORE_BYTES", "-1"),
     ],
 )
@@ -311,11 +311,11 @@ def test_demo_says_when_previews_are_too_small_to_name_their_artifact(
 ) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    assert cli(["demo", "--plain", "--budget", "10", "--artifact-dir", str(tmp_path)]) == 0
+    assert cli(["demo", "--budget", "10", "--artifact-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("previews this small cannot name their artifact") == 1
     assert str(tmp_path) in out.split("cannot name their artifact")[1].split("\n")[0]
-    assert cli(["demo", "--plain", "--budget", "2000", "--artifact-dir", str(tmp_path)]) == 0
+    assert cli(["demo", "--budget", "2000", "--artifact-dir", str(tmp_path)]) == 0
     assert "cannot name their artifact" not in capsys.readouterr().out
 
 
