@@ -59,9 +59,6 @@ OVERSIZED_BYTES = 65_536
 DEFAULT_LIMIT = 50
 DEFAULT_WINDOW = 60.0
 
-REPRESENTATIONS = frozenset(
-    {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
-)
 _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 # The log file: append-only, created 0600, never through a symlink; non-blocking at open so
 # that a FIFO planted there cannot hang the caller (refused: not a regular file).
@@ -242,8 +239,6 @@ def _artifacts(artifacts: Callable[[], Iterable[object]]) -> list[dict[str, Any]
 
 def _measure_value(value: Sequence[Any], slots: dict[str, int]) -> dict[str, Any]:
     representation, text = value[0], value[1]
-    if representation not in REPRESENTATIONS:
-        representation = "unknown"
     slot = slots.get(representation, 0)
     slots[representation] = slot + 1
     out: dict[str, Any] = {
