@@ -156,8 +156,6 @@ def configure(
     global _clock, _limit, _window, _override_sink
     with _lock:
         if key is not None:
-            if len(key) < 16:
-                raise ValueError("the diagnostics key must have at least 16 bytes")
             _set_key(key)
         if clock is not None:
             _clock = clock
