@@ -226,9 +226,10 @@ def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
             _table(rows, out)
             first = next((r for r in rows if r.changed), None)
             if first is not None:
+                before = rows[rows.index(first) - 1]
                 out.write(
                     f"  -> first changed at {first.stage} (line {first.line}): "
-                    f"{_sizes(rows, first)}\n"
+                    f"{before.code_points:,} -> {first.code_points:,} code points\n"
                 )
             elif len(rows) > 1:
                 out.write("  -> unchanged across these stages\n")
@@ -237,8 +238,3 @@ def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
     if log.anonymous and not call_prefix:
         out.write("\nevents without a tool call id\n")
         _table(log.anonymous, out)
-
-
-def _sizes(rows: Sequence[Row], first: Row) -> str:
-    before = rows[rows.index(first) - 1]
-    return f"{before.code_points:,} -> {first.code_points:,} code points"

@@ -273,11 +273,12 @@ def _hook(fn: Callable[_P, None]) -> Callable[_P, None]:
 
     @functools.wraps(fn)
     def hook(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        global failures
         if active():
             try:
                 fn(*args, **kwargs)
             except Exception:
-                _failed()
+                failures += 1
 
     return hook
 
@@ -394,11 +395,6 @@ def _mcp_pair(before: Any, after: Any, refs: Sequence[str] | None) -> None:
         artifacts_after=lambda: [None if refs is None else tuple(refs)],
         mutated=after is not before,
     )
-
-
-def _failed() -> None:
-    global failures
-    failures += 1
 
 
 def _admit() -> int | None:
