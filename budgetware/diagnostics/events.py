@@ -74,6 +74,7 @@ _on = False
 _log_path: str | None = None  # the file named by the environment variable
 _log_fd: int | None = None  # opened at its first line
 _override_sink: Callable[[bytes], None] | None = None  # set by configure(): forces on
+_subscription: observe.Subscription | None = None  # the core's batch reports, while on
 
 # The flag hooks test; re-decided by ``active()`` when the variable changed, ``refresh()``,
 # ``configure()`` and ``reset()``.
@@ -94,7 +95,8 @@ def refresh() -> bool:
 
 
 def _decide(raw: Any) -> bool:
-    global _raw, _on, enabled, _log_path
+    """Decide from the variable's value; while on, the core's batch reports are observed."""
+    global _raw, _on, enabled, _log_path, _subscription
     with _lock:
         _raw = raw
         path: str | None = None
@@ -104,22 +106,14 @@ def _decide(raw: Any) -> bool:
             _close_log()
         _log_path = path
         _on = enabled = _override_sink is not None or path is not None
-        _observe_batches(_on)
+        if _on and _subscription is None:
+            _subscription = observe.subscribe(
+                batch=lambda report: tool_results(report.boundary, report.before, report.after)
+            )
+        elif not _on and _subscription is not None:
+            _subscription.close()
+            _subscription = None
         return _on
-
-
-_subscription: observe.Subscription | None = None
-
-
-def _observe_batches(on: bool) -> None:
-    global _subscription
-    if on and _subscription is None:
-        _subscription = observe.subscribe(
-            batch=lambda report: tool_results(report.boundary, report.before, report.after)
-        )
-    elif not on and _subscription is not None:
-        _subscription.close()
-        _subscription = None
 
 
 # --- configuration (tests inject the key, the clock, the limit and a sink) ---
