@@ -158,11 +158,7 @@ def _append(path: CallPath, row: Row) -> None:
     current.append(row)
 
 
-def _short(hashes: frozenset[str]) -> str:
-    return ",".join(sorted(h[:HASH_CHARS] for h in hashes)) or "-"
-
-
-def _table(rows: Sequence[Row], out: TextIO, indent: str = "  ") -> None:
+def _table(rows: Sequence[Row], out: TextIO) -> None:
     header = ["line", "stage", "event mutated", "code points", "JSON bytes", "wire bytes"]
     header += ["artifacts", "hash", ""]
     body = [
@@ -174,7 +170,7 @@ def _table(rows: Sequence[Row], out: TextIO, indent: str = "  ") -> None:
             f"{r.json_bytes:,}",
             "" if r.wire_bytes is None else f"{r.wire_bytes:,}",
             r.artifacts,
-            _short(r.hashes),
+            ",".join(sorted(h[:HASH_CHARS] for h in r.hashes)) or "-",
             "<- changed here" if r.changed else "",
         ]
         for r in rows
@@ -186,7 +182,7 @@ def _table(rows: Sequence[Row], out: TextIO, indent: str = "  ") -> None:
             cell.rjust(width) if i in numeric else cell.ljust(width)
             for i, (cell, width) in enumerate(zip(row, widths))
         ]
-        out.write(indent + "  ".join(cells).rstrip() + "\n")
+        out.write("  " + "  ".join(cells).rstrip() + "\n")
 
 
 def _counted(number: int, word: str, plural: str | None = None) -> str:
@@ -226,9 +222,10 @@ def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
             _table(rows, out)
             first = next((r for r in rows if r.changed), None)
             if first is not None:
+                before = rows[rows.index(first) - 1]
                 out.write(
                     f"  -> first changed at {first.stage} (line {first.line}): "
-                    f"{_sizes(rows, first)}\n"
+                    f"{before.code_points:,} -> {first.code_points:,} code points\n"
                 )
             elif len(rows) > 1:
                 out.write("  -> unchanged across these stages\n")
@@ -237,8 +234,3 @@ def render(log: Log, out: TextIO, *, call_prefix: str | None = None) -> None:
     if log.anonymous and not call_prefix:
         out.write("\nevents without a tool call id\n")
         _table(log.anonymous, out)
-
-
-def _sizes(rows: Sequence[Row], first: Row) -> str:
-    before = rows[rows.index(first) - 1]
-    return f"{before.code_points:,} -> {first.code_points:,} code points"

@@ -59,9 +59,6 @@ OVERSIZED_BYTES = 65_536
 DEFAULT_LIMIT = 50
 DEFAULT_WINDOW = 60.0
 
-REPRESENTATIONS = frozenset(
-    {"model_text", "display", "acp_content", "acp_raw_output", "headless_content"}
-)
 _OFF_VALUES = frozenset({"", "0", "false", "off", "no"})
 # The log file: append-only, created 0600, never through a symlink; non-blocking at open so
 # that a FIFO planted there cannot hang the caller (refused: not a regular file).
@@ -77,6 +74,7 @@ _on = False
 _log_path: str | None = None  # the file named by the environment variable
 _log_fd: int | None = None  # opened at its first line
 _override_sink: Callable[[bytes], None] | None = None  # set by configure(): forces on
+_subscription: observe.Subscription | None = None  # the core's batch reports, while on
 
 # The flag hooks test; re-decided by ``active()`` when the variable changed, ``refresh()``,
 # ``configure()`` and ``reset()``.
@@ -97,7 +95,8 @@ def refresh() -> bool:
 
 
 def _decide(raw: Any) -> bool:
-    global _raw, _on, enabled, _log_path
+    """Decide from the variable's value; while on, the core's batch reports are observed."""
+    global _raw, _on, enabled, _log_path, _subscription
     with _lock:
         _raw = raw
         path: str | None = None
@@ -107,22 +106,14 @@ def _decide(raw: Any) -> bool:
             _close_log()
         _log_path = path
         _on = enabled = _override_sink is not None or path is not None
-        _observe_batches(_on)
+        if _on and _subscription is None:
+            _subscription = observe.subscribe(
+                batch=lambda report: tool_results(report.boundary, report.before, report.after)
+            )
+        elif not _on and _subscription is not None:
+            _subscription.close()
+            _subscription = None
         return _on
-
-
-_subscription: observe.Subscription | None = None
-
-
-def _observe_batches(on: bool) -> None:
-    global _subscription
-    if on and _subscription is None:
-        _subscription = observe.subscribe(
-            batch=lambda report: tool_results(report.boundary, report.before, report.after)
-        )
-    elif not on and _subscription is not None:
-        _subscription.close()
-        _subscription = None
 
 
 # --- configuration (tests inject the key, the clock, the limit and a sink) ---
@@ -159,8 +150,6 @@ def configure(
     global _clock, _limit, _window, _override_sink
     with _lock:
         if key is not None:
-            if len(key) < 16:
-                raise ValueError("the diagnostics key must have at least 16 bytes")
             _set_key(key)
         if clock is not None:
             _clock = clock
@@ -242,8 +231,6 @@ def _artifacts(artifacts: Callable[[], Iterable[object]]) -> list[dict[str, Any]
 
 def _measure_value(value: Sequence[Any], slots: dict[str, int]) -> dict[str, Any]:
     representation, text = value[0], value[1]
-    if representation not in REPRESENTATIONS:
-        representation = "unknown"
     slot = slots.get(representation, 0)
     slots[representation] = slot + 1
     out: dict[str, Any] = {
@@ -280,11 +267,12 @@ def _hook(fn: Callable[_P, None]) -> Callable[_P, None]:
 
     @functools.wraps(fn)
     def hook(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        global failures
         if active():
             try:
                 fn(*args, **kwargs)
             except Exception:
-                _failed()
+                failures += 1
 
     return hook
 
@@ -401,11 +389,6 @@ def _mcp_pair(before: Any, after: Any, refs: Sequence[str] | None) -> None:
         artifacts_after=lambda: [None if refs is None else tuple(refs)],
         mutated=after is not before,
     )
-
-
-def _failed() -> None:
-    global failures
-    failures += 1
 
 
 def _admit() -> int | None:

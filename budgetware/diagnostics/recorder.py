@@ -145,7 +145,7 @@ def current() -> Recorder | None:
 
 def submitted(url: str, body: bytes, *, config: BudgetConfig | None = None) -> None:
     """The HTTP layer's call with the exact bytes it sends: the ``http_wire`` event, then a
-    record and its ``recorder`` event, all read back from ``body`` itself. Never raises."""
+    record, both read back from ``body`` itself. Never raises."""
     global failures
     try:
         recorder = current()
@@ -160,6 +160,5 @@ def submitted(url: str, body: bytes, *, config: BudgetConfig | None = None) -> N
         diagnostics.tool_results_wire("http_wire", batches, wire_bytes=len(body))
         if recorder is not None:
             recorder.record(url, batches, body)
-            diagnostics.tool_results_wire("recorder", batches)
     except Exception:
         failures += 1

@@ -279,12 +279,7 @@ class _SseTransform:
             if field == b"data":
                 data.append(value)  # its UTF-8 is checked by the JSON parser
                 continue
-            try:
-                # surrogatepass: the JSON parser accepts raw surrogates (CESU-8) too.
-                line.decode("utf-8", "surrogatepass")
-            except UnicodeDecodeError:
-                return event
-            other_bytes += len(line)
+            other_bytes += len(line)  # kept byte for byte, whatever their encoding
             if field == b"event":
                 kind = value
         if kind != b"message" or not data:

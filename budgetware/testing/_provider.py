@@ -227,11 +227,6 @@ class FakeProvider:
         self.stop()
 
     @property
-    def running(self) -> bool:
-        """Whether it serves now (between ``start()`` and ``stop()``)."""
-        return self._serving is not None
-
-    @property
     def port(self) -> int:
         """The port it listens on (raises ``RuntimeError`` when it is not running)."""
         if self._serving is None:

@@ -86,7 +86,6 @@ def _sse_data(body: bytes) -> list[Any]:
 class TestServer:
     def test_url_and_lifecycle(self) -> None:
         fp = FakeProvider()
-        assert not fp.running
         with pytest.raises(RuntimeError):
             _ = fp.url
         fp.start()
@@ -96,7 +95,8 @@ class TestServer:
         finally:
             fp.stop()
         fp.stop()  # idempotent
-        assert not fp.running
+        with pytest.raises(RuntimeError):
+            _ = fp.port
 
     def test_unknown_path_is_404_json_and_recorded(self, fake_provider: FakeProvider) -> None:
         status, headers, body = _raw(fake_provider, "POST", "/nope?x=1", b"{}")
