@@ -53,17 +53,12 @@ _SALIENT_CANDIDATES = 64
 
 @dataclass(frozen=True)
 class PreviewOptions:
-    """How previews are made: the wording, salient lines, JSON structure.
-
-    ``salient_percent`` is the most of the room that salient lines may take (0: none);
-    ``salient`` the pattern that finds them; ``json`` whether JSON documents keep their
-    structure.
-    """
+    """How previews are made: the wording, and salient lines (``salient_percent``: the
+    most of the room they may take, 0: none; ``salient``: the pattern that finds them)."""
 
     wording: Wording = field(default=DEFAULT_WORDING)
     salient_percent: int = 25
     salient: SalientPattern | None = field(default_factory=lambda: compile_salient())
-    json: bool = True
 
 
 DEFAULT_PREVIEW = PreviewOptions()
@@ -117,7 +112,7 @@ class SlotPreview:
         self.options = options or DEFAULT_PREVIEW
         self.total = measure(text, unit) if total is None else total
         self.key: str | None = None  # set by the finalizer, which hashed the text already
-        self._not_json = not self.options.json
+        self._not_json = False
         self._salient: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
         self._scanned: Scanned | None = None
 

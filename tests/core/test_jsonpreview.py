@@ -96,12 +96,6 @@ def test_a_room_too_small_for_structure_falls_back_to_the_text_cut() -> None:
     assert preview.count("\n") >= 1
 
 
-def test_json_previews_can_be_turned_off() -> None:
-    text = json.dumps(_api_payload(500))
-    preview = fit_text(text, 2_000, options=PreviewOptions(json=False))
-    assert "JSON" not in preview.split("\n", 1)[0]
-
-
 def test_json_previews_hold_in_bytes_and_for_non_ascii() -> None:
     text = json.dumps(
         {"rows": [{"名前": "値" * 30, "n": i} for i in range(2_000)]}, ensure_ascii=False

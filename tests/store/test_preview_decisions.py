@@ -42,7 +42,7 @@ TEXTS = {
 OPTIONS = {
     "default": DEFAULT_PREVIEW,
     "tool hint": preview_options(BudgetConfig(preview_tool_hint=True)),
-    "no json, no salient": PreviewOptions(json=False, salient_percent=0),
+    "no salient": PreviewOptions(salient_percent=0),
 }
 ROOMS = [*range(64), *range(64, 400, 7), *range(400, 6000, 211)]
 
@@ -60,9 +60,7 @@ def test_every_preview_form_is_recognised(unit: Any, options: PreviewOptions) ->
                 assert may_be_preview(preview), (room, refs, preview[:80])
                 openings.add(_form(preview))
     # Every form was met (so the test holds each of them to the contract).
-    expected = {"notice", "compact", "minimal", "tiny"}
-    if options.json:
-        expected |= {"json notice", "compact json"}
+    expected = {"notice", "compact", "minimal", "tiny", "json notice", "compact json"}
     assert expected <= openings, openings
 
 
