@@ -411,7 +411,4 @@ _PLACEHOLDER = ("/" + "0123456789abcdef" * 16)[:256]
 def _predict(store: ArtifactStore, key: str) -> str | None:
     """What ``store.put`` will return for ``key``, where the store can say without I/O."""
     ref_for = getattr(store, "ref_for", None)
-    try:
-        return ref_for(key) if ref_for is not None else None
-    except NotImplementedError:
-        return None
+    return ref_for(key) if ref_for is not None else None

@@ -94,7 +94,7 @@ def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
     if unit[6:7] == ":":
         from budgetware.core import tokens
 
-        return _keep_pairs_head(s, tokens.cut_prefix(s, size, unit[7:]))
+        return _keep_pairs_head(s, tokens.cut(s, size, unit[7:], from_end=False))
     if unit == "tokens":  # at most 4 * size bytes is at most size estimated tokens
         unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     head = s[:size]
@@ -115,7 +115,7 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
     if unit[6:7] == ":":
         from budgetware.core import tokens
 
-        return _keep_pairs_tail(s, tokens.cut_suffix(s, size, unit[7:]))
+        return _keep_pairs_tail(s, tokens.cut(s, size, unit[7:], from_end=True))
     if unit == "tokens":
         unit, size = "utf8_bytes", size * BYTES_PER_TOKEN
     tail = s[-size:]

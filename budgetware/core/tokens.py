@@ -21,8 +21,7 @@ __all__ = [
     "ExactTokensUnavailable",
     "check_available",
     "count",
-    "cut_prefix",
-    "cut_suffix",
+    "cut",
 ]
 
 # The exact units: "tokens:<encoding>".
@@ -181,18 +180,9 @@ def count(text: str, name: str) -> int:
     return found
 
 
-def cut_prefix(text: str, size: int, name: str) -> str:
-    """A long prefix of ``text`` of at most ``size`` tokens when tokenized alone, ending on
-    a whole character; only a window of about ``size`` tokens is tokenized."""
-    return _cut(text, size, name, from_end=False)
-
-
-def cut_suffix(text: str, size: int, name: str) -> str:
-    """A long suffix of ``text`` that is at most ``size`` tokens when tokenized alone."""
-    return _cut(text, size, name, from_end=True)
-
-
-def _cut(text: str, size: int, name: str, *, from_end: bool) -> str:
+def cut(text: str, size: int, name: str, *, from_end: bool) -> str:
+    """A long prefix (or suffix) of ``text`` of at most ``size`` tokens when tokenized
+    alone, of whole characters; only a window of about ``size`` tokens is tokenized."""
     if size <= 0 or not text:
         return ""
     window = min(len(text), size * 4 + 16)
