@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["Replay", "Result", "replay", "step_target"]
+__all__ = ["Replay", "Result", "replay"]
 
 
 class Result(NamedTuple):
@@ -40,11 +40,6 @@ class Replay(NamedTuple):
     """How many steps the whole conversation took up to this request."""
 
 
-def step_target(budget: int, step: float) -> int:
-    """What a step masks down to: at most ``(1 - step) x budget``."""
-    return int(budget * (1.0 - step))
-
-
 def replay(
     batches: Sequence[Sequence[Result]],
     budget: int,
@@ -53,14 +48,14 @@ def replay(
     stub_size: Callable[[int, int], int],
 ) -> Replay:
     """Walk the batches oldest first; whenever the total of the batches so far is over
-    ``budget``, mask candidates until it is at most ``step_target`` (or none is left).
+    ``budget``, mask candidates until it is at most ``(1 - step) x budget`` (or none is left).
 
     Candidates are the results of all but the newest ``keep`` batches so far, not yet
     masked: the non-``high`` ones oldest first, then the ``high`` ones oldest first; one
     whose stub (``stub_size(batch, result)``, asked only of candidates) is no smaller is
     passed over.
     """
-    target = step_target(budget, step)
+    target = int(budget * (1.0 - step))
     masked: set[tuple[int, int]] = set()
     # Masked results of each tier are always a prefix of its candidates, oldest first.
     tiers: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budgetware.core.history import Replay, Result, replay, step_target
+from budgetware.core.history import Replay, Result, replay
 
 STUB = 10
 
@@ -51,8 +51,6 @@ def test_the_worked_example_of_the_docs() -> None:
 
 
 def test_a_step_masks_down_to_one_minus_step_of_the_budget() -> None:
-    assert step_target(1000, 0.25) == 750
-    assert step_target(999, 0.5) == 499
     result = run([[100] * 10, [100], [100]], 1100, keep=2, step=0.5)
     # 1,200 > 1,100: mask the oldest until at most 550 (each mask saves 90).
     assert result.after <= 550
