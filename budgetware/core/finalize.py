@@ -10,7 +10,7 @@ from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
 from budgetware.core.artifacts import ArtifactStore, text_key
 from budgetware.core.config import BudgetConfig, ToolPolicy
-from budgetware.core.fit import DEFAULT_PREVIEW, Fitted, PreviewOptions, SlotPreview
+from budgetware.core.fit import Fitted, PreviewOptions, SlotPreview
 from budgetware.core.measure import measure
 from budgetware.core.models import ToolResult
 from budgetware.core.notice import DEFAULT_WORDING, TOOL_HINT_WORDING, may_be_preview
@@ -275,17 +275,11 @@ def tool_priority(config: BudgetConfig, name: str | None) -> str:
 
 def preview_options(config: BudgetConfig) -> PreviewOptions:
     """How the previews of a configuration are made."""
-    percent, patterns = config.preview_salient_percent, config.preview_salient_patterns
-    if (
-        percent == DEFAULT_PREVIEW.salient_percent
-        and not patterns
-        and not config.preview_tool_hint
-    ):
-        return DEFAULT_PREVIEW
+    percent = config.preview_salient_percent
     return PreviewOptions(
         wording=TOOL_HINT_WORDING if config.preview_tool_hint else DEFAULT_WORDING,
         salient_percent=percent,
-        salient=compile_salient(patterns) if percent > 0 else None,
+        salient=compile_salient(config.preview_salient_patterns) if percent > 0 else None,
     )
 
 

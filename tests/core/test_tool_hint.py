@@ -24,7 +24,7 @@ LOG = "".join(f"line {i}: PASSED tests/test_{i}.py\n" for i in range(5_000))
 
 def test_off_by_default() -> None:
     assert BudgetConfig().preview_tool_hint is False
-    assert preview_options(BudgetConfig()) is DEFAULT_PREVIEW
+    assert preview_options(BudgetConfig()) == DEFAULT_PREVIEW
     assert "read_tool_output" not in fit_text(LOG, 2_000, refs=[REF])
 
 
