@@ -78,14 +78,6 @@ def measure(s: str, unit: Unit = "chars") -> int:
     return size
 
 
-def _is_high_surrogate(c: str) -> bool:
-    return "\ud800" <= c <= "\udbff"
-
-
-def _is_low_surrogate(c: str) -> bool:
-    return "\udc00" <= c <= "\udfff"
-
-
 def cut_prefix(s: str, size: int, unit: Unit = "chars") -> str:
     """The longest prefix of ``s`` of at most ``size`` in ``unit``, never splitting a
     surrogate pair; work proportional to ``size``."""
@@ -129,20 +121,19 @@ def cut_suffix(s: str, size: int, unit: Unit = "chars") -> str:
     return _keep_pairs_tail(s, tail)
 
 
+# A surrogate pair: a high half (U+D800-U+DBFF), then a low half (U+DC00-U+DFFF).
+_HIGH, _LOW, _LAST = "\ud800", "\udc00", "\udfff"
+
+
 def _keep_pairs_head(s: str, head: str) -> str:
     """``head`` without a last high surrogate whose low half follows it in ``s``."""
-    if (
-        head
-        and len(head) < len(s)
-        and _is_high_surrogate(head[-1])
-        and _is_low_surrogate(s[len(head)])
-    ):
+    if head and len(head) < len(s) and _HIGH <= head[-1] < _LOW <= s[len(head)] <= _LAST:
         return head[:-1]
     return head
 
 
 def _keep_pairs_tail(s: str, tail: str) -> str:
     start = len(s) - len(tail)
-    if tail and start > 0 and _is_low_surrogate(tail[0]) and _is_high_surrogate(s[start - 1]):
+    if tail and start > 0 and _HIGH <= s[start - 1] < _LOW <= tail[0] <= _LAST:
         return tail[1:]
     return tail

@@ -37,18 +37,13 @@ class ExactTokensUnavailable(RuntimeError):
     """An exact token unit was asked for, but tiktoken or the vocabulary is missing."""
 
 
-def _find(module: str) -> Any:
-    try:
-        return importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-
-
 def _places() -> list[tuple[str, Path]]:
     """Where a vocabulary file may be, in the order they are read, each with its name."""
     places = []
-    # Found without importing litellm (slow, with side effects).
-    spec = _find("litellm")
+    try:  # found without importing litellm (slow, with side effects)
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        spec = None
     for location in (spec and spec.submodule_search_locations) or ():
         places.append(("litellm's", Path(location) / "litellm_core_utils" / "tokenizers"))
     # tiktoken's cache, as tiktoken.load finds it ("" turns it off).
@@ -143,12 +138,8 @@ def _encoding(name: str) -> Any:
 
 def _ranks(contents: bytes) -> dict[bytes, int]:
     """A ``.tiktoken`` vocabulary file parsed, as ``tiktoken.load.load_tiktoken_bpe`` does."""
-    ranks: dict[bytes, int] = {}
-    for line in contents.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    lines = (line.split() for line in contents.splitlines() if line)
+    return {base64.b64decode(token): int(rank) for token, rank in lines}
 
 
 def _load(name: str) -> Any:
