@@ -730,17 +730,14 @@ def check_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
         close = {n: difflib.get_close_matches(n, BudgetConfig.model_fields, n=1) for n in unknown}
         named = (f"{n} (did you mean {close[n][0]}?)" if close[n] else n for n in unknown)
         raise ConfigError(f"unknown budgetware setting(s): {', '.join(named)}")
-    if not overrides:
-        return {}
     checked = _validate(overrides, {})
     return {name: getattr(checked, name) for name in overrides}
 
 
 # --- the layers ----------------------------------------------------------------------------
 
-_NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
 _OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
-    "budgetware_overrides", default=_NO_OVERRIDES
+    "budgetware_overrides", default=MappingProxyType({})
 )
 
 
