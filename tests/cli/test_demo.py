@@ -32,7 +32,22 @@ def run_demo(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path) -> None:
-    done = run_demo("--provider", provider, "--artifact-dir", str(tmp_path), "--budget", "20000")
+    # A developer's shell often holds a real provider's key and URL: the demo stays offline
+    # (and free) unless --real (issue 30, item 16).
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
+        prefix = provider.upper()
+        variables = {f"{prefix}_API_KEY": "sk-real-and-paid", f"{prefix}_BASE_URL": nowhere}
+        done = run_demo(
+            "--provider",
+            provider,
+            "--artifact-dir",
+            str(tmp_path),
+            "--budget",
+            "20000",
+            **variables,
+        )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "embedded fake provider (offline)" in out
@@ -56,34 +71,14 @@ def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path)
 
 
 def test_demo_without_artifact_dir_says_where_the_artifacts_are() -> None:
-    done = run_demo()
+    # Also: `budgetware run` and docs/configuration.md say --batch-budget; --budget stays.
+    done = run_demo("--batch-budget", "30000")
     assert done.returncode == 0, done.stderr
+    assert done.stdout.count("batch on the wire: 30,000 chars (budget 30,000)") == 3
     [where] = re.findall(r"full outputs in (\S+) \(kept", done.stdout)
     try:
         assert len(list(Path(where).glob("*.txt"))) == 4
     finally:
         shutil.rmtree(where)
-
-
-def test_demo_takes_batch_budget_as_run_does(tmp_path: Path) -> None:
-    # `budgetware run` and docs/configuration.md say --batch-budget; --budget stays.
-    done = run_demo("--artifact-dir", str(tmp_path), "--batch-budget", "30000")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("batch on the wire: 30,000 chars (budget 30,000)") == 3
     shown = run_demo("--help")
     assert "--budget N, --batch-budget N" in shown.stdout
-
-
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_a_real_providers_settings_in_the_environment_are_not_used(
-    provider: str, tmp_path: Path
-) -> None:
-    # A developer's shell often has them: the demo stays offline (and free) unless --real.
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
-        prefix = provider.upper()
-        variables = {f"{prefix}_API_KEY": "sk-real-and-paid", f"{prefix}_BASE_URL": nowhere}
-        done = run_demo("--provider", provider, "--artifact-dir", str(tmp_path), **variables)
-    assert done.returncode == 0, done.stderr
-    assert "embedded fake provider (offline)" in done.stdout

@@ -116,7 +116,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(json_values, st.integers(0, 4_000), st.sampled_from(["chars", "utf8_bytes", "tokens"]))
 def test_json_previews_are_bounded_idempotent_and_parse(
     value: Any, allocation: int, unit: str
@@ -225,7 +225,7 @@ json_texts = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(json_texts, st.integers(0, 4_000), st.sampled_from(["chars", "utf8_bytes"]), _space)
 def test_every_number_in_a_preview_is_spelled_as_in_the_output(
     inner: str, allocation: int, unit: str, space: str

@@ -359,7 +359,7 @@ def _documents_of(space: str) -> st.SearchStrategy[str]:
 documents = st.sampled_from(["", " ", "\n  "]).flatmap(_documents_of)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(documents, st.integers(0, 3_000), st.sampled_from(["chars", "utf8_bytes"]))
 def test_generated_documents_give_the_literal_parse_s_preview(
     inner: str, allocation: int, unit: str

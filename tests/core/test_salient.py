@@ -500,7 +500,7 @@ def test_the_scan_of_an_all_error_log_keeps_no_object_per_line() -> None:
 
     from budgetware.core import salient
 
-    lines = 200_000
+    lines = 50_000
     text = "".join(f"error: request {n} failed\n" for n in range(lines))
     pattern = compile_salient()
     assert pattern is not None

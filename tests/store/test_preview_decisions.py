@@ -78,7 +78,7 @@ def _form(preview: str) -> str:
     return "compact"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(
     text=st.text(min_size=1, max_size=3000),
     room=st.integers(min_value=0, max_value=3500),
