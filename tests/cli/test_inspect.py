@@ -276,21 +276,32 @@ def test_a_session_still_running_is_read_again(
         served.stop()
 
 
+# As from a terminal: Ctrl-C interrupts (a test process may have SIGINT ignored, and a
+# child inherits that).
+INTERACTIVE = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('budgetware', run_name='__main__')"
+)
+
+
 def test_the_command(agent_session: AgentSession) -> None:
-    command = [sys.executable, "-m", "budgetware", "inspect", "--no-browser"]
+    command = [sys.executable, "-c", INTERACTIVE, "inspect", "--no-browser"]
     with subprocess.Popen(
         [*command, str(agent_session.path)], stdout=subprocess.PIPE, text=True
     ) as process:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        url = line.split(" at ")[1].strip()
-        assert line.startswith(f"budgetware inspect: session {agent_session.path.name} at ")
-        assert url.startswith("http://127.0.0.1:")
-        with urllib.request.urlopen(url, timeout=30) as answer:
-            assert answer.status == 200
-            assert "<title>budgetware inspect</title>" in answer.read().decode()
-        process.send_signal(signal.SIGINT)  # Ctrl-C
-        assert process.wait(timeout=30) == 130
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            url = line.split(" at ")[1].strip()
+            assert line.startswith(f"budgetware inspect: session {agent_session.path.name} at ")
+            assert url.startswith("http://127.0.0.1:")
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                assert answer.status == 200
+                assert "<title>budgetware inspect</title>" in answer.read().decode()
+            process.send_signal(signal.SIGINT)  # Ctrl-C
+            assert process.wait(timeout=30) == 130
+        finally:
+            process.kill()  # a failure fails the test, never holds the worker
 
 
 # --- in a real browser --------------------------------------------------------------------
