@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import math
@@ -704,16 +705,10 @@ def _validate_leaving_out(values: dict[str, Any], from_env: set[str]) -> BudgetC
                 del values[name]
 
 
-_WARNED_SETTINGS: set[tuple[str, str]] = set()
-
-
+@functools.cache  # once per process
 def warn_setting_once(variable: str, reason: str) -> None:
-    """Log once per process that an invalid setting is left out; ``reason`` never quotes
-    the value (it may be a secret)."""
-    key = (variable, reason)
-    if key in _WARNED_SETTINGS:
-        return
-    _WARNED_SETTINGS.add(key)
+    """Log that an invalid setting is left out; ``reason`` never quotes the value (it may
+    be a secret)."""
     logger.warning(
         "budgetware: ignoring %s (%s): calls go on without this setting; fix the value",
         variable,

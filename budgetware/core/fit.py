@@ -212,10 +212,13 @@ class SlotPreview:
 
         chosen: dict[int, tuple[str, int]] = {}  # line number: (shown text, kept)
         used = 0
-        # Both ends of the middle first; the lines that only open a traceback or chain one
-        # to the next last (its exception and the frame that raised it say more); a line
-        # that does not fit leaves its room to the next ones.
-        ordered = _alternate(candidates)
+        # Both ends of the middle first (first, last, second, second to last, ...); the
+        # lines that only open a traceback or chain one to the next last (its exception and
+        # the frame that raised it say more); a line that does not fit leaves its room to
+        # the next ones.
+        last = len(candidates) - 1
+        order = sorted(range(len(candidates)), key=lambda i: (min(i, last - i), i > last - i))
+        ordered = [candidates[i] for i in order]
         ordered.sort(key=lambda c: _OPENING.match(text, c[1], c[2]) is not None)
         for number, start, end in ordered:
             if number in chosen:
@@ -374,10 +377,3 @@ def _frame_before(text: str, start: int, floor: int) -> list[tuple[int, int]]:
     if len(lines) > 1 and text.startswith(" ", source[0]) and _FRAME.match(text, *lines[1]):
         return [lines[1], source]
     return []
-
-
-def _alternate(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """First, last, second, second to last, ...: both ends of the middle are represented."""
-    last = len(items) - 1
-    order = sorted(range(len(items)), key=lambda i: (min(i, last - i), i > last - i))
-    return [items[i] for i in order]

@@ -6,7 +6,6 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Callable
 from typing import Any
 
 _orjson: Any
@@ -123,14 +122,10 @@ class NumberLiteral:
         self.text = text
 
 
-def _literal_type() -> Callable[[str], Any]:
-    return _orjson.Fragment if _orjson is not None else NumberLiteral
-
-
 def loads_literal(text: str) -> Any:
     """Parse JSON text, every number kept as an opaque literal of its own spelling that
     ``dumps_literal`` writes back byte for byte. ``ValueError`` on bad text."""
-    literal = _literal_type()
+    literal = _orjson.Fragment if _orjson is not None else NumberLiteral
     return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
 
 

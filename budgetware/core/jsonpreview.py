@@ -492,7 +492,9 @@ class _Fitter:
     def fit_dict(self, obj: dict[str, Any], budget: int) -> _Fit | None:
         words, doc = self.words, self.doc
         keys = list(obj)
-        marker_key = _marker_key(obj)
+        marker_key = _ELLIPSIS
+        while marker_key in obj:
+            marker_key += "."
         key_sizes = [_size(k) + 1 for k in keys]  # "key":
         # Keep every key while the skeleton and the smallest values fit; else the first
         # ones and one marker member for the rest.
@@ -559,10 +561,3 @@ def _weight(value: Any, depth: int = 4) -> int:
     children = itertools.islice(value if isinstance(value, list) else value.values(), 3)
     sample = [_weight(child, depth - 1) for child in children]
     return len(value) * (1 + sum(sample) // len(sample))
-
-
-def _marker_key(obj: dict[str, Any]) -> str:
-    key = _ELLIPSIS
-    while key in obj:
-        key += "."
-    return key

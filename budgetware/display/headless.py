@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from types import TracebackType
 from typing import IO, Any, Literal, cast
 
 from budgetware.core.jsonio import dumps_faithful
@@ -68,12 +67,7 @@ class HeadlessWriter:
     def __enter__(self) -> HeadlessWriter:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def _emit(self, data: bytes) -> None:

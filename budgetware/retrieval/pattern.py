@@ -52,14 +52,6 @@ class Pattern:
     compiled: Any = field(default=None, compare=False)
 
 
-def _regex() -> Any:
-    try:
-        import regex
-    except ImportError as exc:
-        raise ImportError(_INSTALL) from exc
-    return regex
-
-
 def compile_pattern(pattern: object) -> Pattern:
     """``pattern`` ready to search: InvalidPattern if it is invalid or too costly to compile;
     ImportError naming the extra when it needs the regex package."""
@@ -73,7 +65,10 @@ def compile_pattern(pattern: object) -> Pattern:
             f"pattern refused: {problem} (it would take too much memory to compile); "
             "use smaller counts, or + and *"
         )
-    regex = _regex()
+    try:
+        import regex
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
     compiled = None
     crlf = crlf_line_ends(pattern)
     if crlf != pattern:

@@ -29,14 +29,6 @@ DEFAULT_LIMIT = 20_000
 T = TypeVar("T")
 
 
-def configured_store(config: BudgetConfig | None = None) -> ContentStore:
-    """The store the configuration names (environment < ``config`` < ``budget()``)."""
-    store = store_for_config(resolve_config(config))
-    if store is None:
-        raise ArtifactNotFound("no artifact store is configured (persist is off)")
-    return store
-
-
 # What a model leaves around a reference it copied from a notice.
 _TRAILING = "];,."
 _QUOTES = "\"'`"
@@ -99,11 +91,10 @@ def _stores(store: ContentStore | None, config: BudgetConfig | None) -> list[Con
             )
         return [store]
     others = named_stores()
-    try:
-        configured = configured_store(config)
-    except ArtifactNotFound:
+    configured = store_for_config(resolve_config(config))
+    if configured is None:
         if not others:
-            raise
+            raise ArtifactNotFound("no artifact store is configured (persist is off)")
         return others
     return [configured, *(other for other in others if other is not configured)]
 

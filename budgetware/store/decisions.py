@@ -96,7 +96,9 @@ class Decisions:
         """Keep young the artifacts a producer's preview names, passed on whole turn after
         turn. No I/O here: when a refresh is due, the lookup of the text's record (which
         refreshes what it names) goes to the background thread."""
-        keys = self._named_keys(text)
+        # The keys of this store's references in the first line (the notice).
+        named = re.escape(self.store.ref_prefix) + r"([0-9a-f]{64})\.txt"
+        keys = re.findall(named, text[:NOTICE_SCAN_CHARS].partition("\n")[0])
         if keys and not all(self.store.refreshed_lately(key) for key in keys):
             sweeper.submit(
                 "refresh the artifacts a preview names", lambda: self.lookup(text_key(text))
@@ -122,11 +124,6 @@ class Decisions:
                     self._read.pop(key, None)
         if stale:
             self.store._delete(stale)
-
-    def _named_keys(self, text: str) -> list[str]:
-        """The keys of this store's references in the first line of ``text`` (a notice)."""
-        named = re.escape(self.store.ref_prefix) + r"([0-9a-f]{64})\.txt"
-        return re.findall(named, text[:NOTICE_SCAN_CHARS].partition("\n")[0])
 
 
 def _record_refs(raw: bytes) -> list[str] | None:

@@ -69,7 +69,10 @@ class LocalArtifactStore(ContentStore):
         self, key: str, start: int, end: int, version: Hashable | None = None
     ) -> tuple[bytes, int, Hashable]:
         """See ``ContentStore.read_piece``; the version is (device, inode, size)."""
-        folder = self._open_existing()
+        try:
+            folder = self._open_dir(create=False)
+        except FileNotFoundError:
+            raise ArtifactNotFound("no such artifact in this store") from None
         try:
             fd = folder.open(check_key(key) + ".txt", os.O_RDONLY | _NOFOLLOW | _BINARY)
         except FileNotFoundError:
@@ -102,12 +105,6 @@ class LocalArtifactStore(ContentStore):
             return open_private_dir(self._dir, create=create)
         except PermissionError as exc:
             raise ArtifactStoreError(exc.errno or errno.EACCES, str(exc.strerror)) from None
-
-    def _open_existing(self) -> Folder:
-        try:
-            return self._open_dir(create=False)
-        except FileNotFoundError:
-            raise ArtifactNotFound("no such artifact in this store") from None
 
     def _probe(self, key: str) -> Probe:
         name = key + ".txt"

@@ -99,55 +99,35 @@ def read_tool_output_parameters() -> dict[str, Any]:
     }
 
 
-def _gemini_parameters() -> dict[str, Any]:
-    # Gemini takes an OpenAPI subset: upper-case types, no additionalProperties.
-    properties = {
-        name: {
-            "type": str(spec["type"]).upper(),
-            "description": spec["description"],
-            **{k: spec[k] for k in ("minimum", "maximum") if k in spec},
-        }
-        for name, spec in _PROPERTIES.items()
-    }
-    return {"type": "OBJECT", "properties": properties, "required": ["ref"]}
-
-
 def read_tool_output_schema(api: ToolApi = "openai_chat") -> dict[str, Any]:
     """The declaration of ``read_tool_output`` for one provider API: an element of the
     request's ``tools`` list (``openai_chat``, ``openai_responses``, ``anthropic``), or a
     function declaration for Gemini's ``tools=[{"function_declarations": [...]}]``."""
-    if api == "openai_chat":
-        return {
-            "type": "function",
-            "function": {
-                "name": TOOL_NAME,
-                "description": TOOL_DESCRIPTION,
-                "parameters": read_tool_output_parameters(),
-            },
+    if api not in TOOL_APIS:
+        raise ValueError(f"unknown tool API {api!r} (one of {', '.join(TOOL_APIS)})")
+    named = {"name": TOOL_NAME, "description": TOOL_DESCRIPTION}
+    if api == "gemini":
+        # Gemini takes an OpenAPI subset: upper-case types, no additionalProperties.
+        properties = {
+            name: {
+                "type": str(spec["type"]).upper(),
+                "description": spec["description"],
+                **{k: spec[k] for k in ("minimum", "maximum") if k in spec},
+            }
+            for name, spec in _PROPERTIES.items()
         }
-    if api == "openai_responses":
-        # The Responses API takes a missing `strict` as strict mode (every parameter
-        # required); Chat Completions is non-strict without it.
         return {
-            "type": "function",
-            "name": TOOL_NAME,
-            "description": TOOL_DESCRIPTION,
-            "parameters": read_tool_output_parameters(),
-            "strict": False,
+            **named,
+            "parameters": {"type": "OBJECT", "properties": properties, "required": ["ref"]},
         }
     if api == "anthropic":
-        return {
-            "name": TOOL_NAME,
-            "description": TOOL_DESCRIPTION,
-            "input_schema": read_tool_output_parameters(),
-        }
-    if api == "gemini":
-        return {
-            "name": TOOL_NAME,
-            "description": TOOL_DESCRIPTION,
-            "parameters": _gemini_parameters(),
-        }
-    raise ValueError(f"unknown tool API {api!r} (one of {', '.join(TOOL_APIS)})")
+        return {**named, "input_schema": read_tool_output_parameters()}
+    function = {**named, "parameters": read_tool_output_parameters()}
+    if api == "openai_chat":
+        return {"type": "function", "function": function}
+    # The Responses API takes a missing `strict` as strict mode (every parameter required);
+    # Chat Completions is non-strict without it.
+    return {"type": "function", **function, "strict": False}
 
 
 def _arguments(arguments: object) -> dict[str, Any]:
@@ -218,13 +198,18 @@ def run_read_tool_output(
             return _render_matches(found, limit)
         offset = _number(args, "offset", 0)
         window = read_window(ref, offset=offset, limit=limit, store=store, config=config)
-        return _render_window(window.text, window.offset, window.end, window.total)
+        head = f"chars {window.offset:,}-{window.end:,} of {window.total:,}"
+        if window.end < window.total:
+            head += f"; more with offset={window.end}"
+        elif not window.text:
+            head += " (the end)"
+        return f"{head}\n{window.text}"
     except ArtifactNotFound as exc:
         return f"error: no such full output: {exc}"
     except InvalidReadArgument as exc:  # the message is the answer
         return f"error: {exc}"
     except (InvalidPattern, ImportError) as exc:
-        return f"error: {_one_line(str(exc))}"
+        return "error: " + " ".join(str(exc).split())  # on one line
     except SearchTimeout:
         return (
             f"error: the search took longer than {SEARCH_SECONDS:g} s; use a simpler "
@@ -246,19 +231,6 @@ async def arun_read_tool_output(
 ) -> str:
     """``run_read_tool_output`` in a worker thread, for event loops."""
     return await asyncio.to_thread(run_read_tool_output, arguments, store=store, config=config)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _render_window(text: str, start: int, end: int, total: int) -> str:
-    head = f"chars {start:,}-{end:,} of {total:,}"
-    if end < total:
-        head += f"; more with offset={end}"
-    elif not text:
-        head += " (the end)"
-    return f"{head}\n{text}"
 
 
 def _render_matches(found: GrepResult, limit: int) -> str:

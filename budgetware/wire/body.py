@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any, cast
 
 from budgetware.core.config import BudgetConfig, resolve_config
@@ -36,8 +36,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("budgetware")
-
-_warned_signed = False
 
 
 def finalize_body(
@@ -139,7 +137,7 @@ class _Seen:
         fmt = self.fmt
         return RequestReport(
             # The API, looked up only if a subscriber asks; without the query (Gemini's ``?key=``).
-            partial(_api_of_url, url.partition("?")[0], config)
+            (lambda: _api_name(format_for_url(url.partition("?")[0], config)))
             if fmt is _UNSEEN
             else _api_name(fmt),
             bytes_before=before,
@@ -158,10 +156,6 @@ class _Seen:
 
 def _api_name(fmt: WireFormat | None) -> str | None:
     return fmt.name if fmt is not None and fmt is not SNIFF else None
-
-
-def _api_of_url(url: str, config: BudgetConfig) -> str | None:
-    return _api_name(format_for_url(url, config))
 
 
 def is_untouchable(
@@ -318,11 +312,9 @@ def _bound(
     return changes
 
 
+@functools.cache  # once per process
 def _warn_signed() -> None:
-    global _warned_signed
-    if not _warned_signed:
-        _warned_signed = True
-        logger.warning(
-            "budgetware does not rewrite signed request bodies (AWS SigV4); bound those "
-            "requests above the HTTP layer (for example anthropic middleware)"
-        )
+    logger.warning(
+        "budgetware does not rewrite signed request bodies (AWS SigV4); bound those "
+        "requests above the HTTP layer (for example anthropic middleware)"
+    )

@@ -104,9 +104,9 @@ def test_a_bearer_token_is_not_a_signature(tmp_path: Path) -> None:
 
 
 def test_a_signed_request_is_reported_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(_body, "_warned_signed", False)
+    _body._warn_signed.cache_clear()
     body = _chat_body(BIG)
     with caplog.at_level(logging.WARNING, logger="budgetware"):
         for _ in range(3):
