@@ -162,18 +162,16 @@ def _refuse(option: str, setting: str, message: str) -> NoReturn:
     raise UsageError(f"{message} (see 'budgetware run --help')")
 
 
-def child_environment(
-    settings: dict[str, str], environ: dict[str, str] | None = None
-) -> dict[str, str]:
+def child_environment(settings: dict[str, str]) -> dict[str, str]:
     """The child's environment: the settings as variables, the start-up hook on PYTHONPATH."""
-    env = _with_settings(settings, environ)
+    env = _with_settings(settings)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
     env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR, *paths])
     return env
 
 
-def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ if environ is None else environ)
+def _with_settings(settings: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
     for name, value in settings.items():
         env[_PREFIX + name.upper()] = value
     return env
@@ -390,7 +388,7 @@ def main(argv: list[str]) -> int:
             "this program runs unbounded",
             file=sys.stderr,
         )
-        env = _with_settings(settings, None)
+        env = _with_settings(settings)
     executable, problem = _which(command[0], env.get("PATH"))
     if executable is None:
         if problem is not None:  # there, but not a program: exit code 126, as a shell says
