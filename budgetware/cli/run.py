@@ -418,7 +418,12 @@ def main(argv: list[str]) -> int:
     sys.stderr.flush()
     if parsed.report and reordered is None:
         # The program runs as a child, so that this process can report when it exits.
-        sessions = _sessions_directory(env)
+        from budgetware.core.config import BudgetConfig
+        from budgetware.diagnostics.sessionlog import directory_for
+
+        sessions = directory_for(BudgetConfig.from_env(env).session_log, env)
+        if sessions is None:
+            raise UsageError("--report reads the session log, which --session-log off turns off")
         code = _spawn(executable, command, env)
         from budgetware.cli.report import print_run_report
 
@@ -431,17 +436,6 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # not executable, bad format: as a shell reports it
             raise CliError(f"cannot run {command[0]}: {exc.strerror}", code=126) from None
     return _spawn(executable, command, env)  # pragma: no cover - Windows
-
-
-def _sessions_directory(env: dict[str, str]) -> str:
-    """Where the program's session log goes; a UsageError if ``--report`` cannot be kept."""
-    from budgetware.core.config import BudgetConfig
-    from budgetware.diagnostics.sessionlog import directory_for
-
-    directory = directory_for(BudgetConfig.from_env(env).session_log, env)
-    if directory is None:
-        raise UsageError("--report reads the session log, which --session-log off turns off")
-    return directory
 
 
 def _spawn(executable: str, command: list[str], env: dict[str, str]) -> int:
