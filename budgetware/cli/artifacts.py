@@ -18,7 +18,6 @@ from typing import IO, Any
 from budgetware.cli.errors import ArgumentParser, CliError
 from budgetware.core.artifacts import ArtifactNotFound
 from budgetware.core.config import ENV_PREFIX, BudgetConfig, ConfigError, parse_duration
-from budgetware.retrieval.artifact import Artifact
 from budgetware.retrieval.errors import InvalidReadArgument
 from budgetware.retrieval.read import read_ref, read_window
 from budgetware.store.base import ContentStore
@@ -235,7 +234,7 @@ def _show(store: ContentStore, ref: str, offset: int, limit: int | None) -> None
     window says on stderr where it is, once the pager is done."""
     if offset == 0 and limit is None:
         with _output() as out:  # the verified bytes as they are
-            read_ref(ref, lambda artifact: _copy(artifact, out), store=store)
+            read_ref(ref, lambda artifact: out.writelines(artifact.pieces(_PIECE)), store=store)
         return
     window = read_window(ref, offset=offset, limit=limit or sys.maxsize, store=store)
     with _output() as out:
@@ -243,11 +242,6 @@ def _show(store: ContentStore, ref: str, offset: int, limit: int | None) -> None
     at, total = window.end, window.total
     head = f"chars {offset:,}-{at:,} of {total:,}"
     print(head + (f"; more with --offset {at}" if at < total else ""), file=sys.stderr)
-
-
-def _copy(artifact: Artifact, out: IO[bytes]) -> None:
-    for piece in artifact.pieces(_PIECE):
-        out.write(piece)
 
 
 def _grep(store: ContentStore, ref: str, pattern: str, context: int) -> None:

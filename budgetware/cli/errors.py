@@ -6,9 +6,10 @@ and let ``ConfigError`` and ``OSError`` escape: ``cli/main.py`` turns each into 
 
 from __future__ import annotations
 
+import argparse
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    import argparse
     from typing import NoReturn
 
 __all__ = ["ArgumentParser", "CliError", "UsageError", "describe_os_error"]
@@ -32,33 +33,11 @@ class UsageError(CliError):
     code = 2
 
 
-if TYPE_CHECKING:
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors raise :class:`UsageError` (one line), sub-parsers too."""
 
-    class ArgumentParser(argparse.ArgumentParser):
-        """argparse whose errors raise :class:`UsageError` (one line), sub-parsers too."""
-
-        def error(self, message: str) -> NoReturn: ...
-
-
-def _argument_parser() -> type:
-    # Made on first use: ``budgetware run`` needs no parser and starts without argparse.
-    import argparse
-
-    class ArgumentParser(argparse.ArgumentParser):
-        """argparse whose errors raise :class:`UsageError` (one line), sub-parsers too."""
-
-        def error(self, message: str) -> NoReturn:
-            raise UsageError(f"{message} (see '{self.prog} --help')")
-
-    ArgumentParser.__module__ = __name__
-    return ArgumentParser
-
-
-def __getattr__(name: str) -> object:
-    if name == "ArgumentParser":
-        parser = globals()["ArgumentParser"] = _argument_parser()
-        return parser
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def describe_os_error(exc: OSError) -> str:

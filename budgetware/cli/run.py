@@ -162,18 +162,16 @@ def _refuse(option: str, setting: str, message: str) -> NoReturn:
     raise UsageError(f"{message} (see 'budgetware run --help')")
 
 
-def child_environment(
-    settings: dict[str, str], environ: dict[str, str] | None = None
-) -> dict[str, str]:
+def child_environment(settings: dict[str, str]) -> dict[str, str]:
     """The child's environment: the settings as variables, the start-up hook on PYTHONPATH."""
-    env = _with_settings(settings, environ)
+    env = _with_settings(settings)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
     env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR, *paths])
     return env
 
 
-def _with_settings(settings: dict[str, str], environ: dict[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ if environ is None else environ)
+def _with_settings(settings: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
     for name, value in settings.items():
         env[_PREFIX + name.upper()] = value
     return env
@@ -390,7 +388,7 @@ def main(argv: list[str]) -> int:
             "this program runs unbounded",
             file=sys.stderr,
         )
-        env = _with_settings(settings, None)
+        env = _with_settings(settings)
     executable, problem = _which(command[0], env.get("PATH"))
     if executable is None:
         if problem is not None:  # there, but not a program: exit code 126, as a shell says
@@ -420,7 +418,12 @@ def main(argv: list[str]) -> int:
     sys.stderr.flush()
     if parsed.report and reordered is None:
         # The program runs as a child, so that this process can report when it exits.
-        sessions = _sessions_directory(env)
+        from budgetware.core.config import BudgetConfig
+        from budgetware.diagnostics.sessionlog import directory_for
+
+        sessions = directory_for(BudgetConfig.from_env(env).session_log, env)
+        if sessions is None:
+            raise UsageError("--report reads the session log, which --session-log off turns off")
         code = _spawn(executable, command, env)
         from budgetware.cli.report import print_run_report
 
@@ -433,17 +436,6 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # not executable, bad format: as a shell reports it
             raise CliError(f"cannot run {command[0]}: {exc.strerror}", code=126) from None
     return _spawn(executable, command, env)  # pragma: no cover - Windows
-
-
-def _sessions_directory(env: dict[str, str]) -> str:
-    """Where the program's session log goes; a UsageError if ``--report`` cannot be kept."""
-    from budgetware.core.config import BudgetConfig
-    from budgetware.diagnostics.sessionlog import directory_for
-
-    directory = directory_for(BudgetConfig.from_env(env).session_log, env)
-    if directory is None:
-        raise UsageError("--report reads the session log, which --session-log off turns off")
-    return directory
 
 
 def _spawn(executable: str, command: list[str], env: dict[str, str]) -> int:

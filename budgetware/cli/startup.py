@@ -25,15 +25,11 @@ def _instrument() -> None:
 
         instrument()
     except Exception as exc:  # never break the program's own import of httpx
+        detail = (str(exc).strip() or "no detail").splitlines()[0]
         sys.stderr.write(
             f"budgetware run: budgetware could not start ({type(exc).__name__}: "
-            f"{_first_line(exc)}); this program runs unbounded\n"
+            f"{detail}); this program runs unbounded\n"
         )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "no detail"
 
 
 class _ChainedLoader:

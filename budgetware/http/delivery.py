@@ -20,8 +20,6 @@ _TRACE = "trace"
 class _Pending:
     """A request's report until it is delivered, and the ``trace`` callback it replaced."""
 
-    __slots__ = ("delivered", "inner", "report", "watched")
-
     def __init__(self, report: RequestReport, inner: Any) -> None:
         self.report = report
         self.inner = inner

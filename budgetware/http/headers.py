@@ -3,6 +3,7 @@ spelled ``budgetware_*``, LiteLLM key and team metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,13 +59,6 @@ def _flag(value: object) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _setting(setting: str, value: object) -> dict[str, Any] | None:
-    try:
-        return check_overrides({setting: value})
-    except ConfigError:
-        return None
-
-
 def _overrides(
     entries: Mapping[Any, Any],
     *,
@@ -89,7 +83,8 @@ def _overrides(
                 disable = disable or flag
                 parsed = {}
         elif setting in _SETTINGS:
-            parsed = _setting(setting, value)
+            with contextlib.suppress(ConfigError):
+                parsed = check_overrides({setting: value})
         if parsed is None:
             expected = _expected(lambda s: prefix + s.replace("_", separator))
             message = (
@@ -135,8 +130,6 @@ def request_settings(request: Any) -> Mapping[str, Any]:
         if carried is not None:
             return carried  # type: ignore[no-any-return]
         headers = request.headers
-        if not any(name.lower().startswith(REQUEST_HEADER_PREFIX) for name in headers):
-            return {}
     except AttributeError:  # not an httpx or httpx2 request
         return {}
     return header_overrides(headers)

@@ -38,12 +38,11 @@ def register_response_rewriter(
     *,
     may_wait: Callable[[Any, Any, BudgetConfig | None], bool] | None = None,
 ) -> None:
-    """Apply ``rewriter`` to every response the HTTP layer delivers (once, in this order).
+    """Apply ``rewriter`` to every response the HTTP layer delivers (in this order).
     ``may_wait`` tells the async paths whether a rewrite may wait for a store over the
     network: such a rewrite runs in a worker thread."""
-    if rewriter not in RESPONSE_REWRITERS:
-        RESPONSE_REWRITERS.append(rewriter)
-    if may_wait is not None and may_wait not in _RESPONSE_WAITS:
+    RESPONSE_REWRITERS.append(rewriter)
+    if may_wait is not None:
         _RESPONSE_WAITS.append(may_wait)
 
 

@@ -21,9 +21,7 @@ TAIL = 64 * 1024
 """The most held of a body, or of one SSE line: a usage object sits near the end of either."""
 
 APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "gemini"})
-# The key of the usage object (Gemini's is usageMetadata), found by its plain prefix first:
-# a regular expression searched over a long line holds the GIL for its whole length.
-_PREFIX = b'"usage'
+# The key of the usage object (Gemini's is usageMetadata).
 _KEY = re.compile(rb'"usage(?:Metadata)?"\s*:\s*')
 _DECODER = json.JSONDecoder()
 
@@ -63,10 +61,9 @@ def counters(api: str, usage: Mapping[str, Any]) -> tuple[int, int, int | None, 
 def _usages(text: bytes | bytearray, stop: int) -> Iterator[dict[str, Any]]:
     """The usage objects named in ``text[:stop]``, in order. A key inside a JSON string is
     not one: a quote there is escaped."""
-    at = text.find(_PREFIX, 0, stop)
-    while at >= 0:
-        match = _KEY.match(text, at, stop)
-        if match is not None and text[at - 1 : at] != b"\\":
+    for match in _KEY.finditer(text, 0, stop):
+        at = match.start()
+        if text[at - 1 : at] != b"\\":
             start = match.end()
             window = bytes(text[start : min(stop, start + TAIL)]).decode("utf-8", "replace")
             try:
@@ -75,7 +72,6 @@ def _usages(text: bytes | bytearray, stop: int) -> Iterator[dict[str, Any]]:
                 value = None
             if isinstance(value, dict):
                 yield value
-        at = text.find(_PREFIX, at + 1, stop)
 
 
 def _joined(out: Any) -> bytes:

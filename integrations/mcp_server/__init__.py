@@ -61,7 +61,6 @@ def build_server(
     *,
     store: ContentStore | None = None,
     config: BudgetConfig | None = None,
-    name: str = SERVER_NAME,
 ) -> Any:
     """The MCP server (``mcp.server.lowlevel.Server``) with the one tool, reading ``store``
     (default: the store the configuration names, as it is when a call arrives)."""
@@ -98,7 +97,7 @@ def build_server(
         )
 
     return server_class(
-        name,
+        SERVER_NAME,
         version=version(),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
@@ -155,21 +154,15 @@ async def serve_stdio(server: Any = None) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(
-    server: Any = None,
-    *,
-    host: str = "127.0.0.1",
-    path: str = "/mcp",
-    token: str | None = None,
-) -> Any:
-    """The streamable HTTP app (ASGI) serving ``server`` at ``path``.
+def http_app(server: Any = None, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The streamable HTTP app (ASGI) serving ``server`` at ``/mcp``.
 
     With ``token``, a request without ``Authorization: Bearer <token>`` gets 401 and never
     reaches the server.
     """
     server = server if server is not None else build_server()
     app = server.streamable_http_app(
-        streamable_http_path=path, host=host, transport_security=_rebinding_checks(host)
+        streamable_http_path="/mcp", host=host, transport_security=_rebinding_checks(host)
     )
     return app if not token else _BearerToken(app, token)
 
@@ -253,11 +246,10 @@ async def serve_http(
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
-    path: str = "/mcp",
     token: str | None = None,
     on_ready: Callable[[], object] | None = None,
 ) -> None:
-    """Serve over streamable HTTP on ``host:port`` at ``path`` until cancelled (``token``:
+    """Serve over streamable HTTP on ``host:port`` at ``/mcp`` until cancelled (``token``:
     see ``http_app``); ``on_ready()`` once the port is bound."""
     require("uvicorn", "mcp-server")
     import uvicorn
@@ -268,6 +260,6 @@ async def serve_http(
             if self.started and on_ready is not None:
                 on_ready()
 
-    app = http_app(server, host=host, path=path, token=token)
+    app = http_app(server, host=host, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="none")
     await Uvicorn(config).serve()

@@ -508,11 +508,14 @@ def test_a_python_without_budgetware_runs_unbounded_and_says_so(tmp_path: Path) 
     )
 
 
-def test_parse_and_environment() -> None:
+def test_parse_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     settings, command = parse(["--unit", "tokens", "--persist", "--", "python", "x.py"])  # type: ignore[misc]
     assert settings == {"unit": "tokens", "persist": "true"}
     assert command == ["python", "x.py"]
-    env = child_environment(settings, {"PYTHONPATH": f"/a{os.pathsep}{BOOTSTRAP_DIR}"})
+    for name in [name for name in os.environ if name.startswith("BUDGETWARE_RUN_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYTHONPATH", f"/a{os.pathsep}{BOOTSTRAP_DIR}")
+    env = child_environment(settings)
     assert env["PYTHONPATH"] == os.pathsep.join([BOOTSTRAP_DIR, "/a"])
     assert env["BUDGETWARE_UNIT"] == "tokens"
     assert not [name for name in env if name.startswith("BUDGETWARE_RUN_")]
