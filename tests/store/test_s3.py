@@ -654,13 +654,17 @@ async def test_async_requests_with_an_s3_store_are_bounded_off_the_event_loop(
     from budgetware.http.transport import OFFLOAD_BYTES, AsyncBudgetTransport
 
     threads: list[int] = []
-    original = _transport.finalize_body
 
-    def recording(*args: Any, **kwargs: Any) -> bytes:
-        threads.append(threading.get_ident())
-        return original(*args, **kwargs)
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.get_ident())
+            return original(*args, **kwargs)
 
-    monkeypatch.setattr(_transport, "finalize_body", recording)
+        return bound
+
+    # Either is called, as a report listener is subscribed or not (OpenTelemetry is one).
+    for name in ("finalize_body", "observed_finalize_body"):
+        monkeypatch.setattr(_transport, name, recording(getattr(_transport, name)))
     sent: list[bytes] = []
 
     def reply(request: httpx2.Request) -> httpx2.Response:
