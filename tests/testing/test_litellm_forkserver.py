@@ -294,8 +294,15 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
+    # Its fork server's log and directory, never removed (no clean-up), in tmp_path.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env=env,
     )
     assert run.returncode == -signal.SIGKILL, run.stderr
     pids = json.loads(run.stdout)
