@@ -247,7 +247,9 @@ def test_unknown_or_unbounded_route_gets_the_same_answer_as_without_budgetware(
 def test_large_headers_the_proxy_takes_keep_the_budget_header_working(
     http: httpx.Client, gateway: LiteLLMProxy, baseline: LiteLLMProxy, upstream: FakeProvider
 ) -> None:
-    headers = {f"x-filler-{i}": "f" * 4000 for i in range(10)}
+    # 12 KB: the proxy's server (uvicorn on h11) refuses a header block it has read 16 KiB of
+    # without its end, so 40 KB passed only when it came in one read (not under load).
+    headers = {f"x-filler-{i}": "f" * 4000 for i in range(3)}
     headers["x-budgetware-batch-budget"] = "8000"
     body = chat_body(drivers.openai_chat_messages(BIG))
     got, sent, expected, _ = both(http, gateway, baseline, upstream, CHAT, body, headers=headers)
@@ -255,7 +257,7 @@ def test_large_headers_the_proxy_takes_keep_the_budget_header_working(
     (request,) = sent
     assert sum(map(len, tool_texts(request))) <= 8000
     assert "x-budgetware-batch-budget" not in request.headers
-    assert request.headers["x-filler-9"] == "f" * 4000
+    assert request.headers["x-filler-2"] == "f" * 4000
 
 
 def _outcome(http: httpx.Client, proxy: LiteLLMProxy, headers: dict[str, str]) -> str:
