@@ -142,21 +142,29 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     try:
         value = _orjson.loads(text)
         out: bytes = _orjson.dumps(value)
-        raw = text.encode("utf-8")
-    except (_orjson.JSONDecodeError, TypeError, UnicodeEncodeError):
+    except (_orjson.JSONDecodeError, TypeError):
         return None
-    if raw == out:
-        return value, len(out)
     written = out.translate(None, b" ") if b" " in out else out  # orjson writes no other
-    if raw.isascii() and not written.isascii():
+    if text.isascii() and not written.isascii():
         # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
         escape = json.encoder.encode_basestring_ascii  # json.dumps's own, in C
         written = _NON_ASCII.sub(
             lambda m: escape(m.group())[1:-1], written.decode("utf-8")
         ).encode("ascii")
-    if raw.translate(None, _JSON_SPACE) != written:
+    # The text a piece at a time, without its whitespace: no copy of all of it.
+    position = 0
+    try:
+        for start in range(0, len(text), _PIECE):
+            piece = text[start : start + _PIECE].encode("utf-8").translate(None, _JSON_SPACE)
+            if not written.startswith(piece, position):
+                return None
+            position += len(piece)
+    except UnicodeEncodeError:
         return None
-    return value, len(out)
+    return (value, len(out)) if position == len(written) else None
+
+
+_PIECE = 1 << 18
 
 
 def dumps_literal(value: Any) -> bytes:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from budgetware.core.jsonio import dumps_faithful, dumps_str_bytes
+from budgetware.core.jsonio import STR_CHUNK, dumps_faithful, dumps_str_bytes
 from budgetware.wire.formats.base import JsonPath
 
 __all__ = [
@@ -59,13 +59,25 @@ def _string_end(body: bytes, start: int, value: object) -> int:
         if end is not None:
             return end
         for ascii_only in (False, True):
-            token = encode_string(value, ascii_only=ascii_only)
-            if body.startswith(token, start):
-                return start + len(token)
+            end = _encoded_end(body, start, value, ascii_only=ascii_only)
+            if end is not None:
+                return end
     scanned = _STRING.match(body, start)
     if scanned is None:
         raise SpliceError("unterminated string")
     return scanned.end()
+
+
+def _encoded_end(body: bytes, start: int, value: str, *, ascii_only: bool) -> int | None:
+    """One past the token at ``start`` if it is ``value`` in that encoding, else None:
+    compared a piece at a time, never building a copy of a long token."""
+    position = start + 1
+    for i in range(0, len(value), STR_CHUNK):
+        inner = encode_string(value[i : i + STR_CHUNK], ascii_only=ascii_only)[1:-1]
+        if not body.startswith(inner, position):
+            return None
+        position += len(inner)
+    return position + 1 if body.startswith(b'"', position) and body[start] == _QUOTE else None
 
 
 # Backslashes counted before a quote at most, before _string_end compares instead.

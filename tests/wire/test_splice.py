@@ -144,3 +144,21 @@ def test_a_string_never_measures_more_than_its_json_bytes(text: str, ascii_only:
     token = encode_string(text, ascii_only=ascii_only)
     for unit in ("chars", "utf8_bytes"):
         assert measure(text, unit) <= len(token) - 2  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True], ids=["raw_utf8", "ascii"])
+@pytest.mark.parametrize("slashes", [False, True], ids=["as_json_writes", "slashes_escaped"])
+def test_a_long_escape_heavy_string_is_located_exactly(ensure_ascii: bool, slashes: bool) -> None:
+    # Longer than a piece of the comparison, an escaped quote every few characters: its end
+    # is found by comparing its encodings a piece at a time, or by a scan when the writer
+    # escaped otherwise ("\/").
+    text = '{"k": "v/é ☃", "q": "\\"x\\"", "n": "\\u0001"}\n' * 4_000
+    value = {"messages": [{"content": text, "after": "z"}], "tail": [1]}
+    body = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
+    if slashes:
+        body = body.replace(b"/", b"\\/")
+    path = ("messages", 0, "content")
+    spans = value_spans(body, json.loads(body), {path}, set())[0]
+    start, end = spans[path]
+    assert json.loads(body[start:end]) == text
+    assert body[end:].startswith(b', "after": "z"}')
