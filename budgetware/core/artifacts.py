@@ -67,8 +67,9 @@ class ArtifactStore(Protocol):
     The finalizer also uses, where a store has them: ``ref_for(key)`` (what ``put`` will
     return, without I/O: it then knows before writing whether a preview can name the
     artifact), ``stored_reference(key)`` (the reference of an artifact already there and
-    verified, else None: one ``HeadObject`` on S3, no upload), ``put_reporting`` (``put``
-    and whether it wrote) and ``note_named(text)``.
+    verified, else None: one ``HeadObject`` on S3, no upload), ``put_reporting(text, *,
+    key, data)`` (``put`` of ``text`` whose UTF-8 bytes are ``data``, and whether it wrote)
+    and ``note_named(text)``.
     """
 
     def put(self, text: str, *, key: str | None = None) -> str: ...

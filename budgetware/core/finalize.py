@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
+import hashlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 
 from budgetware.core import observe
@@ -290,7 +293,9 @@ def _persist(
     can name the artifact. Any failure means previews with no reference and ``()``."""
     full = entry.full_text
     try:
-        key = text_key(full)
+        # Encoded once: hashed here (the GIL let go), written by the store as it is.
+        data = full.encode("utf-8", "surrogatepass")
+        key = hashlib.sha256(data).hexdigest()
         if len(entry.slots) == 1:  # the one slot is the full text: its key is known
             cut[0].preview.key = key
         decided, decidable = _decision(entry, full, key, store)
@@ -300,10 +305,18 @@ def _persist(
         predicted = _predict(store, key)
         # Else a placeholder as long as the longest reference: where it fits, the real one does.
         probe = predicted if predicted is not None else _PLACEHOLDER
-        if not _fit_all(cut, (probe,)):
-            return ()  # no preview could name it: write nothing (the fit is done)
         # A text that may be a preview had its decision looked up: no second look.
-        ref, wrote = _write(store, full, key, look=not decidable)
+        look = not decidable
+        # Where every room is large a preview will name the artifact: it is written
+        # beside the fit, which waits on the CPU while the write waits on the disk or S3.
+        early = _EarlyWrite(store, full, key, look, data) if _names(cut, probe) else None
+        if not _fit_all(cut, (probe,)):
+            if early is not None:  # never where _names holds: joined, named nowhere
+                early.result()
+            return ()  # no preview could name it: write nothing (the fit is done)
+        ref, wrote = (
+            early.result() if early is not None else _write(store, full, key, look=look, data=data)
+        )
         if wrote:
             written.append(ref)
         if ref != predicted:
@@ -315,7 +328,58 @@ def _persist(
         return ()
 
 
-def _write(store: ArtifactStore, full: str, key: str, *, look: bool = True) -> tuple[str, bool]:
+# A room in which a preview always fits the notice, a reference as long as the placeholder
+# and half of its room in content (tests/core/test_early_write.py).
+_NAMING_ROOM = 4096
+
+
+def _names(cut: list[_Cut], probe: str) -> bool:
+    """Whether a preview of every slot names ``probe``, known before fitting any."""
+    return len(probe) <= len(_PLACEHOLDER) and all(s.allocation >= _NAMING_ROOM for s in cut)
+
+
+_HEAD_START = 0.003
+
+
+class _EarlyWrite:
+    """``_write`` on a thread of its own (the caller's context kept), joined for its result."""
+
+    def __init__(self, store: ArtifactStore, full: str, key: str, look: bool, data: bytes) -> None:
+        self._args = (store, full, key, look, data)
+        self._outcome: tuple[str, bool] | BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=contextvars.copy_context().run, args=(self._run,), daemon=True
+        )
+        try:
+            self._thread.start()
+            # A moment for the writer to reach the disk or the network (a fit holds the
+            # GIL through parses of many milliseconds, which would keep it from starting).
+            self._thread.join(_HEAD_START)
+        except RuntimeError:  # no new thread at interpreter shutdown: written when joined
+            self._thread = None
+
+    def _run(self) -> None:
+        store, full, key, look, data = self._args
+        try:
+            self._outcome = _write(store, full, key, look=look, data=data)
+        except BaseException as exc:  # raised in the caller's thread, by result()
+            self._outcome = exc
+
+    def result(self) -> tuple[str, bool]:
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        outcome = self._outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+
+def _write(
+    store: ArtifactStore, full: str, key: str, *, look: bool = True, data: bytes | None = None
+) -> tuple[str, bool]:
     """(the reference of ``full``'s artifact, whether this call wrote it). With ``look``, an
     artifact another process wrote is found with one look (``stored_reference``), no upload."""
     find = getattr(store, "stored_reference", None) if look else None
@@ -326,7 +390,7 @@ def _write(store: ArtifactStore, full: str, key: str, *, look: bool = True) -> t
     # overrides put below where it defines put_reporting); else it did.
     for klass in type(store).__mro__:
         if "put_reporting" in vars(klass):
-            reported: tuple[str, bool] = store.put_reporting(full, key=key)  # type: ignore[attr-defined]
+            reported: tuple[str, bool] = store.put_reporting(full, key=key, data=data)  # type: ignore[attr-defined]
             return reported
         if "put" in vars(klass):
             break

@@ -165,13 +165,17 @@ class ContentStore:
         """Store ``text`` (once) and return its reference."""
         return self.put_reporting(text, key=key)[0]
 
-    def put_reporting(self, text: str, *, key: str | None = None) -> tuple[str, bool]:
-        """``put``, and whether this call wrote the artifact (False: it was there, verified)."""
+    def put_reporting(
+        self, text: str, *, key: str | None = None, data: bytes | None = None
+    ) -> tuple[str, bool]:
+        """``put``, and whether this call wrote the artifact (False: it was there, verified);
+        ``data``: ``text``'s UTF-8 bytes (surrogates kept), where the caller has them."""
         if key is not None:
             ref = self._reuse(key)
             if ref is not None:
                 return ref, False
-        data = text.encode("utf-8", "surrogatepass")
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
         if key is None:
             key = hashlib.sha256(data).hexdigest()
         check_key(key)
