@@ -307,9 +307,14 @@ def _persist(
         probe = predicted if predicted is not None else _PLACEHOLDER
         # A text that may be a preview had its decision looked up: no second look.
         look = not decidable
-        # Where every room is large a preview will name the artifact: it is written
-        # beside the fit, which waits on the CPU while the write waits on the disk or S3.
-        early = _EarlyWrite(store, full, key, look, data) if _names(cut, probe) else None
+        # A large output whose preview will name its artifact is written beside the fit,
+        # which waits on the CPU while the write waits on the disk or S3 (a smaller one
+        # costs more in the thread than it hides: docs/benchmarks.md).
+        early = (
+            _EarlyWrite(store, full, key, look, data)
+            if len(data) >= _EARLY_BYTES and _names(cut, probe)
+            else None
+        )
         if not _fit_all(cut, (probe,)):
             if early is not None:  # never where _names holds: joined, named nowhere
                 early.result()
@@ -338,7 +343,8 @@ def _names(cut: list[_Cut], probe: str) -> bool:
     return len(probe) <= len(_PLACEHOLDER) and all(s.allocation >= _NAMING_ROOM for s in cut)
 
 
-_HEAD_START = 0.003
+_HEAD_START = 0.001
+_EARLY_BYTES = 3 << 20
 
 
 class _EarlyWrite:

@@ -1,5 +1,5 @@
-"""The write of a cut output beside its fit: only where a preview will name it, on another
-thread, with the same result and the same failures as a write after the fit."""
+"""The write of a large cut output beside its fit: only where a preview will name it, on
+another thread, with the same result and the same failures as a write after the fit."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ def test_a_preview_in_a_naming_room_names_the_longest_reference_assumed(
         assert PLACEHOLDER in fitted.text
 
 
+@pytest.fixture
+def any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outputs of any size written early (the tests' outputs are smaller than the size)."""
+    monkeypatch.setattr(finalize, "_EARLY_BYTES", 0)
+
+
 class ThreadRecordingStore(LocalArtifactStore):
     def __init__(self, directory: Path, *, fail: bool = False) -> None:
         super().__init__(directory)
@@ -52,6 +58,7 @@ class ThreadRecordingStore(LocalArtifactStore):
         return super()._write(key, data, replace=replace)
 
 
+@pytest.mark.usefixtures("any_size")
 def test_a_large_room_writes_beside_the_fit_with_the_same_result(tmp_path: Path) -> None:
     text = OUTPUTS["json"]
     batch = [ToolResult("c", "shell", (text,))]
@@ -72,6 +79,7 @@ def test_a_large_room_writes_beside_the_fit_with_the_same_result(tmp_path: Path)
     assert same.slots[0].replace(str(tmp_path / "late"), str(tmp_path / "early")) == new.slots[0]
 
 
+@pytest.mark.usefixtures("any_size")
 def test_a_failed_write_beside_the_fit_bounds_and_names_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -87,6 +95,7 @@ def test_a_failed_write_beside_the_fit_bounds_and_names_nothing(
     assert "could not persist a tool output (OSError)" in caplog.text
 
 
+@pytest.mark.usefixtures("any_size")
 def test_small_rooms_and_long_references_are_written_after_the_fit(tmp_path: Path) -> None:
     store = ThreadRecordingStore(tmp_path)
     batch = [ToolResult(f"c{i}", "shell", (f"{i} " + OUTPUTS["log"],)) for i in range(8)]
@@ -100,3 +109,15 @@ def test_small_rooms_and_long_references_are_written_after_the_fit(tmp_path: Pat
     long = LongReferences(tmp_path / "long")
     finalize_batch(batch[:1], config=BudgetConfig(batch_budget=20_000), store=long)
     assert long.threads == [threading.current_thread().name]
+
+
+def test_a_smaller_output_is_written_after_the_fit(tmp_path: Path) -> None:
+    store = ThreadRecordingStore(tmp_path)
+    text = "x" * (finalize._EARLY_BYTES - 1)
+    finalize_batch([ToolResult("c", "shell", (text,))], config=BudgetConfig(), store=store)
+    assert store.threads == [threading.current_thread().name]
+    large = ThreadRecordingStore(tmp_path / "large")
+    text = "y" * finalize._EARLY_BYTES
+    finalize_batch([ToolResult("c", "shell", (text,))], config=BudgetConfig(), store=large)
+    assert large.threads
+    assert large.threads[0] != threading.current_thread().name
