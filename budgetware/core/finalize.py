@@ -312,7 +312,7 @@ def _persist(
         # costs more in the thread than it hides: docs/benchmarks.md).
         early = (
             _EarlyWrite(store, full, key, look, data)
-            if len(data) >= _EARLY_BYTES and _names(cut, probe)
+            if len(data) >= _EARLY_BYTES and _names(cut, probe) and _threadsafe(store)
             else None
         )
         if not _fit_all(cut, (probe,)):
@@ -336,6 +336,12 @@ def _persist(
 # A room in which a preview always fits the notice, a reference as long as the placeholder
 # and half of its room in content (tests/core/test_early_write.py).
 _NAMING_ROOM = 4096
+
+
+def _threadsafe(store: ArtifactStore) -> bool:
+    # budgetware's own stores (they report what they wrote): a store of the caller's own
+    # is called on the caller's thread, as it always was.
+    return hasattr(store, "put_reporting")
 
 
 def _names(cut: list[_Cut], probe: str) -> bool:

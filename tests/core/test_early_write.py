@@ -121,3 +121,30 @@ def test_a_smaller_output_is_written_after_the_fit(tmp_path: Path) -> None:
     finalize_batch([ToolResult("c", "shell", (text,))], config=BudgetConfig(), store=large)
     assert large.threads
     assert large.threads[0] != threading.current_thread().name
+
+
+@pytest.mark.usefixtures("any_size")
+def test_a_store_of_the_callers_own_is_called_on_the_callers_thread() -> None:
+    class OwnStore:
+        def __init__(self) -> None:
+            self.threads: list[str] = []
+
+        def put(self, text: str, *, key: str | None = None) -> str:
+            self.threads.append(threading.current_thread().name)
+            return "/own/" + (key or "")
+
+        def record_decision(self, key: str, refs: tuple[str, ...]) -> None:
+            pass
+
+        def lookup_decision(self, key: str) -> tuple[str, ...] | None:
+            return None
+
+    store = OwnStore()
+    (new,) = finalize_batch(
+        [ToolResult("c", "shell", (OUTPUTS["log"],))],
+        config=BudgetConfig(batch_budget=20_000),
+        store=store,
+    )
+    assert store.threads == [threading.current_thread().name]
+    assert new.persisted_output_files is not None
+    assert new.persisted_output_files[0].startswith("/own/")
