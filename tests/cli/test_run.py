@@ -338,28 +338,29 @@ def test_an_artifact_dir_budgetware_refuses_stops_the_program_before_it_starts(
     marker = tmp_path / "ran"
     program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
     expected = "budgetware run: invalid budgetware setting: {named}: budgetware refuses to keep "
-    for path, reason in _refused(tmp_path):
-        done = run(
-            ["--batch-budget", "5000", "--artifact-dir", str(path), "--", *program],
-            _env(None, tmp_path),
-        )
-        assert done.returncode == 2, (path, done.stderr)
+    # Each refused directory and each place a setting comes from (the option, the variable,
+    # artifact_store as a path or a file:// URL), paired in turn: every reason is said and
+    # every source named.
+    sources = [
+        (None, "{}", "artifact_dir (--artifact-dir)"),
+        ("ARTIFACT_DIR", "{}", "artifact_dir (BUDGETWARE_ARTIFACT_DIR)"),
+        ("ARTIFACT_STORE", "{}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
+        ("ARTIFACT_STORE", "file://{}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
+    ]
+    refused = _refused(tmp_path)
+    for n in range(max(len(refused), len(sources))):
+        path, reason = refused[n % len(refused)]
+        variable, value, named = sources[n % len(sources)]
+        env = _env(None, tmp_path)
+        if variable is None:
+            args = ["--batch-budget", "5000", "--artifact-dir", str(path), "--", *program]
+        else:
+            args = ["--", *program]
+            env[f"BUDGETWARE_{variable}"] = value.format(path)
+        done = run(args, env)
+        assert done.returncode == 2, (path, variable, done.stderr)
         (line,) = done.stderr.splitlines()
-        named = "artifact_dir (--artifact-dir)"
         assert line.startswith(expected.format(named=named) + f"artifacts in {path}: {reason}")
-        # The same from the variable, and from artifact_store (a path or a file:// URL).
-        for variable, value, named in [
-            ("ARTIFACT_DIR", str(path), "artifact_dir (BUDGETWARE_ARTIFACT_DIR)"),
-            ("ARTIFACT_STORE", str(path), "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
-            ("ARTIFACT_STORE", f"file://{path}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
-        ]:
-            env = _env(None, tmp_path)
-            env[f"BUDGETWARE_{variable}"] = value
-            done = run(["--", *program], env)
-            assert done.returncode == 2, (variable, value, done.stderr)
-            (line,) = done.stderr.splitlines()
-            assert line.startswith(expected.format(named=named)), line
-            assert reason in line
     done = run(
         ["--artifact-store", str(tmp_path / "shared"), "--", *program], _env(None, tmp_path)
     )
