@@ -182,8 +182,7 @@ def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
     will (an ``s3://`` store is left to the program: no network here): a ``UsageError``
     naming the bad option (of ``options``) or variable; then say which ``BUDGETWARE_*``
     variables nobody reads. No settings: one look at the default store."""
-    from budgetware.core.paths import default_artifact_path
-    from budgetware.store.files import plainly_accepted, plainly_private
+    from budgetware.store.files import default_plainly_private, plainly_accepted
 
     given = list(options)
     variables = {
@@ -191,11 +190,8 @@ def check_settings(env: dict[str, str], options: Iterable[str] = ()) -> None:
         for key, value in env.items()
         if key.startswith(_PREFIX) and not key.startswith(_PREFIX + "RUN_")
     }
-    try:
-        if not variables and plainly_private(default_artifact_path()):
-            return
-    except (RuntimeError, KeyError, OSError):
-        return  # no home directory: the program bounds without references
+    if not variables and default_plainly_private():
+        return
     from budgetware.core.config import BudgetConfig, ConfigError
     from budgetware.core.config import check_settings as check
     from budgetware.core.environment import ignored_variables

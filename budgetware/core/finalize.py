@@ -307,21 +307,13 @@ def _persist(
         probe = predicted if predicted is not None else _PLACEHOLDER
         # A text that may be a preview had its decision looked up: no second look.
         look = not decidable
-        # A large output whose preview will name its artifact is written beside the fit,
-        # which waits on the CPU while the write waits on the disk or S3 (a smaller one
-        # costs more in the thread than it hides: docs/benchmarks.md).
-        early = (
-            _EarlyWrite(store, full, key, look, data)
-            if len(data) >= _EARLY_BYTES and _names(cut, probe) and _threadsafe(store)
-            else None
-        )
+        # Written beside the fit, which waits on the CPU while the write waits on the disk.
+        early = _early(cut, probe, store, data) and _write_early(store, full, key, look, data)
         if not _fit_all(cut, (probe,)):
-            if early is not None:  # never where _names holds: joined, named nowhere
-                early.result()
+            if early:  # never where _early holds: joined, named nowhere
+                early()
             return ()  # no preview could name it: write nothing (the fit is done)
-        ref, wrote = (
-            early.result() if early is not None else _write(store, full, key, look=look, data=data)
-        )
+        ref, wrote = early() if early else _write(store, full, key, look=look, data=data)
         if wrote:
             written.append(ref)
         if ref != predicted:
@@ -336,57 +328,52 @@ def _persist(
 # A room in which a preview always fits the notice, a reference as long as the placeholder
 # and half of its room in content (tests/core/test_early_write.py).
 _NAMING_ROOM = 4096
-
-
-def _threadsafe(store: ArtifactStore) -> bool:
-    # budgetware's own stores (they report what they wrote): a store of the caller's own
-    # is called on the caller's thread, as it always was.
-    return hasattr(store, "put_reporting")
-
-
-def _names(cut: list[_Cut], probe: str) -> bool:
-    """Whether a preview of every slot names ``probe``, known before fitting any."""
-    return len(probe) <= len(_PLACEHOLDER) and all(s.allocation >= _NAMING_ROOM for s in cut)
-
-
 _HEAD_START = 0.001
 _EARLY_BYTES = 3 << 20
 
 
-class _EarlyWrite:
-    """``_write`` on a thread of its own (the caller's context kept), joined for its result."""
+def _early(cut: list[_Cut], probe: str, store: ArtifactStore, data: bytes) -> bool:
+    """Whether to write beside the fit: a large output, a preview of every slot sure to name
+    ``probe``, and one of budgetware's own stores (a caller's own stays on its thread)."""
+    return (
+        len(data) >= _EARLY_BYTES
+        and len(probe) <= len(_PLACEHOLDER)
+        and all(slot.allocation >= _NAMING_ROOM for slot in cut)
+        and hasattr(store, "put_reporting")
+    )
 
-    def __init__(self, store: ArtifactStore, full: str, key: str, look: bool, data: bytes) -> None:
-        self._args = (store, full, key, look, data)
-        self._outcome: tuple[str, bool] | BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=contextvars.copy_context().run, args=(self._run,), daemon=True
-        )
+
+def _write_early(
+    store: ArtifactStore, full: str, key: str, look: bool, data: bytes
+) -> Callable[[], tuple[str, bool]]:
+    """``_write`` on a thread of its own (the caller's context kept); the function returned
+    joins it, for its result or its error."""
+    outcome: list[tuple[str, bool] | Exception] = []
+
+    def run() -> None:
         try:
-            self._thread.start()
-            # A moment for the writer to reach the disk or the network (a fit holds the
-            # GIL through parses of many milliseconds, which would keep it from starting).
-            self._thread.join(_HEAD_START)
-        except RuntimeError:  # no new thread at interpreter shutdown: written when joined
-            self._thread = None
+            outcome.append(_write(store, full, key, look=look, data=data))
+        except Exception as exc:  # raised in the caller's thread, by the function returned
+            outcome.append(exc)
 
-    def _run(self) -> None:
-        store, full, key, look, data = self._args
-        try:
-            self._outcome = _write(store, full, key, look=look, data=data)
-        except BaseException as exc:  # raised in the caller's thread, by result()
-            self._outcome = exc
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
+    try:
+        thread.start()
+        # A moment for the writer to reach the disk or the network (a fit holds the GIL
+        # through parses of many milliseconds, which would keep it from starting).
+        thread.join(_HEAD_START)
+    except RuntimeError:  # no new thread at interpreter shutdown: written here
+        run()
 
-    def result(self) -> tuple[str, bool]:
-        if self._thread is None:
-            self._run()
-        else:
-            self._thread.join()
-        outcome = self._outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome
+    def result() -> tuple[str, bool]:
+        if thread.ident is not None:
+            thread.join()
+        done = outcome[0]
+        if isinstance(done, Exception):
+            raise done
+        return done
+
+    return result
 
 
 def _write(

@@ -21,7 +21,7 @@ from budgetware.core import observe
 from budgetware.http.context import bounded_above
 from budgetware.http.delivery import settle
 from budgetware.http.hooks import rewrite_response
-from budgetware.store.files import plainly_accepted, plainly_private
+from budgetware.store.files import default_plainly_private, plainly_accepted
 
 if TYPE_CHECKING:
     from budgetware.core.config import BudgetConfig
@@ -298,14 +298,8 @@ def _check_setup(config: BudgetConfig | None) -> None:
     named them already)."""
     names = [key for key in os.environ if key.startswith(_PREFIX)]
     variables = [key for key in names if not key.startswith(_RUN_PREFIX)]
-    if config is None and not variables:
-        from budgetware.core.paths import default_artifact_path
-
-        try:
-            if plainly_private(default_artifact_path()):
-                return
-        except (RuntimeError, KeyError, OSError):
-            return  # no home directory: bounded without a reference, as at request time
+    if config is None and not variables and default_plainly_private():
+        return
     from budgetware.core.config import check_settings
     from budgetware.store.select import check_store
 

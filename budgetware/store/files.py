@@ -137,6 +137,17 @@ def plainly_private(path: str) -> bool:
     return directory_problem(path) is None
 
 
+def default_plainly_private() -> bool:
+    """``plainly_private`` of the default store; True without a home directory (outputs
+    are then bounded without references): with no setting, nothing more to check."""
+    from budgetware.core.paths import default_artifact_path
+
+    try:
+        return plainly_private(default_artifact_path())
+    except (RuntimeError, KeyError, OSError):
+        return True
+
+
 def plainly_accepted(config: BudgetConfig, *, s3_later: bool) -> bool:
     """Whether ``check_store`` surely accepts ``config``'s store, without loading the stores
     (``s3_later``: an ``s3://`` store is checked later). False: run ``check_store``."""
