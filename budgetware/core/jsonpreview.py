@@ -300,34 +300,27 @@ def _salient_element(value: Any, pattern: SalientPattern) -> bool:
     salient-line ``pattern`` matches, or is a failure status such as ``"failed"``, or a
     member named ``error``, ``exception``, ``failures``, ... holds something (a non-empty
     string, object or array, or true)."""
-    strings = _plain_strings((value,))
-    return strings is None or any(_salient_string(s, pattern) for s in strings)
-
-
-def _plain_strings(values: Iterable[Any]) -> list[str] | None:
-    """The strings in ``values``; None where one is a failure status or an error member
-    holds something (``_salient_element``)."""
-    strings: list[str] = []
-    stack = list(values)
+    stack = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, str):
-            if len(node) <= _LONGEST_WORD and node.strip().lower() in _FAILURE_WORDS:
-                return None
-            strings.append(node)
+            if _salient_string(node, pattern):
+                return True
         elif isinstance(node, dict):
             for key, child in node.items():
                 if (
                     child is True or (isinstance(child, (str, list, dict)) and child)
                 ) and key.lower() in _ERROR_KEYS:
-                    return None
+                    return True
                 stack.append(child)
         elif isinstance(node, list):
             stack.extend(node)
-    return strings
+    return False
 
 
 def _salient_string(s: str, pattern: SalientPattern) -> bool:
+    if len(s) <= _LONGEST_WORD and s.strip().lower() in _FAILURE_WORDS:
+        return True
     # One search finds a candidate line; the scan confirms it, each line matched alone.
     if pattern.regex.search("\n" + s) is None:
         return False
@@ -432,11 +425,6 @@ class _Fitter:
             checked = itertools.chain(
                 range(start, start + _ELEMENTS_CHECKED), range(stop - _ELEMENTS_CHECKED, stop)
             )
-        # One search of all their strings finds none in most arrays: then no element is.
-        checked = list(checked)
-        strings = _plain_strings(items[i] for i in checked)
-        if strings is not None and pattern.regex.search("\n" + "\n".join(strings)) is None:
-            return []
         return [i for i in checked if _salient_element(items[i], pattern)]
 
     def _with_salient(self, items: list[Any], budget: int, sizes: dict[int, int]) -> _Fit | None:
