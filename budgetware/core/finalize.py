@@ -307,10 +307,9 @@ def _persist(
         probe = predicted if predicted is not None else _PLACEHOLDER
         # A text that may be a preview had its decision looked up: no second look.
         look = not decidable
-        # Written beside the fit, which waits on the CPU while the write waits on the disk.
-        early = _early(cut, probe, store, data) and _write_early(store, full, key, look, data)
+        early = _write_early(cut, probe, store, full, key, look, data)
         if not _fit_all(cut, (probe,)):
-            if early:  # never where _early holds: joined, named nowhere
+            if early:  # never where it is written early: joined, named nowhere
                 early()
             return ()  # no preview could name it: write nothing (the fit is done)
         ref, wrote = early() if early else _write(store, full, key, look=look, data=data)
@@ -328,52 +327,39 @@ def _persist(
 # A room in which a preview always fits the notice, a reference as long as the placeholder
 # and half of its room in content (tests/core/test_early_write.py).
 _NAMING_ROOM = 4096
-_HEAD_START = 0.001
 _EARLY_BYTES = 3 << 20
 
 
-def _early(cut: list[_Cut], probe: str, store: ArtifactStore, data: bytes) -> bool:
-    """Whether to write beside the fit: a large output, a preview of every slot sure to name
-    ``probe``, and one of budgetware's own stores (a caller's own stays on its thread)."""
-    return (
+def _write_early(
+    cut: list[_Cut], probe: str, store: ArtifactStore, full: str, key: str, look: bool, data: bytes
+) -> Callable[[], tuple[str, bool]] | None:
+    """``_write`` on its own thread (the caller's context kept), a moment ahead of the fit's
+    parse, which holds the GIL: for a large output whose previews will all name ``probe``,
+    to budgetware's own stores (a caller's own stays on its thread); else None."""
+    if not (
         len(data) >= _EARLY_BYTES
         and len(probe) <= len(_PLACEHOLDER)
         and all(slot.allocation >= _NAMING_ROOM for slot in cut)
         and hasattr(store, "put_reporting")
-    )
+    ):
+        return None
+    from concurrent.futures import Future
 
-
-def _write_early(
-    store: ArtifactStore, full: str, key: str, look: bool, data: bytes
-) -> Callable[[], tuple[str, bool]]:
-    """``_write`` on a thread of its own (the caller's context kept); the function returned
-    joins it, for its result or its error."""
-    outcome: list[tuple[str, bool] | Exception] = []
+    future: Future[tuple[str, bool]] = Future()
 
     def run() -> None:
         try:
-            outcome.append(_write(store, full, key, look=look, data=data))
-        except Exception as exc:  # raised in the caller's thread, by the function returned
-            outcome.append(exc)
+            future.set_result(_write(store, full, key, look=look, data=data))
+        except Exception as exc:  # raised in the caller's thread, by future.result
+            future.set_exception(exc)
 
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
     try:
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
         thread.start()
-        # A moment for the writer to reach the disk or the network (a fit holds the GIL
-        # through parses of many milliseconds, which would keep it from starting).
-        thread.join(_HEAD_START)
+        thread.join(0.001)
     except RuntimeError:  # no new thread at interpreter shutdown: written here
         run()
-
-    def result() -> tuple[str, bool]:
-        if thread.ident is not None:
-            thread.join()
-        done = outcome[0]
-        if isinstance(done, Exception):
-            raise done
-        return done
-
-    return result
+    return future.result
 
 
 def _write(

@@ -154,17 +154,14 @@ def loads_spelled(text: str) -> tuple[Any, int] | None:
     # The text a piece at a time, without its whitespace: no copy of all of it.
     position = 0
     try:
-        for start in range(0, len(text), _PIECE):
-            piece = text[start : start + _PIECE].encode("utf-8").translate(None, _JSON_SPACE)
+        for start in range(0, len(text), 1 << 18):
+            piece = text[start : start + (1 << 18)].encode("utf-8").translate(None, _JSON_SPACE)
             if not written.startswith(piece, position):
                 return None
             position += len(piece)
     except UnicodeEncodeError:
         return None
     return (value, len(out)) if position == len(written) else None
-
-
-_PIECE = 1 << 18
 
 
 def dumps_literal(value: Any) -> bytes:

@@ -92,7 +92,7 @@ def _outgoing(client: Any, request: Any, asynchronous: bool) -> tuple[Any, bool]
     ):
         return request, False
     if body and not bounded_above():
-        lib = transport.library_of(request)
+        lib = transport.library_of_class(type(request))
         if lib is None:  # not an httpx or httpx2 request: nothing to rebuild it with
             return request, False
         request = transport.prepare_request(

@@ -38,7 +38,6 @@ __all__ = [
     "HANDLED_EXTENSION",
     "AsyncBudgetTransport",
     "BudgetTransport",
-    "library_of",
     "library_of_class",
     "off_loop",
     "off_loop_for_size",
@@ -53,11 +52,6 @@ _LIBRARIES = ("httpx", "httpx2")
 
 
 # --- the one code path shared by the transports and instrument() ---------------------------
-
-
-def library_of(obj: object) -> ModuleType | None:
-    """The httpx or httpx2 module that ``obj``'s class comes from, without importing any."""
-    return library_of_class(type(obj))
 
 
 def library_of_class(cls: type) -> ModuleType | None:
@@ -209,7 +203,7 @@ class _TransportBase:
     _library_base = "BaseTransport"
 
     def __new__(cls, inner: Any, *, config: BudgetConfig | None = None) -> Any:
-        lib = library_of(inner)
+        lib = library_of_class(type(inner))
         if lib is None or cls.lib is not None:
             return super().__new__(cls)
         return super().__new__(_concrete(cast(type, cls), lib))
@@ -225,7 +219,7 @@ class _TransportBase:
     def _prepare(self, request: Any) -> Any:
         if request.extensions.get(HANDLED_EXTENSION) or bounded_above():
             return request
-        lib = self.lib or library_of(request)
+        lib = self.lib or library_of_class(type(request))
         if lib is None:  # not an httpx or httpx2 request: nothing we can rebuild
             return request
         return prepare_request(request, lib, self.config, self, asynchronous=self._asynchronous)

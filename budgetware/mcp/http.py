@@ -16,7 +16,7 @@ from budgetware.core.finalize import preview_options
 from budgetware.core.jsonio import compact_literal, dumps_bytes, dumps_faithful
 from budgetware.http.headers import request_settings
 from budgetware.http.hooks import entry_config, register_response_rewriter
-from budgetware.http.transport import library_of
+from budgetware.http.transport import library_of_class
 from budgetware.mcp.bound import (
     SSE_FRAMING_RESERVE,
     bound_tool_result,
@@ -403,7 +403,7 @@ class _BoundedStream:
 
 def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
     """A new response of the same library whose body goes through ``transform``."""
-    library = library_of(response)
+    library = library_of_class(type(response))
     if library is None:  # not an httpx or httpx2 response: nothing we can rebuild
         return response
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROP_HEADERS]

@@ -174,8 +174,7 @@ class ContentStore:
             ref = self._reuse(key)
             if ref is not None:
                 return ref, False
-        if data is None:
-            data = text.encode("utf-8", "surrogatepass")
+        data = text.encode("utf-8", "surrogatepass") if data is None else data
         if key is None:
             key = hashlib.sha256(data).hexdigest()
         check_key(key)

@@ -59,25 +59,19 @@ def _string_end(body: bytes, start: int, value: object) -> int:
         if end is not None:
             return end
         for ascii_only in (False, True):
-            end = _encoded_end(body, start, value, ascii_only=ascii_only)
-            if end is not None:
-                return end
+            position = start + 1  # the encoding compared a piece at a time: no copy of it all
+            for i in range(0, len(value), STR_CHUNK):
+                inner = encode_string(value[i : i + STR_CHUNK], ascii_only=ascii_only)[1:-1]
+                if not body.startswith(inner, position):
+                    break
+                position += len(inner)
+            else:
+                if body.startswith(b'"', position):
+                    return position + 1
     scanned = _STRING.match(body, start)
     if scanned is None:
         raise SpliceError("unterminated string")
     return scanned.end()
-
-
-def _encoded_end(body: bytes, start: int, value: str, *, ascii_only: bool) -> int | None:
-    """One past the token at ``start`` if it is ``value`` in that encoding, else None:
-    compared a piece at a time, never building a copy of a long token."""
-    position = start + 1
-    for i in range(0, len(value), STR_CHUNK):
-        inner = encode_string(value[i : i + STR_CHUNK], ascii_only=ascii_only)[1:-1]
-        if not body.startswith(inner, position):
-            return None
-        position += len(inner)
-    return position + 1 if body.startswith(b'"', position) and body[start] == _QUOTE else None
 
 
 # Backslashes counted before a quote at most, before _string_end compares instead.
