@@ -177,78 +177,6 @@ def test_a_bad_command_line_fails_a_warm_start_like_the_litellm_command(
     assert "No such option" in str(failed.value)
 
 
-def test_stop_leaves_no_process_of_a_warm_proxy(upstream: FakeProvider, tmp_path: Path) -> None:
-    proxy = LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path, warm=True)
-    proxy.start()
-    pid = proxy.pid
-    assert os.getpgid(pid) == pid  # its own session and process group
-    assert os.getsid(pid) == pid
-    assert Path(os.readlink(f"/proc/{pid}/cwd")) == tmp_path.resolve()
-    proxy.stop()
-    assert not proxy.running
-    assert _gone(pid)
-    assert _group_members(pid) == []
-    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", proxy_port(proxy))):
-        pass
-
-
-def proxy_port(proxy: LiteLLMProxy) -> int:
-    # stop() forgets the port; the log names it.
-    for line in proxy.log_since(0).splitlines():
-        if "Uvicorn running on" in line:
-            return int(line.rsplit(":", 1)[1].split()[0])
-    raise AssertionError(proxy.log_since(0))
-
-
-def test_two_warm_proxies_run_at_once_each_with_its_own_environment(
-    upstream: FakeProvider, tmp_path: Path
-) -> None:
-    proxies = [
-        LiteLLMProxy(
-            _config(upstream),
-            env=_env(tmp_path / name / "artifacts", batch_budget=budget),
-            workdir=tmp_path / name,
-            warm=True,
-        )
-        for name, budget in (("small", "2000"), ("large", "500000"))
-    ]
-    try:
-        for proxy in proxies:
-            proxy.launch()
-        for proxy in proxies:
-            proxy.wait_ready()
-        assert proxies[0].pid != proxies[1].pid
-        sent = {}
-        for proxy, name in zip(proxies, ("small", "large"), strict=True):
-            upstream.clear()
-            _chat(proxy, BIG)
-            sent[name] = json.dumps(_upstream_body(upstream))
-        assert BIG not in sent["small"]  # bounded by its own budget
-        assert BIG in sent["large"]  # under its budget: unchanged
-    finally:
-        for proxy in proxies:
-            proxy.stop()
-
-
-def test_a_taken_port_makes_a_warm_proxy_try_another(
-    upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        ports = [taken.getsockname()[1]]
-        real_free_port = litellm_proxy_module._free_port
-        monkeypatch.setattr(
-            litellm_proxy_module,
-            "_free_port",
-            lambda: ports.pop() if ports else real_free_port(),
-        )
-        proxy = LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path, warm=True)
-        with proxy:
-            assert proxy.port != taken.getsockname()[1]
-            assert "address already in use" in proxy.log_since(0).lower()
-
-
 def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
     upstream: FakeProvider, tmp_path: Path
 ) -> None:
@@ -321,22 +249,87 @@ def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path:
         server.close()
 
 
-def test_warm_proxies_share_one_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def test_warm_proxies_share_one_fork_server_each_with_its_own_environment_and_port(
+    upstream: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = shared_fork_server()
-    with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "a", warm=True):
-        first = server.pid
-        # It did once what each proxy would do before its first answer: the server's
-        # modules imported, every route's state built, the imported objects frozen.
-        warm_up = re.search(
-            r"warm-up: (\d+) of (\d+) modules imported, (\d+) routes matched, "
-            r"(\d+) objects frozen",
-            server.log_tail(),
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        # The first proxy is given a port another process holds: it tries another.
+        ports = [taken.getsockname()[1]]
+        real_free_port = litellm_proxy_module._free_port
+        monkeypatch.setattr(
+            litellm_proxy_module,
+            "_free_port",
+            lambda: ports.pop() if ports else real_free_port(),
         )
-        assert warm_up is not None, server.log_tail()
-        imported, modules, routes, frozen = map(int, warm_up.groups())
-        assert imported == modules
-        assert routes > 50
-        assert frozen > 100_000
-    with LiteLLMProxy(_config(upstream, callback=False), workdir=tmp_path / "b", warm=True):
-        assert server.pid == first
-    assert first is not None
+        proxies = [
+            LiteLLMProxy(
+                _config(upstream),
+                env=_env(tmp_path / name / "artifacts", batch_budget=budget),
+                workdir=tmp_path / name,
+                warm=True,
+            )
+            for name, budget in (("small", "2000"), ("large", "500000"))
+        ]
+        try:
+            for proxy in proxies:  # at once
+                proxy.launch()
+            for proxy in proxies:
+                proxy.wait_ready()
+            small, large = proxies
+            assert small.port != taken.getsockname()[1]
+            assert "address already in use" in small.log_since(0).lower()
+            # Both forked from the one fork server, each a process of its own.
+            assert small.pid != large.pid
+            assert _parent(small.pid) == _parent(large.pid) == server.pid
+            # It did once what each proxy would do before its first answer: the server's
+            # modules imported, every route's state built, the imported objects frozen.
+            warm_up = re.search(
+                r"warm-up: (\d+) of (\d+) modules imported, (\d+) routes matched, "
+                r"(\d+) objects frozen",
+                server.log_tail(),
+            )
+            assert warm_up is not None, server.log_tail()
+            imported, modules, routes, frozen = map(int, warm_up.groups())
+            assert imported == modules
+            assert routes > 50
+            assert frozen > 100_000
+            sent = {}
+            for proxy, name in zip(proxies, ("small", "large"), strict=True):
+                upstream.clear()
+                _chat(proxy, BIG)
+                sent[name] = json.dumps(_upstream_body(upstream))
+            assert BIG not in sent["small"]  # bounded by its own budget
+            assert BIG in sent["large"]  # under its budget: unchanged
+            # Its own session, process group and directory; stop() leaves nothing of it.
+            pid = small.pid
+            assert os.getpgid(pid) == pid
+            assert os.getsid(pid) == pid
+            assert Path(os.readlink(f"/proc/{pid}/cwd")) == (tmp_path / "small").resolve()
+            small.stop()
+            assert not small.running
+            assert _gone(pid)
+            assert _group_members(pid) == []
+            with (
+                pytest.raises(OSError),
+                socket.create_connection(("127.0.0.1", proxy_port(small))),
+            ):
+                pass
+            assert large.running  # the other one goes on
+        finally:
+            for proxy in proxies:
+                proxy.stop()
+
+
+def proxy_port(proxy: LiteLLMProxy) -> int:
+    # stop() forgets the port; the log names it (the last one it tried).
+    for line in reversed(proxy.log_since(0).splitlines()):
+        if "Uvicorn running on" in line:
+            return int(line.rsplit(":", 1)[1].split()[0])
+    raise AssertionError(proxy.log_since(0))
