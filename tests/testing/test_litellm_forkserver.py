@@ -214,10 +214,12 @@ def test_the_fork_server_and_its_proxies_end_with_the_process_that_started_them(
 
 
 def test_proxies_end_with_a_killed_fork_server(upstream: FakeProvider, tmp_path: Path) -> None:
-    server = ProxyForkServer(stand_in=STAND_IN)  # its own, and no LiteLLM (its stand-in)
+    # Its own, and no LiteLLM (its stand-in, whose "import" takes half a second).
+    environ = {**os.environ, "STAND_IN_IMPORT_SECONDS": "0.5"}
+    server = ProxyForkServer(environ, stand_in=STAND_IN)
     try:
-        # A start that gives up before the fork server has imported the proxy (the stand-in
-        # takes a second): the proxy it forks later is stopped at once, never left running.
+        # A start that gives up before the fork server has imported the proxy: the proxy it
+        # forks later is stopped at once, never left running.
         gave_up = LiteLLMProxy(
             _config(upstream, callback=False),
             workdir=tmp_path / "impatient",
