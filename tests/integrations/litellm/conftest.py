@@ -136,10 +136,12 @@ def production(
     """A proxy with the production settings: internal errors send the request unchanged
     (``BUDGETWARE_RAISE_ERRORS=0``), and its store is an S3 bucket on an endpoint that
     accepts connections and never answers (1 s per call). Its callback is budgetware's
-    with a fault planted for requests that ask for one (``faulty_callbacks.py``)."""
+    with a fault planted for requests that ask for one (``faulty_callbacks.py``). Its
+    operator lets clients' headers decide (``client_overrides: allow``), in its config."""
     with hung_s3_endpoint() as endpoint:
         config = proxy_config(proxy_upstream.url)
         config["litellm_settings"]["callbacks"] = "faulty_callbacks.handler"
+        config["environment_variables"] = {"BUDGETWARE_CLIENT_OVERRIDES": "allow"}
         env = proxy_env(
             None,
             batch_budget=str(BUDGET),
