@@ -142,25 +142,6 @@ def upstream() -> Iterator[FakeProvider]:
         yield provider
 
 
-def test_a_misconfigured_warm_proxy_fails_start_with_its_log(
-    upstream: FakeProvider, tmp_path: Path
-) -> None:
-    proxy = LiteLLMProxy(
-        _config(upstream),
-        env=_env(tmp_path / "artifacts", batch_budget="lots"),
-        workdir=tmp_path / "bad",
-        warm=True,
-    )
-    with pytest.raises(LiteLLMProxyError) as failed:
-        proxy.start()
-    message = str(failed.value)
-    assert "exited with code" in message
-    assert "before it answered" in message
-    assert "ConfigError" in message
-    assert "BUDGETWARE_BATCH_BUDGET" in message
-    assert not proxy.running
-
-
 def test_a_bad_command_line_fails_a_warm_start_like_the_litellm_command(
     upstream: FakeProvider, tmp_path: Path
 ) -> None:
