@@ -82,6 +82,14 @@ otel.disable()
 pytest_plugins = ["pytester", "xdist_groups", "s3_server", "docs_run"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "files_in_subprocesses: only the processes the test starts touch the store's files "
+        "(fs_watch.parametrize_file_api runs it once)",
+    )
+
+
 @pytest.fixture
 def fake_provider() -> Iterator[FakeProvider]:
     """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""

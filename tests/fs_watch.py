@@ -58,10 +58,14 @@ FILE_APIS = ("dir_fd", "paths")
 def parametrize_file_api(metafunc: pytest.Metafunc) -> None:
     """``pytest_generate_tests`` of the core and store folders: every test runs with both
     ways the store reaches files, except in a module that says it touches no file
-    (``TOUCHES_NO_FILES = True``: measuring, fitting, parsing), which runs once."""
+    (``TOUCHES_NO_FILES = True``: measuring, fitting, parsing) and a test whose files are
+    only touched by the processes it starts (``@pytest.mark.files_in_subprocesses``: the
+    setting does not reach them), which run once."""
     if "store_file_api" not in metafunc.fixturenames:
         return
     if getattr(metafunc.module, "TOUCHES_NO_FILES", False):
+        return
+    if metafunc.definition.get_closest_marker("files_in_subprocesses"):
         return
     metafunc.parametrize("store_file_api", FILE_APIS, indirect=True)
 

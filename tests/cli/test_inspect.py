@@ -39,8 +39,10 @@ from budgetware.tools import MAX_LIMIT
 pytestmark = [pytest.mark.xdist_group("agent_session"), pytest.mark.sdk]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def inspector(agent_session: AgentSession) -> Iterator[Inspector]:
+    """The agent session's inspector, one for the module's read-only tests (stopping one
+    waits for its server's half-second poll)."""
     served = Inspector(read_session(str(agent_session.path))).start()
     yield served
     served.stop()

@@ -51,8 +51,9 @@ print(json.dumps({"reply": reply.choices[0].message.content, "args": sys.argv[1:
 """
 
 # The same turn sent with httpx alone, for the tests of how `budgetware run` starts a
-# program (its kind, its options, its sitecustomize, its subprocesses): what they check is
-# the same with any client, and the openai SDK's import costs half a second of CPU a start.
+# program (its kind, its options, its sitecustomize, its subprocesses, beside
+# opentelemetry-instrument, with an MCP server): what they check is the same with any
+# client, and the openai SDK's import costs half a second of CPU a start.
 HTTPX_AGENT = """
 import json, os, sys
 import httpx
@@ -726,7 +727,7 @@ def test_opentelemetry_instrument_after_budgetware_run_starts_both(
     # run starts it as `opentelemetry-instrument ... budgetware run ... -- <command>`.
     script = tmp_path / "agent.py"
     script.write_text(
-        AGENT
+        HTTPX_AGENT
         + "otel = 'opentelemetry.instrumentation.auto_instrumentation' in sys.modules\n"
         + "print('otel started', otel, file=sys.stderr)\n"
     )
@@ -792,7 +793,7 @@ server.run("stdio")
 
 MCP_AGENT = """
 import json, os, sys
-import anyio, openai
+import anyio, httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -805,11 +806,11 @@ async def tool_result():
 
 text = anyio.run(tool_result)
 print("received", len(text), file=sys.stderr)
-client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max_retries=0)
 call = {"id": "c0", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}
-client.chat.completions.create(model="m", messages=[
-    {"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
-    {"role": "tool", "tool_call_id": "c0", "content": text}])
+httpx.post(os.environ["FAKE_URL"] + "/v1/chat/completions", timeout=60, json={"model": "m",
+    "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": "c0", "content": text}]},
+    headers={"authorization": "Bearer k"}).raise_for_status()
 """
 
 

@@ -75,15 +75,43 @@ def messages(provider: FakeProvider) -> list[list[dict[str, Any]]]:
     return [json.loads(r.body)["messages"] for r in provider.requests if r.api == "openai_chat"]
 
 
+def _sent_alone(provider: FakeProvider, env: dict[str, str]) -> list[bytes]:
+    """What ``history_agent.py`` sends for turns 1 to TURNS, sent from this process."""
+    import openai
+    from history_agent import conversation
+    from testing import drivers
+    from wire import _bodies
+
+    from budgetware.core.config import BudgetConfig
+    from budgetware.http.instrument import instrument, uninstrument
+
+    settings = {
+        name[len("BUDGETWARE_") :].lower(): value
+        for name, value in env.items()
+        if name.startswith("BUDGETWARE_")
+    }
+    instrument(config=BudgetConfig(**settings))
+    try:
+        batches = conversation()
+        with openai.OpenAI(
+            base_url=provider.url + "/v1", api_key=drivers.DUMMY_KEY, max_retries=0
+        ) as client:
+            for n in range(1, TURNS + 1):
+                client.chat.completions.create(
+                    model=drivers.OPENAI_MODEL,
+                    messages=_bodies.openai_chat(batches[:n])[0]["messages"],
+                )
+    finally:
+        uninstrument()
+    return [r.body for r in provider.requests]
+
+
 def test_agents_in_two_processes_and_a_restart_send_the_same_bytes(
     fake_provider: FakeProvider, env: dict[str, str]
 ) -> None:
-    # One process sends the whole conversation: the reference.
-    single = Agent(fake_provider.url, env)
-    for n in range(1, TURNS + 1):
-        single.send(n)
-    single.stop()
-    alone = [r.body for r in fake_provider.requests]
+    # One process (this one, with the agents' settings) sends the whole conversation: the
+    # reference.
+    alone = _sent_alone(fake_provider, env)
     fake_provider.clear()
 
     # Two processes take turns; the first restarts half way.

@@ -20,6 +20,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import InitializeResult
 
 LOG = "\n".join(
     [f"PASSED tests/test_{i}.py::test_ok" for i in range(1, 5000)]
@@ -40,8 +41,8 @@ def stored(tmp_path: Path) -> tuple[Path, str]:
     return directory, LocalArtifactStore(directory).put(LOG)
 
 
-async def exercise(session: ClientSession, ref: str) -> None:
-    await session.initialize()
+async def exercise(session: ClientSession, ref: str) -> InitializeResult:
+    hello = await session.initialize()
     [tool] = (await session.list_tools()).tools
     assert tool.name == "read_tool_output"
     assert tool.input_schema["required"] == ["ref"]
@@ -61,6 +62,7 @@ async def exercise(session: ClientSession, ref: str) -> None:
     bad = await session.call_tool("read_tool_output", {"ref": ref, "pattern": "foo("})
     assert bad.is_error
     assert bad.content[0].text.startswith("error: not a valid regular expression")
+    return hello
 
 
 async def test_over_stdio(stored: tuple[Path, str]) -> None:
@@ -79,21 +81,9 @@ def start_http_server(directory: Path, *extra_env: tuple[str, str]) -> Iterator[
         yield url
 
 
-@pytest.fixture
-def http_server(stored: tuple[Path, str]) -> Iterator[str]:
-    yield from start_http_server(stored[0])
-
-
-async def test_over_streamable_http(stored: tuple[Path, str], http_server: str) -> None:
-    _, ref = stored
-    async with (
-        streamable_http_client(http_server) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await exercise(session, ref)
-
-
-async def test_it_says_where_it_listens_and_which_version_it_is(stored: tuple[Path, str]) -> None:
+async def test_over_streamable_http_it_says_where_it_listens_and_which_version_it_is(
+    stored: tuple[Path, str],
+) -> None:
     from local_servers import free_port
 
     import budgetware
@@ -117,7 +107,7 @@ async def test_it_says_where_it_listens_and_which_version_it_is(stored: tuple[Pa
             streamable_http_client(url) as (read, write),
             ClientSession(read, write) as session,
         ):
-            hello = await session.initialize()
+            hello = await exercise(session, stored[1])
         assert hello.server_info.name == "budgetware"
         assert hello.server_info.version == budgetware.__version__
     finally:

@@ -50,9 +50,14 @@ async def test_2mb_result_over_stdio_arrives_bounded_naming_its_artifact(
 async def test_image_and_small_results_over_stdio_are_untouched(
     store: LocalArtifactStore,
 ) -> None:
-    result, _ = await call_over_stdio("big_with_image", store=store)
+    async with (
+        BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("big_with_image", {})
+        small = await session.call_tool("small_text", {})
     assert result.content[1].data == PNG
-    small, _ = await call_over_stdio("small_text", store=store)
     assert small.content[0].text == SMALL
     assert small.meta is None
 

@@ -131,6 +131,7 @@ def test_cli_reports_and_prunes_without_showing_content(tmp_path: Path) -> None:
     assert "SECRET" not in usage.stdout + pruned.stdout
 
 
+@pytest.mark.files_in_subprocesses
 def test_cli_prune_needs_a_rule(tmp_path: Path) -> None:
     done = run_cli("--dir", str(tmp_path), "prune")
     assert done.returncode == 2

@@ -120,6 +120,7 @@ time.sleep(0.2)  # the background sweep (or its skip) runs before the process en
 """
 
 
+@pytest.mark.files_in_subprocesses
 def test_short_lived_processes_together_keep_the_quota(tmp_path: Path) -> None:
     # Issue 30, item 4: a process that started within the sweep interval of another's
     # sweep took the marker's old measure as the store's size; five such processes left

@@ -300,6 +300,7 @@ store.put("wakes the sweep")
 """
 
 
+@pytest.mark.files_in_subprocesses
 def test_the_interpreter_exits_cleanly_during_a_sweep(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _EXITING_CHILD, str(tmp_path / "a")],

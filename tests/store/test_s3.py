@@ -35,6 +35,9 @@ pytest.importorskip("boto3")
 
 URL = "https://api.openai.com/v1/chat/completions"
 DAY = 86400.0
+# The store's timeout in the tests of endpoints that never answer in time: each S3 call
+# waits for it, so the shorter it is the less these tests wait; what they check is the same.
+TIMEOUT = 0.2
 
 
 # The local store's two file APIs do not apply here: run each test once (the store
@@ -392,11 +395,11 @@ def test_a_slow_endpoint_gives_a_bounded_preview_with_no_reference(
     config = BudgetConfig(
         batch_budget=5000,
         artifact_store=s3_bucket.url("slow"),
-        artifact_store_timeout=0.5,
+        artifact_store_timeout=TIMEOUT,
     )
     start = time.monotonic()
     out = json.loads(finalize_body(URL, body("s" * 100_000), config=config))
-    # Two attempts of 0.5 s and the backoff: within the call's deadline (2 s); the bound
+    # Two attempts of TIMEOUT and the backoff: within the call's deadline; the bound
     # is generous (a loaded machine), not a measurement.
     assert time.monotonic() - start < 10
     text = out["messages"][2]["content"]
@@ -684,9 +687,10 @@ async def test_async_requests_with_an_s3_store_are_bounded_off_the_event_loop(
 
 
 class Trickle:
-    """An endpoint that reads each request and answers one byte every 0.2 s (each byte in
-    time for botocore's per-read timeout), closing the connection after ``hold`` seconds:
-    the status line never ends, so botocore sees a broken response, which it retries."""
+    """An endpoint that reads each request and answers one byte every ``TIMEOUT / 4`` s
+    (each byte in time for botocore's per-read timeout), closing the connection after
+    ``hold`` seconds: the status line never ends, so botocore sees a broken response, which
+    it retries."""
 
     def __init__(self, hold: float) -> None:
         self.hold = hold
@@ -730,7 +734,7 @@ class Trickle:
                     conn.send(bytes([byte]))
                 except OSError:
                     return
-                self.stop.wait(0.2)
+                self.stop.wait(TIMEOUT / 4)
 
     def close(self) -> None:
         self.stop.set()
@@ -758,7 +762,9 @@ def test_a_trickling_endpoint_costs_one_request_a_bounded_wait(
     server = trickle(60.0)
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint)
     config = BudgetConfig(
-        batch_budget=5000, artifact_store=s3_bucket.url("trickle"), artifact_store_timeout=0.5
+        batch_budget=5000,
+        artifact_store=s3_bucket.url("trickle"),
+        artifact_store_timeout=TIMEOUT,
     )
     start = time.monotonic()
     out = json.loads(finalize_body(URL, body("s" * 100_000), config=config))
@@ -767,7 +773,7 @@ def test_a_trickling_endpoint_costs_one_request_a_bounded_wait(
     assert len(text) <= 5000
     assert "s3://" not in text
     # botocore's timeouts are per socket read: before, the request waited for as long as
-    # the server trickled (here a minute). A call's deadline is 2 x 0.5 s + 1 s; the bound
+    # the server trickled (here a minute). A call's deadline is 2 x TIMEOUT + 1 s; the bound
     # here is generous (a loaded machine), not a measurement.
     assert elapsed < 10
     # The store is skipped after the missed deadline: the next request costs nothing.
@@ -782,13 +788,12 @@ def test_a_trickling_endpoint_costs_one_request_a_bounded_wait(
 def test_an_abandoned_call_sends_no_later_attempt(
     s3_bucket: S3Bucket, trickle: Callable[[float], Trickle], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The server drops the connection after 2.5 s, past the call's deadline (2 s): botocore
-    # would retry it then, long after the caller gave up on it.
-    hold = 2.5
+    # The server drops the connection past the call's deadline: botocore would retry it
+    # then, long after the caller gave up on it.
+    store = S3ArtifactStore(s3_bucket.name, "late", timeout=TIMEOUT)
+    hold = store.deadline() + 0.3
     server = trickle(hold)
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint)
-    store = S3ArtifactStore(s3_bucket.name, "late", timeout=0.5)
-    assert store.deadline() < hold
     start = time.monotonic()
     with pytest.raises(OSError, match="no answer within"):
         store.put("late output " * 1000)

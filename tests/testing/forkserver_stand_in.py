@@ -9,11 +9,13 @@ each time a fork server starts).
 from __future__ import annotations
 
 import http.server
+import os
 import time
 
 # The fork server runs this file where it would import the proxy: a start that waits less
-# than this for a fork gives up before the fork server can fork.
-time.sleep(1.0)
+# than this for a fork gives up before the fork server can fork (the fork server's
+# environment may set it; no wait by default).
+time.sleep(float(os.environ.get("STAND_IN_IMPORT_SECONDS", "0")))
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hung_s3 import hung_s3_endpoint
 from litellm_proxy_helpers import BUDGET
+from proxy_replicas import Replicas, local_replicas, s3_replicas
 from proxy_server_helpers import (
     new_proxy,
     pass_through_env,
@@ -135,10 +136,12 @@ def production(
     """A proxy with the production settings: internal errors send the request unchanged
     (``BUDGETWARE_RAISE_ERRORS=0``), and its store is an S3 bucket on an endpoint that
     accepts connections and never answers (1 s per call). Its callback is budgetware's
-    with a fault planted for requests that ask for one (``faulty_callbacks.py``)."""
+    with a fault planted for requests that ask for one (``faulty_callbacks.py``). Its
+    operator lets clients' headers decide (``client_overrides: allow``), in its config."""
     with hung_s3_endpoint() as endpoint:
         config = proxy_config(proxy_upstream.url)
         config["litellm_settings"]["callbacks"] = "faulty_callbacks.handler"
+        config["environment_variables"] = {"BUDGETWARE_CLIENT_OVERRIDES": "allow"}
         env = proxy_env(
             None,
             batch_budget=str(BUDGET),
@@ -152,6 +155,32 @@ def production(
         env.update(pass_through_env(proxy_upstream.url))
         (proxy,) = start_proxies(("production", config, env))
         yield proxy
+
+
+@pytest.fixture(scope="session", name="local_replicas")
+def _local_replicas(
+    start_proxies: Callable[..., list[LiteLLMProxy]],
+    proxy_upstream: FakeProvider,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Replicas]:
+    """Two replicas on one local directory, for every module that needs replicas."""
+    directory = tmp_path_factory.mktemp("replicas") / "artifacts"
+    with local_replicas(start_proxies, proxy_upstream.url, directory) as pair:
+        yield pair
+
+
+@pytest.fixture(scope="session", name="s3_replicas")
+def _s3_replicas(
+    request: pytest.FixtureRequest,
+    start_proxies: Callable[..., list[LiteLLMProxy]],
+    proxy_upstream: FakeProvider,
+) -> Iterator[Replicas]:
+    """Two replicas on one S3 bucket (the local moto server)."""
+    pytest.importorskip("boto3")
+    with s3_replicas(
+        start_proxies, proxy_upstream.url, request.getfixturevalue("s3_endpoint")
+    ) as pair:
+        yield pair
 
 
 @pytest.fixture

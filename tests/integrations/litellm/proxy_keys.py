@@ -17,6 +17,10 @@ KEYS: dict[str, dict[str, Any]] = {
     "sk-key-8000": {"metadata": {"budgetware_batch_budget": 8000}},
     "sk-team-6000": {"team_id": "team-a", "team_metadata": {"budgetware_batch_budget": "6000"}},
     "sk-key-off": {"metadata": {"budgetware_disable": True}},
+    # test_litellm_history.py's replicas: a batch and a history budget (its HISTORY).
+    "sk-key-history": {
+        "metadata": {"budgetware_batch_budget": 8000, "budgetware_history_budget": 12_000}
+    },
     "sk-key-off-team-6000": {
         "metadata": {"budgetware_disable": "true"},
         "team_id": "team-a",

@@ -98,8 +98,8 @@ def new_proxy(
 ) -> LiteLLMProxy:
     """A proxy (not started) in ``workdir``, with the test keys (and the faulty callbacks
     module) next to its config. It starts warm: forked from this process's fork server,
-    which imported litellm once (``tests/testing/test_litellm_forkserver.py`` compares a
-    warm proxy with the ``litellm`` command)."""
+    which imported litellm once (``scripts/check-proxy-extra`` compares a warm proxy with
+    the ``litellm`` command)."""
     workdir.mkdir(parents=True, exist_ok=True)
     for module in ("proxy_keys.py", "faulty_callbacks.py"):
         shutil.copy(HERE / module, workdir / module)

@@ -1,19 +1,21 @@
 """The history budget in LiteLLM: key and team metadata in the proxy hook, and two real
-LiteLLM Proxy replicas taking turns in one conversation: the same bytes from either,
-each request extending the one before except at a step, every stub's reference readable."""
+LiteLLM Proxy replicas (the session's pair on a local store, with a key that sets the
+history budget) taking turns in one conversation: the same bytes from either, each request
+extending the one before except at a step, every stub's reference readable."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from http_helpers import one_breakpoint
 from litellm_proxy_helpers import proxy_data, tool_texts
-from proxy_server_helpers import chat, messages_call, only_request, proxy_config, proxy_env
+from proxy_replicas import Replicas
+from proxy_server_helpers import chat, messages_call, only_request
 from testing.litellm_proxy import LiteLLMProxy
 from wire._bodies import anthropic, openai_chat
 
@@ -159,19 +161,8 @@ async def test_auto_looks_up_the_model_the_request_names(artifact_dir: Path) -> 
 # --- two proxy replicas ---------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def history_replicas(
-    start_proxies: Callable[..., list[LiteLLMProxy]],
-    proxy_upstream: FakeProvider,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[list[LiteLLMProxy], Path]]:
-    store = tmp_path_factory.mktemp("history-replicas") / "artifacts"
-    env = proxy_env(store, batch_budget="8000", history_budget=str(HISTORY), raise_errors="1")
-    config = proxy_config(proxy_upstream.url)
-    proxies = start_proxies(("history-a", config, env), ("history-b", config, env))
-    yield proxies, store
-    for proxy in proxies:
-        proxy.stop()
+# The replicas' key: a batch budget of 8,000 chars and a history budget of HISTORY.
+HISTORY_KEY = "sk-key-history"
 
 
 def _send(
@@ -179,9 +170,9 @@ def _send(
 ) -> Any:
     fp.clear()
     if route == "chat":
-        assert chat(proxy, messages) == "ok"
+        assert chat(proxy, messages, key=HISTORY_KEY) == "ok"
     else:
-        assert messages_call(proxy, messages) == "ok"
+        assert messages_call(proxy, messages, key=HISTORY_KEY) == "ok"
     return only_request(fp)
 
 
@@ -190,12 +181,12 @@ def _send(
 @pytest.mark.xdist_group("litellm_proxy")
 @pytest.mark.parametrize(("route", "build"), [("chat", openai_chat), ("messages", anthropic)])
 def test_replicas_taking_turns_send_the_same_bytes_and_extend_each_other(
-    history_replicas: tuple[list[LiteLLMProxy], Path],
+    local_replicas: Replicas,
     upstream: FakeProvider,
     route: str,
     build: Callable[..., Any],
 ) -> None:
-    proxies, store = history_replicas
+    proxies = local_replicas.proxies
     batches = conversation()
     sent: list[list[str]] = []
     for n in range(1, TURNS + 1):
@@ -218,7 +209,7 @@ def test_replicas_taking_turns_send_the_same_bytes_and_extend_each_other(
     assert steps >= 1
     # Every stub names an artifact of the shared store that holds the output in full.
     originals = [text for batch in batches for text in batch]
-    config = BudgetConfig(artifact_dir=store)
+    config = BudgetConfig(artifact_dir=local_replicas.store)
     read = 0
     for original, text in zip(originals, sent[-1]):
         if is_masked((text,)):

@@ -5,7 +5,9 @@ The suite's other proxies raise budgetware's internal errors (so a request that 
 through shows none happened). This one runs as a deployment does (``raise_errors`` off),
 with an internal error planted for requests that carry a marker (``faulty_callbacks.py``)
 and an S3 store on an endpoint that never answers. Assertions are on what the fake
-provider received, on the proxy's log and on how fast the proxy answered meanwhile.
+provider received, on the proxy's log and on how fast the proxy answered meanwhile. (Its
+config also lets clients' headers decide, for test_litellm_proxy_server.py: no request
+here sends one.)
 """
 
 from __future__ import annotations

@@ -1,44 +1,29 @@
 """Two LiteLLM Proxy replicas sharing one artifact store, and reading what they cut through
 the gateway.
 
-Each backend starts two real proxies (budgetware's callback, the same settings) on one
-store: a local directory, and an S3 bucket on a local moto server. The same conversation,
-growing turn by turn, goes to both replicas through the real openai and anthropic SDKs;
-every assertion is on what the fake provider received and on what the store holds.
+Each backend has two real proxies (budgetware's callback, the same settings) on one store:
+a local directory, and an S3 bucket on a local moto server (``proxy_replicas.py``). The
+same conversation, growing turn by turn, goes to both replicas through the real openai and
+anthropic SDKs; every assertion is on what the fake provider received and on what the
+store holds.
 
 The agents behind a proxy cannot read its disk: the proxies' MCP gateway (``mcp_servers``)
-serves budgetware's ``read_tool_output`` over the shared store. The local pair runs
-``budgetware mcp-server`` as its own child over stdio, per call; the S3 pair reaches one
-running beside it over streamable HTTP, which requires a bearer token.
+serves budgetware's ``read_tool_output`` over the shared store.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import secrets
-import sys
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 from http_helpers import artifact_refs, tool_result_texts
 from litellm_proxy_helpers import BUDGET
-from local_servers import mcp_http_server
-from proxy_server_helpers import (
-    chat,
-    messages_call,
-    model_requests,
-    only_request,
-    proxy_config,
-    proxy_env,
-)
-from s3_server import new_bucket
+from proxy_replicas import MCP_SERVER, Replicas
+from proxy_server_helpers import chat, messages_call, model_requests, only_request
 from testing.litellm_proxy import LiteLLMProxy
 from wire._bodies import anthropic, openai_chat
 
@@ -51,24 +36,9 @@ pytestmark = [pytest.mark.sdk, pytest.mark.slow, pytest.mark.xdist_group("litell
 
 SIZE = 60_000
 # The proxies' MCP gateway names a server's tools "<server>-<tool>".
-MCP_SERVER = "budgetware"
 MCP_TOOL = f"{MCP_SERVER}-{TOOL_NAME}"
 # Any key of the proxy may read: the test keys' custom_auth grants no MCP server itself.
 AGENT_KEY = "sk-team-6000"
-
-
-@dataclass
-class Replicas:
-    """Two proxies on one store (``BUDGETWARE_ARTIFACT_STORE=store``)."""
-
-    proxies: list[LiteLLMProxy]
-    store: str
-    artifacts: Callable[[], dict[str, bytes]]
-    """Every artifact in the store now: its name (``<sha256>.txt``) and its bytes."""
-
-    def ref(self, name: str) -> str:
-        """The reference a preview names for the artifact ``name``."""
-        return f"{self.store}/{name}"
 
 
 def artifact_name(output: str) -> str:
@@ -81,78 +51,11 @@ def tool_output(tag: str, size: int = SIZE) -> str:
     return "".join(line.format(tag=tag, n=n) for n in range(size // 40 + 1))[:size]
 
 
-def mcp_gateway(sidecar_url: str | None) -> dict[str, Any]:
-    """The proxy config's ``mcp_servers``: budgetware's server, for every key."""
-    if sidecar_url is not None:
-        server: dict[str, Any] = {
-            "url": sidecar_url,
-            "transport": "http",
-            # The server answers nothing without its token (BUDGETWARE_MCP_SERVER_TOKEN).
-            "auth_type": "bearer_token",
-            "authentication_token": "os.environ/BUDGETWARE_MCP_SERVER_TOKEN",
-        }
-    else:
-        server = {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": ["-m", "budgetware", "mcp-server"],
-            # A stdio server gets only these (and PATH, HOME, ...): the proxy's own store.
-            "env": {"BUDGETWARE_ARTIFACT_STORE": "os.environ/BUDGETWARE_ARTIFACT_STORE"},
-        }
-    server["allow_all_keys"] = True
-    return {MCP_SERVER: server}
-
-
-@pytest.fixture(scope="module", params=["local", "s3"])
-def replicas(
-    request: pytest.FixtureRequest,
-    start_proxies: Callable[..., list[LiteLLMProxy]],
-    proxy_upstream: FakeProvider,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Replicas]:
-    backend = request.param
-    env = proxy_env(None, batch_budget=str(BUDGET), raise_errors="1")
-    with ExitStack() as stack:
-        if backend == "local":
-            directory = tmp_path_factory.mktemp("replicas") / "artifacts"
-            store = str(directory)
-            env["LITELLM_ENABLE_MCP_STDIO"] = "true"
-            sidecar_url = None
-
-            def artifacts() -> dict[str, bytes]:
-                return {path.name: path.read_bytes() for path in directory.glob("*.txt")}
-
-        else:
-            pytest.importorskip("boto3")
-            bucket = new_bucket(request.getfixturevalue("s3_endpoint"))
-            store = bucket.url("replicas")
-            env.update(bucket.env)
-            env.update(AWS_ENDPOINT_URL=None, AWS_PROFILE=None)
-            sidecar_env = {
-                name: value
-                for name, value in os.environ.items()
-                if not name.startswith(("BUDGETWARE_", "AWS_"))
-            }
-            token = secrets.token_urlsafe(16)
-            sidecar_env.update(
-                bucket.env, BUDGETWARE_ARTIFACT_STORE=store, BUDGETWARE_MCP_SERVER_TOKEN=token
-            )
-            env["BUDGETWARE_MCP_SERVER_TOKEN"] = token
-            sidecar_url = stack.enter_context(mcp_http_server(sidecar_env))
-
-            def artifacts() -> dict[str, bytes]:
-                keys = [key for key in bucket.objects("replicas/") if key.endswith(".txt")]
-                return {key.rpartition("/")[2]: bucket.get(key) for key in keys}
-
-        env["BUDGETWARE_ARTIFACT_STORE"] = store
-        config = proxy_config(proxy_upstream.url)
-        config["mcp_servers"] = mcp_gateway(sidecar_url)
-        proxies = start_proxies(
-            (f"replica-a-{backend}", config, env), (f"replica-b-{backend}", config, env)
-        )
-        for proxy in proxies:
-            stack.callback(proxy.stop)
-        yield Replicas(proxies, store, artifacts)
+@pytest.fixture(params=["local", "s3"])
+def replicas(request: pytest.FixtureRequest) -> Replicas:
+    """The pair of replicas on a local directory, then the pair on an S3 bucket."""
+    pair: Replicas = request.getfixturevalue(f"{request.param}_replicas")
+    return pair
 
 
 # --- a conversation -------------------------------------------------------------------------
