@@ -306,13 +306,12 @@ def _persist(
         # Else a placeholder as long as the longest reference: where it fits, the real one does.
         probe = predicted if predicted is not None else _PLACEHOLDER
         # A text that may be a preview had its decision looked up: no second look.
-        look = not decidable
-        early = _write_early(cut, probe, store, full, key, look, data)
+        early = _write_early(cut, probe, store, full, key, not decidable, data)
         if not _fit_all(cut, (probe,)):
             if early:  # never where it is written early: joined, named nowhere
                 early()
             return ()  # no preview could name it: write nothing (the fit is done)
-        ref, wrote = early() if early else _write(store, full, key, look=look, data=data)
+        ref, wrote = early() if early else _write(store, full, key, look=not decidable, data=data)
         if wrote:
             written.append(ref)
         if ref != predicted:
@@ -334,13 +333,14 @@ def _write_early(
     cut: list[_Cut], probe: str, store: ArtifactStore, full: str, key: str, look: bool, data: bytes
 ) -> Callable[[], tuple[str, bool]] | None:
     """``_write`` on its own thread (the caller's context kept), a moment ahead of the fit's
-    parse, which holds the GIL: for a large output whose previews will all name ``probe``,
-    to budgetware's own stores (a caller's own stays on its thread); else None."""
+    parse, which holds the GIL: for a large output not yet stored, whose previews will all
+    name ``probe``, to budgetware's own stores (a caller's own stays on its thread)."""
     if not (
         len(data) >= _EARLY_BYTES
         and len(probe) <= len(_PLACEHOLDER)
         and all(slot.allocation >= _NAMING_ROOM for slot in cut)
         and hasattr(store, "put_reporting")
+        and not store.reused(probe)  # type: ignore[attr-defined]
     ):
         return None
     from concurrent.futures import Future

@@ -148,3 +148,25 @@ def test_a_store_of_the_callers_own_is_called_on_the_callers_thread() -> None:
     assert store.threads == [threading.current_thread().name]
     assert new.persisted_output_files is not None
     assert new.persisted_output_files[0].startswith("/own/")
+
+
+@pytest.mark.usefixtures("any_size")
+def test_an_output_this_process_stored_already_starts_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long session re-sends its outputs every turn: the second one is known, no write.
+    calls: list[str] = []
+    write = finalize._write
+
+    def recording(*args: object, **kwargs: object) -> tuple[str, bool]:
+        calls.append(threading.current_thread().name)
+        return write(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(finalize, "_write", recording)
+    store = LocalArtifactStore(tmp_path)
+    batch = [ToolResult("c", "shell", (OUTPUTS["log"],))]
+    config = BudgetConfig(batch_budget=20_000)
+    first = finalize_batch(batch, config=config, store=store)
+    assert calls[0] != threading.current_thread().name
+    assert finalize_batch(batch, config=config, store=store) == first
+    assert calls[1:] == [threading.current_thread().name]
