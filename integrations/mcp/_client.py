@@ -14,13 +14,9 @@ if TYPE_CHECKING:
     import httpx2
     from typing_extensions import Self
 
+from budgetware.core import observe
 from budgetware.core.artifacts import ArtifactStore
-from budgetware.core.config import (
-    BudgetConfig,
-    check_settings,
-    current_overrides,
-    resolve_config,
-)
+from budgetware.core.config import BudgetConfig, check_settings, current_overrides, resolve_config
 from budgetware.core.finalize import preview_options
 from budgetware.mcp.bound import bound_tool_result, result_budget_for
 from budgetware.mcp.http import rewrite_mcp_response
@@ -60,6 +56,7 @@ class McpBoundTransport(_Base):
         config: BudgetConfig | None = None,
     ) -> None:
         check_store(check_settings(config))  # a bad setting fails here, not on a call
+        observe.entry_setup(config)
         if inner is None:
             inner = require("httpx2", "mcp").AsyncHTTPTransport()
         self.inner = inner
@@ -242,6 +239,7 @@ def bound_streams(
     results arrive bounded; ``server`` defaults to the name the server gives itself.
     """
     check_store(check_settings(config))
+    observe.entry_setup(config)  # an entry point: a budget() block here is not unread
     state = _State(server, store, config)
     return _BoundingRead(read_stream, state), _ObservedWrite(write_stream, state)
 
