@@ -385,11 +385,10 @@ def _write(
 def _decision(
     entry: ToolResult, full: str, key: str, store: ArtifactStore
 ) -> tuple[tuple[str, ...] | None, bool]:
-    """A producer's decision for the entry's text, if any, and whether it could have one.
-
-    Only a text that may be a producer's preview can have a decision: the others skip the
-    lookup (a round trip on S3)."""
-    decidable = may_be_preview(full)
+    """A producer's decision for the entry's text, if any, and whether it could have one:
+    only a text that may be a producer's preview can, so others skip the lookup (a round
+    trip on S3), unless it costs less than searching a large text (a local file's open)."""
+    decidable = (len(full) > 1 << 16 and getattr(store, "local", False)) or may_be_preview(full)
     decided = store.lookup_decision(key) if decidable else None
     if decided is None and len(entry.slots) > 1:
         for slot in entry.slots:

@@ -43,6 +43,8 @@ class LocalArtifactStore(ContentStore):
     No automatic sweep unless ``sweep_interval`` is set.
     """
 
+    local = True  # a lookup opens a file (the finalizer asks without searching a large text)
+
     def __init__(self, directory: str | os.PathLike[str], **limits: Unpack[Limits]) -> None:
         super().__init__(**limits)
         self.directory = Path(os.path.abspath(os.fspath(directory)))
