@@ -90,6 +90,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use litellm run where its proxies do (``xdist_group("litellm_proxy")``):
+    under ``--dist loadgroup`` one worker imports litellm (about 4 s of CPU), not both."""
+    for item in items:
+        if item.path.suffix != ".py" or any(item.iter_markers("xdist_group")):
+            continue  # docs_run groups the docs pages
+        if "litellm" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("litellm_proxy"))
+
+
 @pytest.fixture
 def fake_provider() -> Iterator[FakeProvider]:
     """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""
