@@ -49,7 +49,6 @@ def _installed(target: PatchTarget) -> bool:
         return False
 
 
-@pytest.mark.xdist_group("litellm_proxy")  # it imports every SDK: in the SDK tests' worker
 def test_every_patch_target_exists_in_the_installed_libraries() -> None:
     for target in PATCH_TARGETS:
         if not _installed(target) and target.module.startswith("google."):
