@@ -6,10 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 
-
-@pytest.mark.files_in_subprocesses
 def test_a_program_with_one_thread_does_not_yield() -> None:
     # Nothing can take the GIL: a scan in a single-threaded program makes no system call
     # to give it away (run in a fresh interpreter: pytest's own threads are not there).
