@@ -90,6 +90,37 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# The modules that drive every SDK (google-genai, ollama, mistralai, cohere, the OpenAI
+# Agents SDK, pydantic-ai, smolagents, ...), litellm among them.
+SDK_MODULES = frozenset(
+    {
+        "test_sdks.py",
+        "test_history_sdks.py",
+        "test_fake_provider.py",
+        "test_fake_cache.py",
+        "test_framework_tools.py",
+        "test_sdk_schemas.py",
+        "test_integrations.py",
+        "test_usage.py",
+        "test_text_results.py",
+        "test_instrument.py",  # imports what every patch target lives in
+        "test_public_api.py",  # imports every public module
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use litellm, and the modules that drive every SDK, run where the
+    LiteLLM proxies do (``xdist_group("litellm_proxy")``): under ``--dist loadgroup`` one
+    worker imports litellm and those SDKs (about 4 s of CPU for litellm alone), not both."""
+    for item in items:
+        if item.path.suffix != ".py" or any(item.iter_markers("xdist_group")):
+            continue  # docs_run groups the docs pages
+        if "litellm" in item.nodeid.lower() or item.path.name in SDK_MODULES:
+            item.add_marker(pytest.mark.xdist_group("litellm_proxy"))
+
+
 @pytest.fixture
 def fake_provider() -> Iterator[FakeProvider]:
     """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""

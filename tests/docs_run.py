@@ -239,10 +239,12 @@ if Sybil is not None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # A page's blocks build on one another: under pytest-xdist they run in one worker. The
-    # pages that import litellm (4 s of CPU) share one, which imports it once.
+    # pages that import litellm (4 s of CPU) or the OpenAI Agents SDK run in the worker of
+    # the other tests of those SDKs (tests/conftest.py), which imports each once.
     for item in items:
         if item.__class__.__name__ == "SybilItem":
-            page = item.path.relative_to(ROOT).as_posix()
-            if "import litellm" in item.path.read_text(encoding="utf-8"):
-                page = "litellm"
-            item.add_marker(pytest.mark.xdist_group(f"docs:{page}"))
+            group = "docs:" + item.path.relative_to(ROOT).as_posix()
+            text = item.path.read_text(encoding="utf-8")
+            if "import litellm" in text or "from agents import" in text:
+                group = "litellm_proxy"
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -1,4 +1,4 @@
-"""One scripted agent session (``budgetware run --report`` of the real openai SDK against the
+"""One scripted agent session (``budgetware run --report`` of an agent program against the
 fake provider), shared by the tests of ``budgetware report`` and ``budgetware inspect``:
 mark them ``xdist_group("agent_session")`` so that one worker runs it once."""
 

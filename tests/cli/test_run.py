@@ -1,7 +1,10 @@
 """``budgetware run``: a real SDK program that never imports budgetware is bounded.
 
-Every test starts the real command (``python -m budgetware run ...``) in a subprocess,
-against the fake provider on 127.0.0.1.
+Every test of a program that runs starts the real command (``python -m budgetware run
+...``) in a subprocess, against the fake provider on 127.0.0.1. A command line it refuses
+before it starts anything (a usage error, a bad setting, a command it cannot run) is
+checked by its ``main()`` in this process (``refused``): the same parse and checks, the same
+exit code and message, without two interpreter starts.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
+from budgetware.cli.main import main as cli
 from budgetware.cli.run import (
     BOOTSTRAP_DIR,
     child_environment,
@@ -27,6 +33,7 @@ from budgetware.cli.run import (
 from budgetware.testing import FakeProvider
 
 BIN = os.path.dirname(sys.executable)
+Done = subprocess.CompletedProcess[str]
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
@@ -34,9 +41,13 @@ def parse(argv: list[str]) -> tuple[dict[str, str], list[str]] | int:
     return parsed if isinstance(parsed, int) else (parsed.settings, parsed.command)
 
 
-# An agent's last turn: ten 300,000-char tool results, sent with the real openai SDK. It
-# never imports budgetware; it prints what it saw of it.
-AGENT = """
+# An agent's last turn: ten 30,000-char tool results (each far over its share of any
+# budget below), sent with the real openai SDK. It never imports budgetware; it prints what
+# it saw of it.
+SIZE = 30_000
+AGENT = (
+    f"SIZE = {SIZE}\n"
+    + """
 import json, os, sys
 import openai
 
@@ -44,24 +55,27 @@ client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max
 calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
          for i in range(10)]
 messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
-messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * 300_000}
+messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * SIZE}
              for i in range(10)]
 reply = client.chat.completions.create(model="m", messages=messages)
 print(json.dumps({"reply": reply.choices[0].message.content, "args": sys.argv[1:]}))
 """
+)
 
 # The same turn sent with httpx alone, for the tests of how `budgetware run` starts a
 # program (its kind, its options, its sitecustomize, its subprocesses, beside
 # opentelemetry-instrument, with an MCP server): what they check is the same with any
 # client, and the openai SDK's import costs half a second of CPU a start.
-HTTPX_AGENT = """
+HTTPX_AGENT = (
+    f"SIZE = {SIZE}\n"
+    + """
 import json, os, sys
 import httpx
 
 calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
          for i in range(10)]
 messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
-messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * 300_000}
+messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * SIZE}
              for i in range(10)]
 answer = httpx.post(os.environ["FAKE_URL"] + "/v1/chat/completions", timeout=60,
                     json={"model": "m", "messages": messages},
@@ -69,6 +83,7 @@ answer = httpx.post(os.environ["FAKE_URL"] + "/v1/chat/completions", timeout=60,
 reply = answer.json()["choices"][0]["message"]["content"]
 print(json.dumps({"reply": reply, "args": sys.argv[1:]}))
 """
+)
 
 
 def _env(fake: FakeProvider | None, tmp_path: Path) -> dict[str, str]:
@@ -78,6 +93,15 @@ def _env(fake: FakeProvider | None, tmp_path: Path) -> dict[str, str]:
     env.pop("PYTHONPATH", None)
     if fake is not None:
         env["FAKE_URL"] = fake.url
+    return env
+
+
+def _no_settings(tmp_path: Path) -> dict[str, str]:
+    """No BUDGETWARE_* setting at all: ``budgetware run`` has nothing to check (no settings
+    model to import, 0.15 s of CPU), for the tests of how it starts a program that sends
+    nothing (artifacts would go to tests/conftest.py's temporary cache directory)."""
+    env = _env(None, tmp_path)
+    del env["BUDGETWARE_ARTIFACT_DIR"]
     return env
 
 
@@ -95,6 +119,36 @@ def run(
     )
 
 
+@pytest.fixture
+def refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``refused(args, env)``: ``budgetware run args`` by its ``main()`` in this process, in
+    ``env``, for a command line it refuses before it starts anything; were it to start the
+    program instead, the test fails."""
+
+    def started(path: str, *_: object) -> NoReturn:
+        raise AssertionError(f"budgetware run started {path}")
+
+    def refuse(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        capsys.readouterr()
+        try:
+            with monkeypatch.context() as patch:
+                patch.setattr(os, "execve", started)
+                patch.setattr(subprocess, "Popen", started)
+                code = cli(["run", *args])
+        finally:  # the check writes the settings it read into os.environ, as the program's
+            os.environ.clear()
+            os.environ.update(saved)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    return refuse
+
+
 def _tool_texts(fake: FakeProvider) -> list[str]:
     body = json.loads(fake.last.body)
     return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
@@ -104,7 +158,7 @@ def _assert_bounded(fake: FakeProvider, budget: int) -> None:
     texts = _tool_texts(fake)
     assert len(texts) == 10
     assert sum(len(t) for t in texts) <= budget
-    assert all(t.startswith("[Tool output truncated: 300,002 chars") for t in texts)
+    assert all(t.startswith(f"[Tool output truncated: {SIZE + 2:,} chars") for t in texts)
 
 
 def test_a_script_that_never_imports_budgetware_is_bounded(
@@ -162,9 +216,9 @@ def test_options_win_over_the_environment(fake_provider: FakeProvider, tmp_path:
 
 
 def test_exit_codes_pass_through(tmp_path: Path) -> None:
-    done = run(["--", "python", "-c", "import sys; sys.exit(7)"], _env(None, tmp_path))
+    done = run(["--", "python", "-c", "import sys; sys.exit(7)"], _no_settings(tmp_path))
     assert done.returncode == 7
-    done = run(["python", "-c", "raise SystemExit('bye')"], _env(None, tmp_path))
+    done = run(["python", "-c", "raise SystemExit('bye')"], _no_settings(tmp_path))
     assert done.returncode == 1
     assert done.stderr.strip() == "bye"
 
@@ -178,7 +232,7 @@ def _start(code: str, tmp_path: Path) -> subprocess.Popen[str]:
         [sys.executable, "-m", "budgetware", "run", "--", "python", "-c", code],
         stdout=subprocess.PIPE,
         text=True,
-        env=_env(None, tmp_path),
+        env=_no_settings(tmp_path),
         # SIGINT as a terminal gives it: a suite started in the background of a
         # non-interactive shell inherits it ignored, and so would the program.
         preexec_fn=_default_sigint,
@@ -208,31 +262,33 @@ def test_signals_reach_the_program(tmp_path: Path) -> None:
 
 
 def test_a_non_python_command_runs_unchanged_with_one_warning(tmp_path: Path) -> None:
-    done = run(["--", "echo", "hello"], _env(None, tmp_path))
+    done = run(["--", "echo", "hello"], _no_settings(tmp_path))
     assert done.returncode == 0
     assert done.stdout == "hello\n"
     (line,) = done.stderr.splitlines()
     assert line.startswith("budgetware run: echo is not a Python program; it runs unchanged")
 
 
-def test_a_command_that_does_not_exist(tmp_path: Path) -> None:
-    done = run(["--", "no-such-command-xyz", "arg"], _env(None, tmp_path))
+def test_a_command_that_does_not_exist(tmp_path: Path, refused: Callable[..., Done]) -> None:
+    done = refused(["--", "no-such-command-xyz", "arg"], _env(None, tmp_path))
     assert done.returncode == 127
     assert done.stdout == ""
     assert done.stderr == "budgetware run: command not found: no-such-command-xyz\n"
 
 
-def test_a_bad_setting_stops_the_program_before_it_starts(tmp_path: Path) -> None:
+def test_a_bad_setting_stops_the_program_before_it_starts(
+    tmp_path: Path, refused: Callable[..., Done]
+) -> None:
     marker = tmp_path / "ran"
     program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
-    done = run(["--batch-budget", "lots", "--", *program], _env(None, tmp_path))
+    done = refused(["--batch-budget", "lots", "--", *program], _env(None, tmp_path))
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith(
         "budgetware run: invalid budgetware setting: batch_budget (--batch-budget)"
     )
     assert not marker.exists()
-    done = run(["--bath-budget", "5", "--", *program], _env(None, tmp_path))
+    done = refused(["--bath-budget", "5", "--", *program], _env(None, tmp_path))
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith(
@@ -240,14 +296,14 @@ def test_a_bad_setting_stops_the_program_before_it_starts(tmp_path: Path) -> Non
     )
     env = _env(None, tmp_path)
     env["BUDGETWARE_UNIT"] = "furlongs"
-    done = run(["--", *program], env)
+    done = refused(["--", *program], env)
     assert done.returncode == 2
     assert "unit (BUDGETWARE_UNIT)" in done.stderr
     assert not marker.exists()
 
 
-def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
-    done = run(["--batch-budget", "5"], _env(None, tmp_path))
+def test_no_command_is_a_usage_error(tmp_path: Path, refused: Callable[..., Done]) -> None:
+    done = refused(["--batch-budget", "5"], _env(None, tmp_path))
     assert done.returncode == 2
     assert done.stderr == "budgetware run: no command given (see 'budgetware run --help')\n"
 
@@ -262,22 +318,29 @@ def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
     ],
 )
 def test_an_option_without_its_value_is_a_usage_error(
-    tmp_path: Path, options: list[str], error: str
+    tmp_path: Path,
+    options: list[str],
+    error: str,
+    refused: Callable[..., Done],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # It used to take "true": artifacts went to a directory named ./true, exit code 0.
     marker = tmp_path / "ran"
     program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
-    done = run([*options, "--", *program], _env(None, tmp_path), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = refused([*options, "--", *program], _env(None, tmp_path))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"budgetware run: {error} (see 'budgetware run --help')\n"
     assert not marker.exists()
     assert not (tmp_path / "true").exists()
 
 
-def test_no_before_a_setting_that_is_not_on_off_is_a_usage_error(tmp_path: Path) -> None:
+def test_no_before_a_setting_that_is_not_on_off_is_a_usage_error(
+    tmp_path: Path, refused: Callable[..., Done]
+) -> None:
     marker = tmp_path / "ran"
     program = ["python", "-c", f"open({str(marker)!r}, 'w')"]
-    done = run(["--no-batch-budget", "--", *program], _env(None, tmp_path))
+    done = refused(["--no-batch-budget", "--", *program], _env(None, tmp_path))
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith(
@@ -287,7 +350,7 @@ def test_no_before_a_setting_that_is_not_on_off_is_a_usage_error(tmp_path: Path)
     assert not marker.exists()
     # A name that is no setting keeps the start-up check's own message, value or not.
     for options in (["--no-bath-budget"], ["--bath-budget"], ["--bath-budget", "5"]):
-        done = run([*options, "--", *program], _env(None, tmp_path))
+        done = refused([*options, "--", *program], _env(None, tmp_path))
         assert done.returncode == 2, options
         (line,) = done.stderr.splitlines()
         assert line.startswith(
@@ -332,7 +395,7 @@ def _refused(tmp_path: Path) -> list[tuple[Path, str]]:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX owners and permissions")
 def test_an_artifact_dir_budgetware_refuses_stops_the_program_before_it_starts(
-    tmp_path: Path,
+    tmp_path: Path, refused: Callable[..., Done]
 ) -> None:
     # It used to run unbounded, exit code 0, after "budgetware could not start".
     (tmp_path / "mine").mkdir(mode=0o700)
@@ -348,9 +411,9 @@ def test_an_artifact_dir_budgetware_refuses_stops_the_program_before_it_starts(
         ("ARTIFACT_STORE", "{}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
         ("ARTIFACT_STORE", "file://{}", "artifact_store (BUDGETWARE_ARTIFACT_STORE)"),
     ]
-    refused = _refused(tmp_path)
-    for n in range(max(len(refused), len(sources))):
-        path, reason = refused[n % len(refused)]
+    refusals = _refused(tmp_path)
+    for n in range(max(len(refusals), len(sources))):
+        path, reason = refusals[n % len(refusals)]
         variable, value, named = sources[n % len(sources)]
         env = _env(None, tmp_path)
         if variable is None:
@@ -358,11 +421,11 @@ def test_an_artifact_dir_budgetware_refuses_stops_the_program_before_it_starts(
         else:
             args = ["--", *program]
             env[f"BUDGETWARE_{variable}"] = value.format(path)
-        done = run(args, env)
+        done = refused(args, env)
         assert done.returncode == 2, (path, variable, done.stderr)
         (line,) = done.stderr.splitlines()
         assert line.startswith(expected.format(named=named) + f"artifacts in {path}: {reason}")
-    done = run(
+    done = refused(
         ["--artifact-store", str(tmp_path / "shared"), "--", *program], _env(None, tmp_path)
     )
     assert "invalid budgetware setting: artifact_store (--artifact-store): " in done.stderr
@@ -501,7 +564,7 @@ def test_a_python_without_budgetware_runs_unbounded_and_says_so(tmp_path: Path) 
         [sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120
     )
     python = bare / "bin" / "python"
-    done = run(["--", str(python), "-c", "print('still runs')"], _env(None, tmp_path))
+    done = run(["--", str(python), "-c", "print('still runs')"], _no_settings(tmp_path))
     assert done.returncode == 0
     assert done.stdout == "still runs\n"
     (line,) = done.stderr.splitlines()
@@ -561,9 +624,7 @@ def test_nothing_of_the_http_layer_loads_until_the_program_imports_an_http_libra
         "import httpx2, budgetware\n"
         "print(budgetware.is_instrumented())\n"
     )
-    env = _env(None, tmp_path)
-    del env["BUDGETWARE_ARTIFACT_DIR"]  # no setting at all: nothing to check either
-    done = run(["--", "python", "-c", code], env)
+    done = run(["--", "python", "-c", code], _no_settings(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["False False", "True"]
     # With settings, nothing of it either: they were checked before the program started.
@@ -600,23 +661,25 @@ def test_a_boolean_option_never_takes_the_command(
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
-def test_a_file_that_cannot_be_executed_is_126_as_in_a_shell(tmp_path: Path) -> None:
+def test_a_file_that_cannot_be_executed_is_126_as_in_a_shell(
+    tmp_path: Path, refused: Callable[..., Done]
+) -> None:
     script = tmp_path / "noexec.py"
     script.write_text("print(1)\n")
     script.chmod(0o644)
     env = _env(None, tmp_path)
-    done = run(["--", str(script)], env)
+    done = refused(["--", str(script)], env)
     assert (done.returncode, done.stderr) == (
         126,
         f"budgetware run: cannot run {script}: Permission denied\n",
     )
-    done = run(["--", str(tmp_path)], env)
+    done = refused(["--", str(tmp_path)], env)
     assert (done.returncode, done.stderr) == (
         126,
         f"budgetware run: cannot run {tmp_path}: Is a directory\n",
     )
     env["PATH"] = f"{tmp_path}{os.pathsep}{env['PATH']}"  # found on PATH, not executable
-    done = run(["--", "noexec.py"], env)
+    done = refused(["--", "noexec.py"], env)
     assert (done.returncode, done.stderr) == (
         126,
         "budgetware run: cannot run noexec.py: Permission denied\n",
@@ -624,7 +687,7 @@ def test_a_file_that_cannot_be_executed_is_126_as_in_a_shell(tmp_path: Path) -> 
 
 
 def test_python_options_that_skip_the_hook_are_named(tmp_path: Path) -> None:
-    env = _env(None, tmp_path)
+    env = _no_settings(tmp_path)
     for flags, named in [
         (["-I"], "-I (isolated mode), which ignores PYTHONPATH"),
         (["-S"], "-S, which skips sitecustomize"),
@@ -786,7 +849,7 @@ server = MCPServer("logs")
 
 @server.tool()
 def read_log() -> str:
-    return "log " + "y" * 300_000
+    return "log " + "y" * 30_000
 
 server.run("stdio")
 """
@@ -829,9 +892,9 @@ def test_an_mcp_stdio_server_gets_no_hook_and_its_results_are_bounded_at_the_mod
     )
     assert done.returncode == 0, done.stderr
     assert "server hook False" in done.stderr
-    assert "received 300004" in done.stderr  # the agent's own code sees the whole result
+    assert "received 30004" in done.stderr  # the agent's own code sees the whole result
     (sent,) = _tool_texts(fake_provider)
-    assert sent.startswith("[Tool output truncated: 300,004 chars")
+    assert sent.startswith("[Tool output truncated: 30,004 chars")
     assert len(sent) <= 20_000
 
 
@@ -850,14 +913,18 @@ NO_SUCH_USER = "~budgetware-no-such-user/artifacts"
     ],
 )
 def test_a_bad_setting_read_anywhere_stops_the_program_before_it_starts(
-    tmp_path: Path, options: list[str], variable: tuple[str, str] | None, named: str
+    tmp_path: Path,
+    options: list[str],
+    variable: tuple[str, str] | None,
+    named: str,
+    refused: Callable[..., Done],
 ) -> None:
     marker = tmp_path / "ran"
     env = _env(None, tmp_path)
     if variable is not None:
         env[variable[0]] = variable[1]
     program = ["python", "-c", f"import httpx; open({str(marker)!r}, 'w')"]
-    done = run([*options, "--", *program], env)
+    done = refused([*options, "--", *program], env)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("budgetware run: invalid budgetware setting: "), line

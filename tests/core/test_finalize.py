@@ -257,6 +257,7 @@ print(json.dumps([[list(r.slots), list(r.persisted_output_files or [])] for r in
 """
 
 
+@pytest.mark.files_in_subprocesses
 def test_case17_two_processes_give_identical_bytes_and_the_same_reference(
     tmp_path: Path,
 ) -> None:

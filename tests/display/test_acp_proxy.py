@@ -49,10 +49,10 @@ def run_proxy(
     )
 
 
-async def test_proxied_agent_output_is_bounded_and_every_frame_parses() -> None:
-    lines, code = await raw_session(proxy_command(sys.executable, AGENT_SCRIPT, "plain"))
+async def test_proxied_output_is_bounded_every_frame_parses_and_the_rest_is_as_sent() -> None:
+    proxied, code = await raw_session(proxy_command(sys.executable, AGENT_SCRIPT, "plain"))
     assert code == 0
-    (big,) = [line for line in lines if is_tool_call_update(line)]
+    (big,) = [line for line in proxied if is_tool_call_update(line)]
     update = json.loads(big)["params"]["update"]
     assert ASYNCIO_DEFAULT_LIMIT < len(big) < 256 * 1024
     assert len(dumps_bytes(update["content"])) <= FIELD_BUDGET
@@ -60,11 +60,8 @@ async def test_proxied_agent_output_is_bounded_and_every_frame_parses() -> None:
     assert ACP_MARKER in update["rawOutput"]
     assert update["rawOutput"].startswith("HEAD-")
     assert update["rawOutput"].endswith("-TAIL")
-
-
-async def test_proxy_forwards_every_other_frame_byte_for_byte() -> None:
+    # Every other frame is forwarded byte for byte.
     direct, _ = await raw_session([sys.executable, AGENT_SCRIPT, "plain"])
-    proxied, _ = await raw_session(proxy_command(sys.executable, AGENT_SCRIPT, "plain"))
     assert len(direct) == len(proxied)
     # Without the proxy the frame is over a megabyte: the agent really sent it all.
     assert any(len(line) > 1_000_000 for line in direct)
@@ -94,12 +91,10 @@ def test_stdin_and_unrelated_stdout_pass_byte_for_byte() -> None:
     assert result.stdout == data
 
 
-def test_agent_exit_code_is_returned() -> None:
-    assert run_proxy(sys.executable, "-c", "raise SystemExit(7)").returncode == 7
-
-
-def test_agent_stderr_passes_through() -> None:
-    result = run_proxy(sys.executable, "-c", "import sys; sys.stderr.write('agent log\\n')")
+def test_agent_exit_code_is_returned_and_its_stderr_passes_through() -> None:
+    agent = "import sys; sys.stderr.write('agent log\\n'); raise SystemExit(7)"
+    result = run_proxy(sys.executable, "-c", agent)
+    assert result.returncode == 7
     assert result.stderr == b"agent log\n"
 
 

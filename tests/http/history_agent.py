@@ -1,12 +1,13 @@
 """Run in a subprocess by test_history_processes.py: an agent process that, for each number
-n read from stdin, sends the first n turns of one fixed conversation through the openai SDK
-under ``budgetware.instrument()`` (settings from the environment), then prints ``sent``."""
+n read from stdin, sends the first n turns of one fixed conversation (an OpenAI chat request,
+with httpx: what is masked depends on the request alone, not on the client) under
+``budgetware.instrument()`` (settings from the environment), then prints ``sent``."""
 
 from __future__ import annotations
 
 import sys
 
-import openai
+import httpx
 from testing import drivers
 from wire import _bodies
 
@@ -26,18 +27,22 @@ def conversation() -> list[list[str]]:
     ]
 
 
+def send(client: httpx.Client, url: str, n: int) -> None:
+    """Turns 1 to n of the conversation, as one chat completions request."""
+    messages = _bodies.openai_chat(conversation()[:n])[0]["messages"]
+    answer = client.post(
+        url + "/v1/chat/completions",
+        json={"model": drivers.OPENAI_MODEL, "messages": messages},
+        headers={"authorization": f"Bearer {drivers.DUMMY_KEY}"},
+    )
+    answer.raise_for_status()
+
+
 def main() -> None:
     budgetware.instrument()
-    batches = conversation()
-    with openai.OpenAI(
-        base_url=sys.argv[1] + "/v1", api_key=drivers.DUMMY_KEY, max_retries=0
-    ) as client:
+    with httpx.Client(timeout=60) as client:
         for line in sys.stdin:
-            n = int(line)
-            client.chat.completions.create(
-                model=drivers.OPENAI_MODEL,
-                messages=_bodies.openai_chat(batches[:n])[0]["messages"],
-            )
+            send(client, sys.argv[1], int(line))
             print("sent", flush=True)
 
 

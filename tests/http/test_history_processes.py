@@ -77,10 +77,8 @@ def messages(provider: FakeProvider) -> list[list[dict[str, Any]]]:
 
 def _sent_alone(provider: FakeProvider, env: dict[str, str]) -> list[bytes]:
     """What ``history_agent.py`` sends for turns 1 to TURNS, sent from this process."""
-    import openai
-    from history_agent import conversation
-    from testing import drivers
-    from wire import _bodies
+    import httpx
+    from history_agent import send
 
     from budgetware.core.config import BudgetConfig
     from budgetware.http.instrument import instrument, uninstrument
@@ -92,15 +90,9 @@ def _sent_alone(provider: FakeProvider, env: dict[str, str]) -> list[bytes]:
     }
     instrument(config=BudgetConfig(**settings))
     try:
-        batches = conversation()
-        with openai.OpenAI(
-            base_url=provider.url + "/v1", api_key=drivers.DUMMY_KEY, max_retries=0
-        ) as client:
+        with httpx.Client(timeout=60) as client:
             for n in range(1, TURNS + 1):
-                client.chat.completions.create(
-                    model=drivers.OPENAI_MODEL,
-                    messages=_bodies.openai_chat(batches[:n])[0]["messages"],
-                )
+                send(client, provider.url, n)
     finally:
         uninstrument()
     return [r.body for r in provider.requests]

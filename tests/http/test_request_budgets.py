@@ -196,20 +196,22 @@ def test_invalid_header_warning_lists_every_unit() -> None:
         assert "x-budgetware-history-budget: <integer, or auto" in message
 
 
+# Sent with httpx: the warning is about the block, whatever client sends in it.
 UNUSED_BLOCK = """
-import openai
+import httpx
 import budgetware
 from budgetware.testing import FakeProvider
 
-with FakeProvider() as fake:
-    client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
+with FakeProvider() as fake, httpx.Client() as client:
     if INSTRUMENT:
         budgetware.instrument()
     for _ in range(2):
         with budgetware.budget(batch_budget=10):
-            client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}]
-            )
+            client.post(
+                fake.url + "/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                headers={"authorization": "Bearer k"},
+            ).raise_for_status()
 """
 
 

@@ -13,19 +13,21 @@ import pytest
 pytest.importorskip("opentelemetry.instrumentation")
 pytestmark = pytest.mark.sdk
 
+# The agent sends its turn with httpx (what the runner starts is the same whatever client the
+# agent uses; the openai SDK's import costs half a second of CPU a run).
 AGENT = """
 import json
-import openai
+import httpx
 from budgetware.testing import FakeProvider
 
 with FakeProvider() as fake:
-    client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
     calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
              for i in range(3)]
     messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
     messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * 100_000}
                  for i in range(3)]
-    client.chat.completions.create(model="m", messages=messages)
+    httpx.post(fake.url + "/v1/chat/completions", json={"model": "m", "messages": messages},
+               headers={"authorization": "Bearer k"}, timeout=60).raise_for_status()
     sent = json.loads(fake.requests[-1].body)["messages"]
     print(sum(len(m["content"]) for m in sent if m["role"] == "tool"))
 """

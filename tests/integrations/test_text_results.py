@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from pathlib import Path
@@ -9,7 +10,6 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from smolagents import LiteLLMModel, OpenAIServerModel, ToolCallingAgent, tool
 
 from budgetware.core.config import BudgetConfig, ConfigError, budget
 from budgetware.http.instrument import instrument
@@ -22,14 +22,21 @@ OUTPUT = "\n".join(f"log line {i}: " + "build step ok " * 3 for i in range(10_00
 TASK = "Find why the build fails. " + "Context: " + "c" * 30_000  # a long user message
 
 
-@tool
-def read_build_log(name: str) -> str:
-    """Read a build log.
+@functools.cache
+def _read_build_log() -> Any:
+    """The agent's tool (smolagents is imported where a test runs it, not at collection)."""
+    from smolagents import tool
 
-    Args:
-        name: which log to read.
-    """
-    return OUTPUT
+    @tool
+    def read_build_log(name: str) -> str:
+        """Read a build log.
+
+        Args:
+            name: which log to read.
+        """
+        return OUTPUT
+
+    return read_build_log
 
 
 def _observations(body: dict[str, Any]) -> int:
@@ -54,14 +61,19 @@ def policy(api: ApiName, body: dict[str, Any] | None) -> Reply:
 
 
 def _model(kind: str, url: str) -> Any:
+    from smolagents import LiteLLMModel, OpenAIServerModel
+
     if kind == "openai":
         return OpenAIServerModel(model_id="m", api_base=url + "/v1", api_key="k")
     return LiteLLMModel(model_id="openai/m", api_base=url + "/v1", api_key="k")
 
 
 def _run(kind: str, provider: FakeProvider) -> str:
+    from smolagents import ToolCallingAgent
+
     model = _model(kind, provider.url)
-    agent = ToolCallingAgent(tools=[read_build_log], model=model, max_steps=4, verbosity_level=0)
+    tools = [_read_build_log()]
+    agent = ToolCallingAgent(tools=tools, model=model, max_steps=4, verbosity_level=0)
     before = set(_litellm_clients()) if kind == "litellm" else set()
     try:
         return str(agent.run(TASK))
@@ -184,9 +196,11 @@ def test_what_smolagents_joins_after_an_observation_is_never_cut(tmp_path: Path)
     # adds "Based on the above, please provide an answer to the following user task:".
     config = BudgetConfig(batch_budget=20_000, text_results=["smolagents"], artifact_dir=tmp_path)
     with FakeProvider(continuing_policy) as provider, instrument(config=config):
+        from smolagents import ToolCallingAgent
+
         model = _model("openai", provider.url)
         agent = ToolCallingAgent(
-            tools=[read_build_log], model=model, max_steps=1, verbosity_level=0
+            tools=[_read_build_log()], model=model, max_steps=1, verbosity_level=0
         )
         try:
             assert agent.run("first task") == "final text answer"

@@ -108,6 +108,7 @@ def test_a_bad_value_fails_where_an_entry_point_is_set_up(
 
 
 @pytest.mark.parametrize(("variable", "value"), BAD)
+@pytest.mark.xdist_group("litellm_proxy")  # budget_callback imports litellm: its worker
 def test_the_sdk_hooks_fail_at_setup_too(
     variable: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fs_watch import FILE_APIS
 
 from budgetware.core.artifacts import text_key
 from budgetware.testing import FakeProvider
@@ -25,7 +26,24 @@ class EnvStore:
     wrong: Path  # artifact_dir, which the URL overrides
 
 
-@pytest.fixture(params=["s3", "file"])
+# The store's two file APIs (fs_watch) apply to the file:// store only: an S3 store reaches
+# no file, so its tests run once, not once per file API.
+TOUCHES_NO_FILES = True  # of the store folder's parametrization: this module's own below
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "env_store" in metafunc.fixturenames:
+        metafunc.parametrize(
+            ("env_store", "store_file_api"),
+            [
+                pytest.param("s3", None, id="s3"),
+                *(pytest.param("file", api, id=f"file-{api}") for api in FILE_APIS),
+            ],
+            indirect=True,
+        )
+
+
+@pytest.fixture
 def env_store(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> EnvStore:

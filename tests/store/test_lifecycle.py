@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 
 from budgetware import BudgetConfig
 from budgetware.cli.artifacts import parse_age, parse_size
+from budgetware.cli.main import main as cli
 from budgetware.core.artifacts import text_key
 from budgetware.finalizer import LocalArtifactStore, ToolResult, finalize_batch
 
@@ -108,31 +107,33 @@ def test_sizes_parse(text: str, size: int) -> None:
     assert parse_size(text) == size
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "budgetware", "artifacts", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``budgetware artifacts args`` by its main() in this process (with this test's file
+    API): the exit code, stdout and stderr."""
+    capsys.readouterr()
+    code = cli(["artifacts", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_cli_reports_and_prunes_without_showing_content(tmp_path: Path) -> None:
+def test_cli_reports_and_prunes_without_showing_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = LocalArtifactStore(tmp_path)
     for i in range(3):
         store.put(f"SECRET-{i}-" + "z" * 1000)
-    usage = run_cli("--dir", str(tmp_path), "usage")
-    assert usage.returncode == 0
-    assert "3 artifacts" in usage.stdout
-    pruned = run_cli("--dir", str(tmp_path), "prune", "--max-size", "1k")
-    assert pruned.returncode == 0
-    assert "deleted 2 artifacts" in pruned.stdout
-    assert "left: 1 artifact," in pruned.stdout
-    assert "SECRET" not in usage.stdout + pruned.stdout
+    code, usage, _ = run_cli(capsys, "--dir", str(tmp_path), "usage")
+    assert code == 0
+    assert "3 artifacts" in usage
+    code, pruned, _ = run_cli(capsys, "--dir", str(tmp_path), "prune", "--max-size", "1k")
+    assert code == 0
+    assert "deleted 2 artifacts" in pruned
+    assert "left: 1 artifact," in pruned
+    assert "SECRET" not in usage + pruned
 
 
 @pytest.mark.files_in_subprocesses
-def test_cli_prune_needs_a_rule(tmp_path: Path) -> None:
-    done = run_cli("--dir", str(tmp_path), "prune")
-    assert done.returncode == 2
-    assert "--older-than" in done.stderr
+def test_cli_prune_needs_a_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "--dir", str(tmp_path), "prune")
+    assert code == 2
+    assert "--older-than" in err

@@ -23,6 +23,7 @@ from local_servers import serving
 from s3_server import S3Bucket
 
 from budgetware import BudgetConfig, ConfigError, instrument
+from budgetware.cli.main import main as cli
 from budgetware.core.artifacts import ArtifactNotFound, ArtifactStoreError, text_key
 from budgetware.finalizer import ToolResult, finalize_batch, finalize_body
 from budgetware.mcp.bound import bound_tool_result
@@ -489,28 +490,25 @@ def test_instrument_with_an_s3_store_through_the_openai_sdk(
     assert s3_bucket.get(f"sdk/{text_key(output)}.txt") == output.encode()
 
 
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "budgetware", "artifacts", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
-
-
-def test_the_cli_sees_and_prunes_an_s3_store(s3_bucket: S3Bucket) -> None:
+def test_the_cli_sees_and_prunes_an_s3_store(
+    s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ``budgetware artifacts`` by its main() in this process (tests/cli runs the command's
+    # own process): the store the command opens from the URL, not the test's.
     store, _ = new_store(s3_bucket)
     for i in range(3):
         store.put(f"SECRET-{i}-" + "z" * 1000)
     url = s3_bucket.url()
-    usage = run_cli(s3_bucket.env, "--store", url, "usage")
-    assert usage.returncode == 0, usage.stderr
-    assert usage.stdout.startswith(f"s3://{s3_bucket.name}/artifacts/: 3 artifacts")
-    pruned = run_cli(s3_bucket.env, "--store", url, "prune", "--max-size", "1k")
-    assert pruned.returncode == 0, pruned.stderr
-    assert "deleted 2 artifacts" in pruned.stdout
-    assert "SECRET" not in usage.stdout + pruned.stdout
+    for name, value in s3_bucket.env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    assert cli(["artifacts", "--store", url, "usage"]) == 0
+    usage = capsys.readouterr().out
+    assert usage.startswith(f"s3://{s3_bucket.name}/artifacts/: 3 artifacts")
+    assert cli(["artifacts", "--store", url, "prune", "--max-size", "1k"]) == 0
+    pruned = capsys.readouterr().out
+    assert "deleted 2 artifacts" in pruned
+    assert "SECRET" not in usage + pruned
 
 
 def test_the_finalizer_makes_two_calls_for_a_new_artifact_and_none_after(

@@ -224,6 +224,7 @@ def test_an_untrusted_directory_gives_previews_with_no_reference(untrusted_dir: 
     assert list(untrusted_dir.iterdir()) == []
 
 
+@pytest.mark.xdist_group("litellm_proxy")  # budget_callback imports litellm: its worker
 def test_every_entry_point_refuses_an_untrusted_directory_at_setup(
     untrusted_dir: Path,
 ) -> None:

@@ -1,5 +1,8 @@
-"""A scripted agent session, as a person runs one: the real openai SDK in a program that
-never imports budgetware, started by ``budgetware run`` against the fake provider.
+"""A scripted agent session, as a person runs one: a program that never imports budgetware
+(it talks to the model's chat completions API with httpx), started by ``budgetware run``
+against the fake provider. (tests/cli/test_run.py runs a real SDK program under ``budgetware
+run``; here the client is incidental, and the openai SDK's import cost half a second of CPU
+in each agent the report and inspect tests start.)
 
 Run as a script it is the agent: it calls the model, runs the tools the model asks for
 (outputs as verbose as real ones: a test log with a failure in its middle, a grep, a JSON
@@ -58,25 +61,30 @@ TOOLS = {"run_tests": run_tests, "grep": grep, "read_json": read_json, "list_dir
 
 
 def agent() -> None:
-    import openai
+    import httpx
 
-    client = openai.OpenAI(base_url=os.environ["FAKE_URL"] + "/v1", api_key="k", max_retries=0)
     schemas = [
         {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
         for name in TOOLS
     ]
     messages: list[Any] = [{"role": "user", "content": "fix the failing test"}]
-    while True:
-        reply = client.chat.completions.create(model="m", messages=messages, tools=schemas)
-        message = reply.choices[0].message
-        if not message.tool_calls:
-            print(message.content)
-            return
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls:
-            args = json.loads(call.function.arguments or "{}")
-            output = TOOLS[call.function.name](args)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    with httpx.Client(
+        base_url=os.environ["FAKE_URL"] + "/v1", headers={"authorization": "Bearer k"}, timeout=60
+    ) as client:
+        while True:
+            reply = client.post(
+                "/chat/completions", json={"model": "m", "messages": messages, "tools": schemas}
+            )
+            reply.raise_for_status()
+            message = reply.json()["choices"][0]["message"]
+            if not message.get("tool_calls"):
+                print(message["content"])
+                return
+            messages.append({key: value for key, value in message.items() if value is not None})
+            for call in message["tool_calls"]:
+                args = json.loads(call["function"]["arguments"] or "{}")
+                output = TOOLS[call["function"]["name"]](args)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
 
 
 @dataclass

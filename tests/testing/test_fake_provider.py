@@ -595,6 +595,7 @@ async def test_async_wrap_transport_sees_the_request(
 
 
 @pytest.mark.sdk
+@pytest.mark.xdist_group("litellm_proxy")  # it drives litellm: where litellm is imported
 async def test_aiohttp_stays_below_the_wrapped_transport(fake_provider: FakeProvider) -> None:
     inners: list[Any] = []
 

@@ -21,8 +21,9 @@ from budgetware.wire.body import finalize_body
 
 pytestmark = [
     pytest.mark.sdk,
-    # One worker drives the SDKs once for the whole module (scripts/test).
-    pytest.mark.xdist_group("sdk_bodies"),
+    # One worker drives the SDKs once for the whole module (scripts/test): the one of the
+    # other litellm tests, since the module's fixture drives litellm too.
+    pytest.mark.xdist_group("litellm_proxy"),
     # litellm's gemini provider imports TypedDicts with `ReadOnly` items on its first call
     # and pydantic warns about each once (see tests/testing/test_fake_provider.py).
     pytest.mark.filterwarnings(
