@@ -1,12 +1,6 @@
-"""budgetware for google-genai: HTTP options that route sync and async calls through a budget.
-
-google-genai's async client talks to aiohttp directly when aiohttp is installed, where no
-httpx patch can see it. Giving it an async httpx2 transport switches aiohttp off::
-
-    from budgetware.integrations.google_genai import budget_http_options
-
-    client = genai.Client(http_options=budget_http_options())
-"""
+"""budgetware for google-genai: ``genai.Client(http_options=budget_http_options())`` sends
+sync and async calls through a budget (an async httpx2 transport also switches off the
+aiohttp path, where no httpx patch can see them)."""
 
 from __future__ import annotations
 
@@ -35,11 +29,8 @@ def budget_http_options(
     http_options: HttpOptions | dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> HttpOptions:
-    """``google.genai.types.HttpOptions`` whose sync and async transports bound tool results.
-
-    ``http_options`` (an ``HttpOptions`` or a dict) and ``kwargs`` are kept; their own
-    ``client_args`` / ``async_client_args`` are extended with the transports.
-    """
+    """``google.genai.types.HttpOptions`` whose sync and async transports bound tool results;
+    ``http_options`` (an ``HttpOptions`` or a dict) and ``kwargs`` are kept."""
     try:
         import httpx2
         from google.genai import types
@@ -50,12 +41,20 @@ def budget_http_options(
     else:
         values = dict(http_options or {})
     values.update(kwargs)
-    sync_args = values.get("client_args") or {}
-    inner = sync_args.get("transport") or httpx2.HTTPTransport()
-    values["client_args"] = {**sync_args, "transport": BudgetTransport(inner, config=config)}
-    async_args = values.get("async_client_args") or {}
-    async_inner = async_args.get("transport") or httpx2.AsyncHTTPTransport()
-    budget = AsyncBudgetTransport(async_inner, config=config)
-    values["async_client_args"] = {**async_args, "transport": budget}
+    for name, make, budget in (
+        ("client_args", httpx2.HTTPTransport, BudgetTransport),
+        ("async_client_args", httpx2.AsyncHTTPTransport, AsyncBudgetTransport),
+    ):
+        args = dict(values.get(name) or {})
+        # httpx2 gives a client's connection settings only to transports it builds: the
+        # budget's get them here (a proxy would be a mount around it; it wins, as there).
+        own = {key: args.pop(key) for key in _CONNECTION if key in args}
+        inner = args.get("transport") if "proxy" not in own else None
+        mounts = {k: t and budget(t, config=config) for k, t in (args.get("mounts") or {}).items()}
+        transport = budget(inner or make(**own), config=config)
+        values[name] = {**args, "transport": transport, **({"mounts": mounts} if mounts else {})}
     options: HttpOptions = types.HttpOptions(**values)
     return options
+
+
+_CONNECTION = ("verify", "cert", "trust_env", "http1", "http2", "limits", "proxy")

@@ -140,6 +140,34 @@ def test_google_genai_sync_goes_through_the_budget(
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
 
+@pytest.mark.parametrize("route", ["proxy", "mounts"])
+def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
+    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path, route: str
+) -> None:
+    # httpx2 makes a client's proxy a mount of its own, around a transport it was given,
+    # and uses a mount given as it is: the budget's transport takes the proxy (with the
+    # client's verify and http2), the mount goes inside a budget. The fake provider is the
+    # proxy here: it gets the request in absolute form.
+    import httpx2
+    from google import genai
+
+    from budgetware.integrations.google_genai import budget_http_options
+
+    args: dict[str, Any] = {"proxy": fake_provider.url, "verify": False, "http2": False}
+    if route == "mounts":
+        args = {"mounts": {"http://": httpx2.HTTPTransport(proxy=fake_provider.url)}}
+    options = budget_http_options(config=config, base_url="http://genai.invalid", client_args=args)
+    client = genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
+    try:
+        client.models.generate_content(
+            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
+        )
+    finally:
+        client.close()
+    assert fake_provider.last.path.startswith("http://genai.invalid/")
+    assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
+
+
 def test_litellm_budget_http_handler_bounds_the_batch(
     fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
 ) -> None:
