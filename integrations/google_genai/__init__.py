@@ -47,9 +47,9 @@ def budget_http_options(
     ):
         args = dict(values.get(name) or {})
         # httpx2 gives a client's connection settings only to transports it builds: the
-        # budget's get them here (a proxy would be a mount around it; it wins, as there).
-        own = {key: args.pop(key) for key in _CONNECTION if key in args}
-        inner = args.get("transport") if "proxy" not in own else None
+        # budget's get them too (a proxy, a mount around it, moves: it wins, as there).
+        own = {key: args[key] for key in _CONNECTION if key in args}
+        inner = args.get("transport") if args.pop("proxy", None) is None else None
         mounts = {k: t and budget(t, config=config) for k, t in (args.get("mounts") or {}).items()}
         transport = budget(inner or make(**own), config=config)
         values[name] = {**args, "transport": transport, **({"mounts": mounts} if mounts else {})}

@@ -157,6 +157,9 @@ def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
     if route == "mounts":
         args = {"mounts": {"http://": httpx2.HTTPTransport(proxy=fake_provider.url)}}
     options = budget_http_options(config=config, base_url="http://genai.invalid", client_args=args)
+    # The client keeps its settings but the proxy, which moved into the budget's transport.
+    assert options.client_args is not None
+    assert set(options.client_args) == set(args) - {"proxy"} | {"transport"}
     client = genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
     try:
         client.models.generate_content(
