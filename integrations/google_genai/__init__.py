@@ -16,11 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["budget_http_options"]
 
 _INSTALL = 'google-genai support needs the SDK: pip install "budgetware[google-genai]"'
-# google-genai 3 requires Python 3.11; the extra installs nothing on 3.10.
-_TOO_OLD = (
-    "google-genai support needs Python 3.11 or newer (google-genai 3 requires it); "
-    f"this is Python {sys.version_info[0]}.{sys.version_info[1]}"
-)
+_TOO_OLD = "google-genai support needs Python 3.11 or newer (google-genai 3 requires it)"
 
 
 def budget_http_options(
@@ -34,6 +30,7 @@ def budget_http_options(
     try:
         import httpx2
         from google.genai import types
+        from httpx2._utils import get_environment_proxies
     except ImportError as exc:
         raise ImportError(_TOO_OLD if sys.version_info < (3, 11) else _INSTALL) from exc
     if isinstance(http_options, types.HttpOptions):
@@ -50,7 +47,12 @@ def budget_http_options(
         # budget's get them too (a proxy, a mount around it, moves: it wins, as there).
         own = {key: args[key] for key in _CONNECTION if key in args}
         inner = args.get("transport") if args.pop("proxy", None) is None else None
-        mounts = {k: t and budget(t, config=config) for k, t in (args.get("mounts") or {}).items()}
+        given = dict(args.get("mounts") or {})
+        if inner is None and own.get("proxy") is None and own.get("trust_env", True):
+            # httpx2 reads HTTPS_PROXY, NO_PROXY, ... only for a client without a transport.
+            env = get_environment_proxies().items()
+            given = {k: p and make(**{**own, "proxy": p}) for k, p in env} | given
+        mounts = {k: t and budget(t, config=config) for k, t in given.items()}
         transport = budget(inner or make(**own), config=config)
         values[name] = {**args, "transport": transport, **({"mounts": mounts} if mounts else {})}
     options: HttpOptions = types.HttpOptions(**values)

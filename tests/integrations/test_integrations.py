@@ -140,14 +140,19 @@ def test_google_genai_sync_goes_through_the_budget(
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
 
-@pytest.mark.parametrize("route", ["proxy", "mounts"])
+@pytest.mark.parametrize("route", ["proxy", "mounts", "environment"])
 def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
-    fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path, route: str
+    fake_provider: FakeProvider,
+    config: BudgetConfig,
+    artifact_dir: Path,
+    route: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # httpx2 makes a client's proxy a mount of its own, around a transport it was given,
     # and uses a mount given as it is: the budget's transport takes the proxy (with the
-    # client's verify and http2), the mount goes inside a budget. The fake provider is the
-    # proxy here: it gets the request in absolute form.
+    # client's verify and http2), the mount goes inside a budget, and so do the mounts
+    # httpx2 would make of HTTP_PROXY. The fake provider is the proxy here: it gets the
+    # request in absolute form.
     import httpx2
     from google import genai
 
@@ -156,10 +161,16 @@ def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
     args: dict[str, Any] = {"proxy": fake_provider.url, "verify": False, "http2": False}
     if route == "mounts":
         args = {"mounts": {"http://": httpx2.HTTPTransport(proxy=fake_provider.url)}}
+    elif route == "environment":  # as httpx2 reads it for a client without a transport
+        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", fake_provider.url)
+        args = {}
     options = budget_http_options(config=config, base_url="http://genai.invalid", client_args=args)
     # The client keeps its settings but the proxy, which moved into the budget's transport.
     assert options.client_args is not None
-    assert set(options.client_args) == set(args) - {"proxy"} | {"transport"}
+    mounted = {"mounts"} if route == "environment" else set()
+    assert set(options.client_args) == set(args) - {"proxy"} | {"transport"} | mounted
     client = genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
     try:
         client.models.generate_content(
@@ -168,6 +179,29 @@ def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
     finally:
         client.close()
     assert fake_provider.last.path.startswith("http://genai.invalid/")
+    assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
+
+
+def test_google_genai_no_proxy_in_the_environment_goes_direct_and_bounded(
+    fake_provider: FakeProvider,
+    config: BudgetConfig,
+    artifact_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A host in NO_PROXY is reached directly, through the budget, not through HTTP_PROXY
+    # (a port where nothing listens: the call would fail there).
+    for name in ("no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    client = _genai_client(fake_provider.url, config)
+    try:
+        client.models.generate_content(
+            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
+        )
+    finally:
+        client.close()
+    assert fake_provider.last.path.startswith("/")
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
 
