@@ -33,21 +33,6 @@ async def call_over_stdio(tool: str, **options: object) -> tuple[object, object]
         return await session.call_tool(tool, {}), tools[tool].output_schema
 
 
-async def test_image_and_small_results_over_stdio_are_untouched(
-    store: LocalArtifactStore,
-) -> None:
-    async with (
-        BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        result = await session.call_tool("big_with_image", {})
-        small = await session.call_tool("small_text", {})
-    assert result.content[1].data == PNG
-    assert small.content[0].text == SMALL
-    assert small.meta is None
-
-
 async def test_server_override_matches_the_name_from_initialize(
     store: LocalArtifactStore,
 ) -> None:
@@ -60,6 +45,8 @@ async def test_server_override_matches_the_name_from_initialize(
 async def test_2mb_results_over_stdio_are_bounded_by_a_budget_block_or_the_default_naming_it(
     store: LocalArtifactStore,
 ) -> None:
+    # One server process for the 2 MB results and the image and small results (each
+    # server start cost about 1 s of CPU).
     # The answer is read in the session's task, which started before the block.
     async with (
         BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
@@ -70,6 +57,12 @@ async def test_2mb_results_over_stdio_are_bounded_by_a_budget_block_or_the_defau
             narrow = await session.call_tool("big_text", {})
         result = await session.call_tool("big_text", {})
         tools = {t.name: t for t in (await session.list_tools()).tools}
+        with_image = await session.call_tool("big_with_image", {})
+        small = await session.call_tool("small_text", {})
+    # An image beside a cut text, and a small result, are untouched.
+    assert with_image.content[1].data == PNG
+    assert small.content[0].text == SMALL
+    assert small.meta is None
     assert len(narrow.content[0].text) <= 5_000
     # Outside the block: the default budget, the artifact named, the structure kept.
     text = result.content[0].text
