@@ -1,12 +1,19 @@
 """One scripted agent session (``budgetware run --report`` of an agent program against the
 fake provider), shared by the tests of ``budgetware report`` and ``budgetware inspect``:
-mark them ``xdist_group("agent_session")`` so that one worker runs it once."""
+mark them ``xdist_group("agent_session")`` so that one worker runs it once. And
+``budgetware demo`` run in the test's process."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
 
 import pytest
 from testing.agent_session import TURNS, AgentSession, run_session
 
+from budgetware.cli.main import main as cli
+from budgetware.telemetry import otel
 from budgetware.testing import FakeProvider, scripted_tool_calls
 
 
@@ -21,3 +28,38 @@ def agent_session(tmp_path_factory: pytest.TempPathFactory) -> AgentSession:
     (path,) = (tmp / "sessions").iterdir()
     cache = [(u.input_tokens, u.cache_read_tokens) for u in usages if u is not None]
     return AgentSession(done, tmp / "sessions", path, bodies, cache)
+
+
+@pytest.fixture
+def run_demo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run_demo(*args, **variables)``: ``budgetware demo args`` by the CLI's main() in this
+    process, in this environment without its OPENAI_*, ANTHROPIC_* and BUDGETWARE_*
+    variables but with ``variables``. A process of its own cost an interpreter start and
+    the SDK's import (up to 2 s of CPU a run); the demo's client, fake provider and
+    artifacts are its own either way."""
+
+    def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+        for name in list(os.environ):
+            if name.startswith(("OPENAI_", "ANTHROPIC_", "BUDGETWARE_")):
+                monkeypatch.delenv(name)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        # Its own process would turn OpenTelemetry on at its first entry point (no
+        # BUDGETWARE_TELEMETRY; opentelemetry-api is installed here), and the demo's prompt
+        # cache lines come from the usage a listener has read: the suite has it off.
+        was_on = otel.enabled()
+        otel.enable_if_available()
+        try:
+            code = cli(["demo", *args])
+        except SystemExit as exit_:  # argparse's --help and usage errors
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        finally:
+            if not was_on:
+                otel.disable()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["budgetware", "demo", *args], code, out, err)
+
+    return run

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
 
-def run_demo(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "BUDGETWARE_"))
-    }
-    env.update(variables)
-    return subprocess.run(
-        [sys.executable, "-m", "budgetware", "demo", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path) -> None:
+def test_demo_runs_offline_and_bounds_every_batch(
+    provider: str, tmp_path: Path, run_demo: Callable[..., CompletedProcess[str]]
+) -> None:
     # A developer's shell often holds a real provider's key and URL: the demo stays offline
     # (and free) unless --real (issue 30, item 16). The anthropic run names its artifact
     # directory and says --budget; the openai run names none, so the demo says where the
@@ -78,6 +62,8 @@ def test_demo_runs_offline_and_bounds_every_batch(provider: str, tmp_path: Path)
     assert total - 128 < third <= total
 
 
-def test_demo_help_names_both_budget_options() -> None:
+def test_demo_help_names_both_budget_options(
+    run_demo: Callable[..., CompletedProcess[str]],
+) -> None:
     shown = run_demo("--help")
     assert "--budget N, --batch-budget N" in shown.stdout

@@ -3,15 +3,17 @@ its key (here a local fake provider following the demo's script, on 127.0.0.1)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-
-from test_demo import run_demo
+from subprocess import CompletedProcess
 
 from budgetware.cli.demo import FINAL_TEXT, SCRIPT
 from budgetware.testing import FakeProvider, scripted_tool_calls
 
 
-def test_demo_real_talks_to_the_provider_the_environment_names(tmp_path: Path) -> None:
+def test_demo_real_talks_to_the_provider_the_environment_names(
+    tmp_path: Path, run_demo: Callable[..., CompletedProcess[str]]
+) -> None:
     # The Anthropic agent is the offline test's; the variables differ only by their prefix.
     with FakeProvider(reply=scripted_tool_calls(SCRIPT, FINAL_TEXT)) as fake:
         done = run_demo(

@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 
 from budgetware.core.history import Replay, Result, replay
 
+# The replay is arithmetic on sizes (no store, no file): one file API is enough (fs_watch.py).
+TOUCHES_NO_FILES = True
+
 STUB = 10
 
 

@@ -278,8 +278,27 @@ def test_importing_the_plugin_imports_no_sdk_and_no_http_layer() -> None:
     assert out.strip() == "[]"
 
 
+# The documented example's agent sends its turn with httpx, not the openai SDK, in the two
+# processes of its own that run it (the plugin bounds every httpx client alike; the SDK's
+# import cost about 1 s of CPU a run, and the tests above keep the SDK).
+SDK_TURN = HEADER[HEADER.index("def agent_turn(") : HEADER.index("@pytest.fixture")]
+HTTPX_TURN = '''def agent_turn(url, size=300_000, count=10):
+    """One request with `count` tool results of `size` chars, as an agent would send it."""
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+             for i in range(count)]
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}]
+    messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} " + "x" * size}
+                 for i in range(count)]
+    with httpx.Client(base_url=url + "/v1", timeout=60) as client:
+        client.post("/chat/completions", json={"model": "m", "messages": messages})
+
+
+'''
+HTTPX_HEADER = HEADER.replace("import openai\n", "import httpx\n").replace(SDK_TURN, HTTPX_TURN)
+assert "openai" not in HTTPX_HEADER
+
 DOC_EXAMPLE = (
-    HEADER
+    HTTPX_HEADER
     + """
 def run_my_agent(base_url, task):
     agent_turn(base_url[: -len("/v1")])

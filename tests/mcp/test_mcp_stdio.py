@@ -1,4 +1,6 @@
-"""The message-level producer boundary: stdio with a subprocess server, and raw streams."""
+"""The message-level producer boundary: stdio with a subprocess server, the test server in
+this process (where the transport is not what a test checks: a server process costs about
+1 s of CPU), and raw streams."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ from pathlib import Path
 import anyio
 import jsonschema
 from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client._memory import InMemoryTransport
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
-from mcp_server_app import BIG, PNG, SMALL
+from mcp_server_app import BIG, PNG, SMALL, build_server
 from mcp_types import JSONRPCRequest, JSONRPCResponse
 
 from budgetware.core.config import BudgetConfig, budget
@@ -23,43 +26,26 @@ SERVER = StdioServerParameters(
 )
 
 
-async def call_over_stdio(tool: str, **options: object) -> tuple[object, object]:
-    async with (
-        BoundedTransport(stdio_client(SERVER), **options) as (read, write),  # type: ignore[arg-type]
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        tools = {t.name: t for t in (await session.list_tools()).tools}
-        return await session.call_tool(tool, {}), tools[tool].output_schema
-
-
-async def test_image_and_small_results_over_stdio_are_untouched(
-    store: LocalArtifactStore,
-) -> None:
-    async with (
-        BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        result = await session.call_tool("big_with_image", {})
-        small = await session.call_tool("small_text", {})
-    assert result.content[1].data == PNG
-    assert small.content[0].text == SMALL
-    assert small.meta is None
-
-
 async def test_server_override_matches_the_name_from_initialize(
     store: LocalArtifactStore,
 ) -> None:
     servers = {"big-output-server": McpServerBudget(result_budget=3_000)}
     config = BudgetConfig(mcp_servers=servers)
-    result, _ = await call_over_stdio("big_text", store=store, config=config)
+    transport = InMemoryTransport(build_server())
+    async with (
+        BoundedTransport(transport, store=store, config=config) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("big_text", {})
     assert 2_000 < len(result.content[0].text) <= 3_000
 
 
 async def test_2mb_results_over_stdio_are_bounded_by_a_budget_block_or_the_default_naming_it(
     store: LocalArtifactStore,
 ) -> None:
+    # One server process for the 2 MB results and the image and small results (each
+    # server start cost about 1 s of CPU).
     # The answer is read in the session's task, which started before the block.
     async with (
         BoundedTransport(stdio_client(SERVER), store=store) as (read, write),
@@ -70,6 +56,12 @@ async def test_2mb_results_over_stdio_are_bounded_by_a_budget_block_or_the_defau
             narrow = await session.call_tool("big_text", {})
         result = await session.call_tool("big_text", {})
         tools = {t.name: t for t in (await session.list_tools()).tools}
+        with_image = await session.call_tool("big_with_image", {})
+        small = await session.call_tool("small_text", {})
+    # An image beside a cut text, and a small result, are untouched.
+    assert with_image.content[1].data == PNG
+    assert small.content[0].text == SMALL
+    assert small.meta is None
     assert len(narrow.content[0].text) <= 5_000
     # Outside the block: the default budget, the artifact named, the structure kept.
     text = result.content[0].text
@@ -106,7 +98,8 @@ async def test_messages_other_than_a_tools_call_result_are_the_same_objects(
 async def test_the_high_level_client_accepts_a_bounded_transport(
     store: LocalArtifactStore,
 ) -> None:
-    async with Client(BoundedTransport(stdio_client(SERVER), store=store)) as client:
+    transport = InMemoryTransport(build_server())
+    async with Client(BoundedTransport(transport, store=store)) as client:
         result = await client.call_tool("big_text", {})
     text = result.content[0].text
     assert len(text) <= DEFAULT_RESULT_BUDGET

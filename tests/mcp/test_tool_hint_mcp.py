@@ -3,11 +3,9 @@ agent names the read_tool_output tool too, when the entry point's configuration 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
+from mcp.client._memory import InMemoryTransport
+from mcp_server_app import build_server
 
 from budgetware import BudgetConfig
 from budgetware.core.finalize import preview_options
@@ -16,9 +14,6 @@ from budgetware.integrations.mcp import BoundedTransport
 from budgetware.mcp.bound import bound_tool_result
 from budgetware.store.local import LocalArtifactStore
 
-SERVER = StdioServerParameters(
-    command=sys.executable, args=[str(Path(__file__).with_name("mcp_server_app.py"))]
-)
 BIG = {"content": [{"type": "text", "text": "log line\n" * 50_000}]}
 
 
@@ -32,10 +27,14 @@ def test_bound_tool_result_takes_the_configuration_s_wording(store: LocalArtifac
         assert (f"{outcome.refs[0]}{TOOL_HINT}]" in text) is hint
 
 
-async def test_over_stdio_with_the_setting_on(store: LocalArtifactStore) -> None:
+async def test_through_the_transport_with_the_setting_on(store: LocalArtifactStore) -> None:
+    # The entry point's configuration is what counts, not the transport (the server is
+    # served in this process; test_mcp_stdio.py runs it over stdio): a server process of
+    # its own cost about 0.9 s of CPU.
     config = BudgetConfig(preview_tool_hint=True)
+    transport = InMemoryTransport(build_server())
     async with (
-        BoundedTransport(stdio_client(SERVER), store=store, config=config) as (read, write),
+        BoundedTransport(transport, store=store, config=config) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()

@@ -4,7 +4,7 @@ store on the local S3 server and a ``file://`` one. The URL wins over ``artifact
 
 from __future__ import annotations
 
-import sys
+import runpy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,15 +108,19 @@ def test_the_anthropic_middleware_takes_its_store_from_the_environment(
 async def test_the_mcp_boundary_takes_its_store_from_the_environment(
     env_store: EnvStore,
 ) -> None:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import ClientSession
+    from mcp.client._memory import InMemoryTransport
 
     from budgetware.integrations.mcp import BoundedTransport
     from budgetware.mcp.bound import META_ARTIFACTS
 
-    server = StdioServerParameters(command=sys.executable, args=[str(MCP_SERVER)])
+    # The MCP tests' server, served in this process: what is checked is where the boundary
+    # (in this process, given no configuration) puts the result it cuts, whatever the
+    # transport (tests/mcp/test_mcp_stdio.py runs that server over stdio). A server process
+    # of its own cost about 0.9 s of CPU a run.
+    server = runpy.run_path(str(MCP_SERVER))["build_server"]()
     async with (
-        BoundedTransport(stdio_client(server)) as (read, write),
+        BoundedTransport(InMemoryTransport(server)) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()

@@ -2,10 +2,10 @@
 that needs them (``local_replicas`` and ``s3_replicas`` in this folder's conftest).
 
 Each pair runs budgetware's callback with the same settings on one store (a local
-directory, or an S3 bucket on the local moto server) and serves budgetware's
-``read_tool_output`` through the proxies' MCP gateway (``mcp_servers``): the local pair runs
-``budgetware mcp-server`` as its own child over stdio, per call; the S3 pair reaches one
-running beside it over streamable HTTP, which requires a bearer token.
+directory, or an S3 bucket on the local moto server), and its second replica serves
+budgetware's ``read_tool_output`` through its MCP gateway (``mcp_servers``): the local
+pair's runs ``budgetware mcp-server`` as its own child over stdio, per call; the S3 pair's
+reaches one running beside it over streamable HTTP, which requires a bearer token.
 """
 
 from __future__ import annotations
@@ -118,11 +118,15 @@ def _started(
     store: str,
     artifacts: Callable[[], dict[str, bytes]],
 ) -> Iterator[Replicas]:
+    # The MCP gateway is the second replica's (the tests read through it what the first one
+    # cut): LiteLLM lists a gateway server's tools as the proxy starts, which for the stdio
+    # server is a process of its own (about 1.1 s of CPU), at each start of the first
+    # replica too (the restart test restarts it). Budgetware's settings are the same.
     config = proxy_config(upstream_url)
-    config["mcp_servers"] = mcp_gateway(sidecar_url)
+    gateway = {**config, "mcp_servers": mcp_gateway(sidecar_url)}
     with ExitStack() as stack:
         proxies = start_proxies(
-            (f"replica-a-{backend}", config, env), (f"replica-b-{backend}", config, env)
+            (f"replica-a-{backend}", config, env), (f"replica-b-{backend}", gateway, env)
         )
         for proxy in proxies:
             stack.callback(proxy.stop)
