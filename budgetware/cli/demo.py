@@ -194,8 +194,7 @@ def show_request(number: int, report: observe.RequestReport, elapsed: float) -> 
         print(
             f"    batch on the wire: {batch.size_after:,} {batch.unit} (budget {batch.budget:,})"
         )
-    usage = report.usage
-    if number > 1 and usage is not None:
+    if number > 1 and (usage := report.usage) is not None:
         print(
             f"    provider's prompt cache: {usage.cache_read_tokens:,} of "
             f"{usage.input_tokens:,} input tokens read (the history, bounded alike every "
@@ -269,7 +268,8 @@ def run(
             base_url, api_key = real
         transport = BudgetTransport(httpx2.HTTPTransport(), config=config)
         client = stack.enter_context(_client(args.provider, base_url, api_key, transport))
-        stack.enter_context(observe.subscribe(request=reports.append))
+        # A usage listener too: a report's usage is read only where one listens.
+        stack.enter_context(observe.subscribe(request=reports.append, usage=lambda _: None))
         started = time.perf_counter()
 
         def step() -> None:

@@ -13,7 +13,6 @@ import pytest
 from testing.agent_session import TURNS, AgentSession, run_session
 
 from budgetware.cli.main import main as cli
-from budgetware.telemetry import otel
 from budgetware.testing import FakeProvider, scripted_tool_calls
 
 
@@ -44,21 +43,16 @@ def run_demo(
         for name in list(os.environ):
             if name.startswith(("OPENAI_", "ANTHROPIC_", "BUDGETWARE_")):
                 monkeypatch.delenv(name)
+        # OpenTelemetry stays off, as the suite has it: the demo reads the provider's usage
+        # (its prompt cache lines) without a listener of its own.
+        monkeypatch.setenv("BUDGETWARE_TELEMETRY", "0")
         for name, value in variables.items():
             monkeypatch.setenv(name, value)
         capsys.readouterr()
-        # Its own process would turn OpenTelemetry on at its first entry point (no
-        # BUDGETWARE_TELEMETRY; opentelemetry-api is installed here), and the demo's prompt
-        # cache lines come from the usage a listener has read: the suite has it off.
-        was_on = otel.enabled()
-        otel.enable_if_available()
         try:
             code = cli(["demo", *args])
         except SystemExit as exit_:  # argparse's --help and usage errors
             code = exit_.code if isinstance(exit_.code, int) else 1
-        finally:
-            if not was_on:
-                otel.disable()
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(["budgetware", "demo", *args], code, out, err)
 
