@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from budgetware.core.fit import PreviewOptions
 from budgetware.finalizer import fit_text, measure
 
-from .strategies import json_numbers
+from .strategies import json_numbers, json_trees
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True
@@ -106,13 +106,14 @@ def test_json_previews_hold_in_bytes_and_for_non_ascii() -> None:
         assert list(_json_body(preview)) == ["rows"]
 
 
-json_values = st.recursive(
+json_values: st.SearchStrategy[Any] = json_trees(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=80),
-    lambda children: (
-        st.lists(children, max_size=30)
-        | st.dictionaries(st.text(max_size=12), children, max_size=12)
-    ),
+    list,
+    dict,
+    st.text(max_size=12),
     max_leaves=300,
+    array_size=30,
+    object_size=12,
 )
 
 
@@ -215,13 +216,8 @@ def _object(members: list[tuple[str, str]]) -> str:
     return "{" + ", ".join(json.dumps(k) + ": " + v for k, v in members) + "}"
 
 
-json_texts = st.recursive(
-    _leaf,
-    lambda children: (
-        st.lists(children, max_size=30).map(_array)
-        | st.lists(st.tuples(st.text(max_size=12), children), max_size=12).map(_object)
-    ),
-    max_leaves=300,
+json_texts = json_trees(
+    _leaf, _array, _object, st.text(max_size=12), max_leaves=300, array_size=30, object_size=12
 )
 
 

@@ -24,7 +24,7 @@ from budgetware.core.fit import SlotPreview
 from budgetware.core.jsonio import compact_literal, loads_literal, loads_spelled
 from budgetware.finalizer import fit_text
 
-from .strategies import json_numbers
+from .strategies import json_numbers, json_trees
 
 # Measuring, fitting and parsing touch no file: one file API is enough (fs_watch.py).
 TOUCHES_NO_FILES = True
@@ -344,15 +344,14 @@ def _object(members: list[tuple[str, str]], space: str) -> str:
 
 
 def _documents_of(space: str) -> st.SearchStrategy[str]:
-    return st.recursive(
+    return json_trees(
         _leaf,
-        lambda children: st.one_of(
-            st.lists(children, max_size=40).map(lambda items: _array(items, space)),
-            st.lists(st.tuples(st.text(max_size=8), children), max_size=10).map(
-                lambda members: _object(members, space)
-            ),
-        ),
+        lambda items: _array(items, space),
+        lambda members: _object(members, space),
+        st.text(max_size=8),
         max_leaves=400,
+        array_size=40,
+        object_size=10,
     )
 
 
