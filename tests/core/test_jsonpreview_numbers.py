@@ -12,6 +12,7 @@ import json
 import math
 import random
 import re
+from functools import cache
 from typing import Any
 
 import orjson
@@ -343,6 +344,7 @@ def _object(members: list[tuple[str, str]], space: str) -> str:
     return "{" + ("," + space).join(json.dumps(k) + ":" + space + v for k, v in members) + "}"
 
 
+@cache  # flatmap asks for it every example: built once per spacing
 def _documents_of(space: str) -> st.SearchStrategy[str]:
     return json_trees(
         _leaf,
