@@ -167,6 +167,7 @@ class LiteLLMProxy:
         self._process: _ProxyProcess | None = None
         self._port: int | None = None
         self._log_start = 0
+        self._terminated = False
 
     # lifecycle
 
@@ -269,14 +270,24 @@ class LiteLLMProxy:
         except (urllib.error.URLError, OSError):
             return False
 
+    def terminate(self) -> None:
+        """Send the proxy its SIGTERM and return: ``stop()`` waits for it. Proxies sent
+        theirs together end in the time of one (each takes a few tenths of a second)."""
+        process = self._process
+        if process is not None and not self._terminated and process.poll() is None:
+            process.signal_group(signal.SIGTERM)
+            self._terminated = True
+
     def stop(self) -> None:
         """Stop the proxy (SIGTERM, then SIGKILL after 10 s) and everything it started."""
         process = self._process
+        terminated, self._terminated = self._terminated, False
         self._process = self._port = None
         if process is None:
             return
         if process.poll() is None:
-            process.signal_group(signal.SIGTERM)
+            if not terminated:
+                process.signal_group(signal.SIGTERM)
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:

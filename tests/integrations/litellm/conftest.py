@@ -16,6 +16,7 @@ from proxy_server_helpers import (
     proxy_config,
     proxy_env,
     start_all,
+    stop_all,
 )
 from testing.litellm_proxy import LiteLLMProxy
 from testing.s3 import aws_env
@@ -90,8 +91,7 @@ def start_proxies(
         return proxies
 
     yield start
-    for proxy in started:
-        proxy.stop()
+    stop_all(started)
 
 
 @pytest.fixture(scope="session")

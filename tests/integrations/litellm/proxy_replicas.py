@@ -14,7 +14,7 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,10 +124,8 @@ def _started(
     # replica too (the restart test restarts it). Budgetware's settings are the same.
     config = proxy_config(upstream_url)
     gateway = {**config, "mcp_servers": mcp_gateway(sidecar_url)}
-    with ExitStack() as stack:
-        proxies = start_proxies(
-            (f"replica-a-{backend}", config, env), (f"replica-b-{backend}", gateway, env)
-        )
-        for proxy in proxies:
-            stack.callback(proxy.stop)
-        yield Replicas(proxies, store, artifacts)
+    proxies = start_proxies(
+        (f"replica-a-{backend}", config, env), (f"replica-b-{backend}", gateway, env)
+    )
+    # start_proxies stops them at the end of the session, together with every other proxy.
+    yield Replicas(proxies, store, artifacts)

@@ -115,6 +115,15 @@ def start_all(proxies: Iterable[LiteLLMProxy]) -> None:
         proxy.wait_ready()
 
 
+def stop_all(proxies: Iterable[LiteLLMProxy]) -> None:
+    """Stop every proxy at once (each ends in a few tenths of a second), then wait for each."""
+    stopping = list(proxies)
+    for proxy in stopping:
+        proxy.terminate()
+    for proxy in stopping:
+        proxy.stop()
+
+
 # --- clients --------------------------------------------------------------------------------
 
 
