@@ -93,12 +93,10 @@ class LocalS3Server:
         if process is None:
             return
         if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            # Its buckets live in its memory only: nothing is lost, and a SIGTERM's clean
+            # exit (freeing moto's heap) took a third of a second at the end of a session.
+            process.kill()
+            process.wait()
         self._port = None
 
     def __enter__(self) -> LocalS3Server:
