@@ -340,11 +340,18 @@ def browser() -> Iterator[Any]:
 
 
 def _wait(driver: Any, condition: Any, timeout: float = 15) -> Any:
-    """Until ``condition``; an element the page has just drawn again is looked up again."""
+    """Until ``condition``; an element the page has just drawn again is looked up again.
+    Asked every 50 ms: the page answers a click within tens of milliseconds, and
+    WebDriverWait's default half second left the worker idle some 3 s a run."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,))
+    wait = WebDriverWait(
+        driver,
+        timeout,
+        poll_frequency=0.05,
+        ignored_exceptions=(StaleElementReferenceException,),
+    )
     return wait.until(condition)
 
 
