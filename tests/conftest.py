@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -66,6 +67,14 @@ def _end_now() -> None:
 # them (only execnet's, logging's and certifi's come first, and a worker needs none).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     atexit.register(_end_now)
+
+# A full collection walks the whole heap of a worker (the SDKs, litellm, a million objects
+# and more: 0.3 to 0.4 s of CPU each), and Python's thresholds gave 15 to 22 of them a
+# worker, 12 s of CPU a run. One every 100 collections of the younger generations, not 10:
+# cyclic garbage still goes (young cycles as before, old ones later), and pytest collects
+# what is left at the end of the session, where any finalizer's error is still reported.
+_young, _middle, _ = gc.get_threshold()
+gc.set_threshold(_young, _middle, 100)
 
 # The artifact directory goes when the process ends (it may be in memory, above): every
 # run left one behind.
