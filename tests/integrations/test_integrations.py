@@ -112,6 +112,25 @@ def _genai_client(url: str, config: BudgetConfig) -> Any:
     return genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
 
 
+def _generate(client: Any) -> None:
+    """One sync call carrying BIG, then the client closed."""
+    try:
+        client.models.generate_content(
+            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
+        )
+    finally:
+        client.close()
+
+
+def _proxy_environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
+    """Only ``variables`` of the proxy variables httpx2 reads are set."""
+    for name in ("HTTP_PROXY", "NO_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+
 async def test_google_genai_async_goes_through_the_budget_instead_of_aiohttp(
     fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
 ) -> None:
@@ -131,12 +150,7 @@ def test_google_genai_sync_goes_through_the_budget(
     fake_provider: FakeProvider, config: BudgetConfig, artifact_dir: Path
 ) -> None:
     client = _genai_client(fake_provider.url, config)
-    try:
-        client.models.generate_content(
-            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
-        )
-    finally:
-        client.close()
+    _generate(client)
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
 
@@ -162,9 +176,7 @@ def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
     if route == "mounts":
         args = {"mounts": {"http://": httpx2.HTTPTransport(proxy=fake_provider.url)}}
     elif route == "environment":  # as httpx2 reads it for a client without a transport
-        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("HTTP_PROXY", fake_provider.url)
+        _proxy_environment(monkeypatch, HTTP_PROXY=fake_provider.url)
         args = {}
     options = budget_http_options(config=config, base_url="http://genai.invalid", client_args=args)
     # The client keeps its settings but the proxy, which moved into the budget's transport.
@@ -172,12 +184,7 @@ def test_google_genai_a_proxy_in_the_client_args_is_used_inside_the_budget(
     mounted = {"mounts"} if route == "environment" else set()
     assert set(options.client_args) == set(args) - {"proxy"} | {"transport"} | mounted
     client = genai.Client(api_key=drivers.DUMMY_KEY, http_options=options)
-    try:
-        client.models.generate_content(
-            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
-        )
-    finally:
-        client.close()
+    _generate(client)
     assert fake_provider.last.path.startswith("http://genai.invalid/")
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
@@ -190,17 +197,9 @@ def test_google_genai_no_proxy_in_the_environment_goes_direct_and_bounded(
 ) -> None:
     # A host in NO_PROXY is reached directly, through the budget, not through HTTP_PROXY
     # (a port where nothing listens: the call would fail there).
-    for name in ("no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    _proxy_environment(monkeypatch, HTTP_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1")
     client = _genai_client(fake_provider.url, config)
-    try:
-        client.models.generate_content(
-            model=drivers.GEMINI_MODEL, contents=drivers.gemini_contents(BIG)
-        )
-    finally:
-        client.close()
+    _generate(client)
     assert fake_provider.last.path.startswith("/")
     assert_bounded("gemini", fake_provider.last.json(), BIG, artifact_dir)
 
