@@ -61,10 +61,6 @@ class LocalArtifactStore(ContentStore):
         """The store directory."""
         return self._dir
 
-    def path_for(self, key: str) -> Path:
-        """The file a key lives in (whether or not it exists yet)."""
-        return self.directory / (check_key(key) + ".txt")
-
     # -- reading -------------------------------------------------------------------------
 
     def read_piece(

@@ -102,17 +102,6 @@ class Retention:
 
     # -- the quota -----------------------------------------------------------------------
 
-    @property
-    def counted_bytes(self) -> int:
-        """What the quota counts now: the last count, plus this process's writes since."""
-        with self._lock:
-            return self._measured + self._pending_bytes
-
-    @property
-    def reserved_bytes(self) -> int:
-        """Bytes this process has written (or is writing) that no count has counted yet."""
-        return self._pending_bytes
-
     def reserve(self, key: str, size: int) -> None:
         """Count a write about to happen, or refuse it (ArtifactStoreError) if it does not
         fit. A process's first write counts the store first."""

@@ -49,7 +49,7 @@ def test_an_existing_artifact_is_reused_not_rewritten(tmp_path: Path) -> None:
     opened_for_writing = [a for e, a in events if e == "open" and (a[2] or 0) & writes]
     assert opened_for_writing == []
     assert not any(e in {"os.link", "os.rename"} for e, _ in events)
-    assert second.retention.reserved_bytes == 0
+    assert second.retention._pending_bytes == 0
     # Reuse marks the artifact as used (its modification time), for pruning.
     assert after.st_mtime_ns >= before.st_mtime_ns
 
@@ -103,7 +103,7 @@ def test_per_file_limit_refuses_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ArtifactStoreError):
         store.put("x" * 11)
     assert not store.directory.exists() or not any(store.directory.iterdir())
-    assert store.retention.reserved_bytes == 0
+    assert store.retention._pending_bytes == 0
 
 
 def test_total_limit_is_reserved_so_concurrent_writers_cannot_overshoot(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_total_limit_is_reserved_so_concurrent_writers_cannot_overshoot(tmp_path
     assert written == 10 * 1000
     assert len(errors) == 30
     drain()
-    assert store.retention.counted_bytes == written
+    assert store.retention._measured + store.retention._pending_bytes == written
 
 
 def test_decisions_round_trip_and_are_absent_by_default(store: LocalArtifactStore) -> None:
@@ -149,8 +149,9 @@ def test_decisions_are_visible_to_another_store_on_the_same_directory(tmp_path: 
 
 
 def test_keys_must_be_sha256_hex(store: LocalArtifactStore) -> None:
+    store.put("an artifact, so that the directory exists")
     with pytest.raises(ValueError, match="SHA-256"):
-        store.path_for("../../etc/passwd")
+        store.read_piece("../../etc/passwd", 0, 1)
 
 
 def test_one_store_is_shared_per_directory_and_limits(tmp_path: Path) -> None:

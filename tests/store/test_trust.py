@@ -80,7 +80,7 @@ def test_a_planted_decision_never_names_a_path_outside_the_store(tmp_path: Path)
         store=LocalArtifactStore(store.directory),
     )
     assert str(attacker) not in result.slots[0]
-    assert result.persisted_output_files == (str(store.path_for(text_key(bounded))),)
+    assert result.persisted_output_files == (str(store.directory / f"{text_key(bounded)}.txt"),)
 
 
 @pytest.mark.parametrize("kind", ["missing", "unverified", "dotdot", "symlink"])
@@ -92,9 +92,9 @@ def test_a_decision_names_only_an_existing_verified_artifact_of_the_store(
     real = store.put(full)
     key = text_key(full)
     if kind == "missing":
-        ref = str(store.path_for(text_key("never written")))
+        ref = str(store.directory / f"{text_key('never written')}.txt")
     elif kind == "unverified":
-        other = store.path_for(text_key("other"))
+        other = store.directory / f"{text_key('other')}.txt"
         other.write_text("not what the name says")
         ref = str(other)
     elif kind == "dotdot":
@@ -161,7 +161,7 @@ def test_a_record_that_is_not_one_leaves_the_output_persisted(
         store=LocalArtifactStore(directory),
     )
     # Before: () (decided, nothing reusable): the output was never persisted.
-    assert result.persisted_output_files == (str(store.path_for(text_key(bounded))),)
+    assert result.persisted_output_files == (str(store.directory / f"{text_key(bounded)}.txt"),)
     assert Path(result.persisted_output_files[0]).read_text() == bounded
 
 
