@@ -24,6 +24,7 @@ from budgetware.http.transport import off_loop_for_size
 from budgetware.http.usage import counters
 from budgetware.store.select import check_store
 from budgetware.wire.detect import format_for_path
+from budgetware.wire.history import input_window
 from budgetware.wire.payload import bound_payload_reported
 
 from .. import _sdk
@@ -209,6 +210,18 @@ def _conversation(
 _CONTEXT = (("model", str), ("context_management", dict))
 
 
+def _deployed_model(alias: str) -> str:
+    """For "auto": the model behind a proxy model name with the smallest known input window."""
+    router = getattr(sys.modules.get("litellm.proxy.proxy_server"), "llm_router", None)
+    if router is None:
+        return alias
+    registry = getattr(router, "registry", None)  # litellm 1.110 on; get_model_list before
+    found = registry().deployments(alias) if registry else router.get_model_list(alias)
+    models = [_mapping(_mapping(d).get("litellm_params")).get("model") for d in found or ()]
+    known = [(w, m) for m in models if isinstance(m, str) and (w := input_window(m))]
+    return min(known)[1] if known else alias
+
+
 _TEXT = (str, list)
 _CHAT_FORMATS = ("openai_chat", "cohere_v2", "ollama_chat")
 _CHAT_TOOL_ROLES = ("tool", "function")
@@ -354,6 +367,8 @@ class BudgetCallback(CustomLogger):
             payload = _conversation(data, path, field, log_warning)
             if payload is None:
                 return data
+            if "model" in payload:
+                payload["model"] = _deployed_model(payload["model"])
             # A large request (by its content-length) is bounded off the proxy's event loop.
             bounded, report = await off_loop_for_size(
                 size,

@@ -21,6 +21,10 @@ KEYS: dict[str, dict[str, Any]] = {
     "sk-key-history": {
         "metadata": {"budgetware_batch_budget": 8000, "budgetware_history_budget": 12_000}
     },
+    # test_litellm_history.py: the history budget of the model behind the proxy's name.
+    "sk-key-history-auto": {
+        "metadata": {"budgetware_batch_budget": 200_000, "budgetware_history_budget": "auto"}
+    },
     "sk-key-off-team-6000": {
         "metadata": {"budgetware_disable": "true"},
         "team_id": "team-a",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,6 +160,46 @@ async def test_auto_looks_up_the_model_the_request_names(artifact_dir: Path) -> 
     assert bounded["model"] == "gpt-4o-mini"
 
 
+@pytest.mark.filterwarnings("ignore:Router.get_model_list is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("lookup", ["registry", "get_model_list"])  # litellm 1.110 on, before
+async def test_auto_looks_up_the_models_behind_a_proxy_model_name(
+    artifact_dir: Path, monkeypatch: pytest.MonkeyPatch, lookup: str
+) -> None:
+    from litellm import Router
+
+    from budgetware.integrations.litellm import budget_callback
+
+    # The proxy's router, as its server module holds it (importing that module takes
+    # seconds: a real proxy runs the same lookup in the replicas' test below).
+    def deployment(name: str, model: str) -> dict[str, Any]:
+        return {"model_name": name, "litellm_params": {"model": model, "api_key": "sk-x"}}
+
+    router = Router(
+        model_list=[
+            deployment("team-model", "anthropic/claude-haiku-4-5"),  # 200k tokens
+            deployment("team-model", "openai/gpt-4o-mini"),  # 128k: the smaller one counts
+            deployment("fine-tune", "openai/ft:my-own-model"),
+        ]
+    )
+    if lookup == "get_model_list":  # a router before litellm 1.110 has no registry()
+        router = types.SimpleNamespace(get_model_list=router.get_model_list)
+    monkeypatch.setitem(
+        sys.modules, "litellm.proxy.proxy_server", types.SimpleNamespace(llm_router=router)
+    )
+    callback = budget_callback(config=BudgetConfig(artifact_dir=artifact_dir))
+    key = _key(metadata={"budgetware_history_budget": "auto"})
+    big = [[f"{t}: " + "x" * 60_000] for t in range(6)]  # 360k chars
+    for name, masked in (("team-model", True), ("fine-tune", False)):
+        data = proxy_data("messages", openai_chat(big)[0]["messages"])
+        data["model"] = name
+        bounded = await _hook(callback, data, key)
+        assert bounded["model"] == name
+        if masked:
+            assert _history_total(bounded) <= 128_000 * 4 // 2 < 360_000
+        else:  # a model no map knows: left unbounded (and the logger says so)
+            assert bounded is data
+
+
 # --- two proxy replicas ---------------------------------------------------------------------
 
 
@@ -218,3 +260,18 @@ def test_replicas_taking_turns_send_the_same_bytes_and_extend_each_other(
             read += 1
     assert read >= 2
     assert json.dumps(sent[-1]).count("Full output: ") >= read
+
+
+@pytest.mark.sdk
+@pytest.mark.xdist_group("litellm_proxy")
+def test_auto_behind_a_proxy_takes_the_window_of_the_model_the_name_routes_to(
+    local_replicas: Replicas, upstream: FakeProvider
+) -> None:
+    # gpt-fake routes to openai/gpt-4o-mini: 128k tokens of input, 256k chars of history.
+    big = [[f"{t}: " + "x" * 60_000] for t in range(6)]
+    upstream.clear()
+    messages = openai_chat(big)[0]["messages"]
+    assert chat(local_replicas.proxies[0], messages, key="sk-key-history-auto") == "ok"
+    texts = [_text(t) for t in tool_texts("messages", only_request(upstream).json()["messages"])]
+    assert sum(map(len, texts)) <= 128_000 * 4 // 2 < 360_000
+    assert sum(is_masked((text,)) for text in texts) >= 1
