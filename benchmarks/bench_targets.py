@@ -12,7 +12,9 @@ Run: .venv/bin/python benchmarks/bench_targets.py [rounds]
 2. An async event loop is never stalled more than 10 ms by a 4 MB MCP response: the
    longest gap of a 1 ms ticker on the loop while ``httpx2.AsyncClient`` under
    ``instrument()`` reads a 4.3 MB ``tools/call`` answer (JSON, then one server-sent
-   event), against the same client without budgetware (``bench_loop_lag.py``). The loop
+   event), against the same client without budgetware (``bench_loop_lag.py``). Requests
+   during which the process ran a full garbage collection are shown apart: it stops every
+   thread, with or without budgetware. The loop
    waits for the worker's GIL at most the switch interval (5 ms) plus the worker's longest
    single C call, reported too (CPU time of the call: on a shared machine the ticker's
    gaps are mostly other processes').
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx2
 import orjson
 from _harness import print_table
-from bench_loop_lag import BODY, CALL, HEADERS, lag_cases, lags, serve, stats
+from bench_loop_lag import BODY, CALL, FULL_COLLECTIONS, HEADERS, lag_cases, lags, serve, stats
 from bench_preview import _log, _pytest_log
 
 from budgetware.core.config import BudgetConfig
@@ -213,6 +215,9 @@ def loop_stall(rounds: int) -> None:
                 if name != "without budgetware":
                     added = tuple(f"{(v - b) * 1e3:+.1f} ms" for v, b in zip(row[::2], base[::2]))
                 rows.append((answer, name, *(f"{v * 1e3:.1f} ms" for v in row), *added))
+            for name, values in FULL_COLLECTIONS.items():  # the process's pause, not ours
+                label = f"{name}: {len(values)} request(s) with a full collection, left out above"
+                rows.append((answer, label, "", "", f"{max(values) * 1e3:.1f} ms", "", ""))
             calls = [longest_call(path == "/sse", config, n) for n in range(1, 8)]
             spent, function = max(calls)
             rows.append(
