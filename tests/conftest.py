@@ -149,6 +149,31 @@ def _relative(item: pytest.Item) -> str:
         return ""
 
 
+# What a worker keeps from test to test (modules, the SDKs' state, caches, session fixtures)
+# is set aside once it has grown by many modules (an SDK's import in a test, most of them in
+# the first tests of a worker): a full collection at the end of that test's teardown (its
+# garbage goes first, and any finalizer's error is reported for it, as pytest collects
+# them after this), then gc.freeze(), so later collections (the automatic full ones, and
+# the tests' own gc.collect()) walk only what came after. At the end of the session it is
+# all put back, where pytest's last collection walks everything as before.
+_SETTLE_AFTER_MODULES = 50
+_settled_modules = 0
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    global _settled_modules
+    if len(sys.modules) - _settled_modules >= _SETTLE_AFTER_MODULES:
+        gc.collect()
+        gc.freeze()
+        _settled_modules = len(sys.modules)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish() -> None:
+    gc.unfreeze()
+
+
 @pytest.fixture
 def fake_provider() -> Iterator[FakeProvider]:
     """A running FakeProvider on 127.0.0.1 (default reply: text "ok"), stopped after."""

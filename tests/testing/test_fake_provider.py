@@ -173,23 +173,20 @@ class TestServer:
         assert models == sorted(f"{n}-{i}" for n in range(8) for i in range(5))
 
     def test_stop_with_idle_keepalive_connection_is_prompt(self) -> None:
-        # What the worker held before the test is set aside: the collection below walks
-        # what the test made (where a server socket would be), not the SDKs' heap (0.7 s).
-        gc.freeze()
+        fp = FakeProvider().start()
+        client = httpx2.Client()
         try:
-            fp = FakeProvider().start()
-            client = httpx2.Client()
-            try:
-                resp = client.post(f"{fp.url}/v2/chat", json={"model": "m", "messages": []})
-                assert resp.status_code == 200
-                started = time.monotonic()
-                fp.stop()  # the pooled connection is still open on the client side
-                assert time.monotonic() - started < 3
-            finally:
-                client.close()
-            gc.collect()  # any unclosed server socket would surface as a ResourceWarning
+            resp = client.post(f"{fp.url}/v2/chat", json={"model": "m", "messages": []})
+            assert resp.status_code == 200
+            started = time.monotonic()
+            fp.stop()  # the pooled connection is still open on the client side
+            assert time.monotonic() - started < 3
         finally:
-            gc.unfreeze()
+            client.close()
+        # Any unclosed server socket would surface as a ResourceWarning. What the worker
+        # held before the test is set aside (tests/conftest.py): the collection walks what
+        # the test made (where a server socket would be), not the SDKs' heap (0.7 s).
+        gc.collect()
 
     def test_answers_leave_without_waiting_for_the_clients_ack(self) -> None:
         # Without TCP_NODELAY, a second small segment waits for the client's delayed ACK
