@@ -8,11 +8,15 @@ function (lazy imports) or under ``TYPE_CHECKING``. docs/architecture.md documen
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# One worker reads the sources once (graph() below) for every test of the module.
+pytestmark = pytest.mark.xdist_group("layers")
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"budgetware": ROOT / "budgetware", "budgetware.integrations": ROOT / "integrations"}
@@ -106,7 +110,9 @@ def _is_dynamic_import(node: ast.AST) -> bool:
     return isinstance(func, ast.Attribute) and func.attr == "import_module"
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
+    """Every module's budgetware imports: the sources read once (the tests only read it)."""
     found = modules()
     known = set(found)
     return {name: set(_imported(name, path, known)) for name, path in found.items()}
