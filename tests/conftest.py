@@ -9,6 +9,7 @@ import atexit
 import gc
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 import warnings
@@ -67,6 +68,35 @@ def _end_now() -> None:
 # them (only execnet's, logging's and certifi's come first, and a worker needs none).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     atexit.register(_end_now)
+
+# Every SDK client a test makes builds an SSL context of its own, and loading the CA bundle
+# into it costs 25 ms of CPU: hundreds of clients a worker, several seconds. No test makes
+# a TLS connection (they all talk plain HTTP to 127.0.0.1) and none looks at a context. The
+# contexts one call site builds with the same arguments are one, built once (a library that
+# changes its context, as litellm does, changes its own); the clients, their transports and
+# every request stay the libraries' own. The programs the tests start build theirs as usual.
+_default_context = ssl.create_default_context
+_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
+
+
+def _shared_default_context(
+    purpose: ssl.Purpose = ssl.Purpose.SERVER_AUTH,
+    *,
+    cafile: str | None = None,
+    capath: str | None = None,
+    cadata: str | bytes | None = None,
+) -> ssl.SSLContext:
+    site = sys._getframe(1).f_code
+    key = (site.co_filename, site.co_firstlineno, purpose, cafile, capath, cadata)
+    context = _contexts.get(key)
+    if context is None:
+        context = _contexts[key] = _default_context(
+            purpose, cafile=cafile, capath=capath, cadata=cadata
+        )
+    return context
+
+
+ssl.create_default_context = _shared_default_context  # type: ignore[assignment]
 
 # A full collection walks the whole heap of a worker (the SDKs, litellm, a million objects
 # and more: 0.3 to 0.4 s of CPU each), and Python's thresholds gave 15 to 22 of them a
