@@ -20,6 +20,7 @@ from budgetware.core.config import (
     McpToolPolicy,
 )
 from budgetware.core.fit import PreviewOptions, fit_text
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_bytes
 from budgetware.core.measure import Unit, json_string_bytes, measure
 from budgetware.core.notice import may_be_preview
@@ -132,12 +133,15 @@ def bound_tool_result(
     structured = result.get("structuredContent")
     strings = list(mcp_slot_strings(structured))
     structured_values = set(strings)
+    give_way()  # between passes over the result: an event loop waits for one, not for 5 ms
     places = Counter(text_blocks + strings)  # each slot value: how often it appears
     values = list(places)
     lengths = [measure(v, unit) for v in values]
+    give_way()
     total = sum(lengths)
     limit = max_bytes - reserve_bytes if max_bytes > 0 else None
     size = len(dumps_bytes(result)) if limit is not None else 0
+    give_way()
     over_budget = budget > 0 and total > budget
     if not over_budget and (limit is None or size <= limit):
         return BoundResult(result, None)

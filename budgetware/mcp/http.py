@@ -81,8 +81,7 @@ def rewrite_mcp_response(
 
 def response_may_wait(request: Any, response: Any, config: BudgetConfig | None = None) -> bool:
     """Whether rewriting this read response may wait for a store over the network: a
-    ``tools/call`` result that may be over its budget or the message limit, and an S3 store
-    (a body no longer than its budget writes nothing)."""
+    ``tools/call`` result that may be over its budget or the message limit, and an S3 store."""
     content = getattr(response, "_content", None)
     if not isinstance(content, bytes):
         return False  # streamed: each event is rewritten in a worker thread already
@@ -136,16 +135,14 @@ def _tools_call(request: Any, response: Any) -> tuple[Any, str | None] | None:
     if not isinstance(body, bytes) or _TOOLS_CALL not in body:
         return None
     try:
-        message = loads_outline(body)
+        call = loads_outline(body)
     except ValueError:
         return None
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
+    if not isinstance(call, dict) or call.get("method") != "tools/call" or "id" not in call:
         return None
-    if "id" not in message:
-        return None
-    params = message.get("params")
+    params = call.get("params")
     tool = params.get("name") if isinstance(params, dict) else None
-    return message["id"], tool if isinstance(tool, str) else None
+    return call["id"], tool if isinstance(tool, str) else None
 
 
 def _result_budget(
@@ -165,8 +162,7 @@ def _same_id(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-# Bytes to deliver as they are, or a rewrite to run first (in a worker thread for an
-# async stream).
+# Bytes to deliver as they are, or a rewrite to run first (in a worker thread if async).
 _Out = bytes | Callable[[], bytes]
 
 
