@@ -133,15 +133,16 @@ def bound_tool_result(
     structured = result.get("structuredContent")
     strings = list(mcp_slot_strings(structured))
     structured_values = set(strings)
-    give_way()  # between passes over the result: an event loop waits for one, not for 5 ms
+    pause = give_way if sum(map(len, text_blocks + strings)) >= 1 << 16 else lambda: None
+    pause()  # between passes over a large result: an event loop waits for one, not 5 ms
     places = Counter(text_blocks + strings)  # each slot value: how often it appears
     values = list(places)
     lengths = [measure(v, unit) for v in values]
-    give_way()
+    pause()
     total = sum(lengths)
     limit = max_bytes - reserve_bytes if max_bytes > 0 else None
     size = len(dumps_bytes(result)) if limit is not None else 0
-    give_way()
+    pause()
     over_budget = budget > 0 and total > budget
     if not over_budget and (limit is None or size <= limit):
         return BoundResult(result, None)
@@ -276,9 +277,8 @@ def _record(
     bounded_values: list[str],
     new: dict[str, Any],
 ) -> None:
-    """Record what was decided for each shape an agent may hand the model (each text block,
-    the blocks joined, the structured content as JSON), so the finalizer finds whichever
-    arrives."""
+    """Record the decision for each shape an agent may hand the model (each text block, the
+    blocks joined, the structured content as JSON): the finalizer finds whichever comes."""
     if store is None:
         return
     texts = mcp_texts(new)

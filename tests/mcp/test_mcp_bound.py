@@ -39,6 +39,21 @@ def test_a_result_within_budget_is_the_same_object(store: LocalArtifactStore) ->
     assert outcome.refs is None
 
 
+@pytest.mark.parametrize(("chars", "handed_over"), [(5_000, 0), (300_000, 3)])
+def test_only_a_large_result_hands_the_gil_to_a_waiting_thread_between_its_passes(
+    store: LocalArtifactStore, monkeypatch: pytest.MonkeyPatch, chars: int, handed_over: int
+) -> None:
+    # An event loop waits for one pass over a large result, not for the switch interval;
+    # a small one never gives the GIL away (another thread could keep it for 5 ms).
+    from budgetware.mcp import bound
+
+    calls: list[None] = []
+    monkeypatch.setattr(bound, "give_way", lambda: calls.append(None))
+    outcome = bound_tool_result(text_result("x" * chars), budget=1_000, store=store)
+    assert outcome.refs is not None
+    assert len(calls) == handed_over
+
+
 def test_input_result_is_never_modified(store: LocalArtifactStore) -> None:
     result = {"content": [{"type": "text", "text": "x" * 5_000}], "structuredContent": {}}
     before = dumps_bytes(result)
