@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = ("3.10", "3.11", "3.12", "3.13")
 TESTS = ("tests/core", "tests/wire", "tests/http")
 # The runtime dependencies whose lowest declared versions are tested together.
-FLOORS = ("pydantic", "wrapt", "orjson", "httpx")
+FLOORS = ("pydantic", "wrapt", "orjson", "msgspec", "httpx")
 # Extras that are groups of others, or not about running budgetware.
 META_EXTRAS = {"all", "dev", "docs", "test", "proxy", "demo"}
 UV = str(ROOT / ".venv" / "bin" / "uv")

@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from budgetware.core.artifacts import text_key
-from budgetware.core.jsonpreview import Document, collector_paused, parse_document, render_within
+from budgetware.core.jsonpreview import Document, parse_document, render_within
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import DEFAULT_WORDING, Wording
 from budgetware.core.salient import SalientPattern, Scanned, compile_salient, scan
@@ -124,10 +124,7 @@ class SlotPreview:
             return Fitted(self.text, False)
         choices: tuple[tuple[str, ...], ...] = (tuple(refs), ()) if refs else ((),)
         if not self._not_json:
-            # The parsed document lives only while the collector is off: its passes over
-            # every new container would find no cycle (the finalizer fits a slot once).
-            with collector_paused():
-                fitted = self._fit_json(allocation, choices)
+            fitted = self._fit_json(allocation, choices)
             if fitted is not None:
                 return fitted
         for names in choices:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import json
 import math
-import re
 from typing import Any
 
 _orjson: Any
@@ -25,7 +24,6 @@ __all__ = [
     "loads",
     "loads_exact",
     "loads_literal",
-    "loads_spelled",
 ]
 
 
@@ -127,41 +125,6 @@ def loads_literal(text: str) -> Any:
     ``dumps_literal`` writes back byte for byte. ``ValueError`` on bad text."""
     literal = _orjson.Fragment if _orjson is not None else NumberLiteral
     return json.loads(text, parse_float=literal, parse_int=literal, parse_constant=literal)
-
-
-# Inside strings only spaces can be raw: tabs and line breaks there are escaped.
-_JSON_SPACE = b" \t\n\r"
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-
-
-def loads_spelled(text: str) -> tuple[Any, int] | None:
-    """orjson's parse of ``text`` and its compact size when orjson writes it back the same
-    but for whitespace (every number as spelled), else None."""
-    if _orjson is None:
-        return None
-    try:
-        value = _orjson.loads(text)
-        out: bytes = _orjson.dumps(value)
-    except (_orjson.JSONDecodeError, TypeError):
-        return None
-    written = out.translate(None, b" ") if b" " in out else out  # orjson writes no other
-    if text.isascii() and not written.isascii():
-        # Non-ASCII bytes occur only inside strings: escape them there, as ensure_ascii.
-        escape = json.encoder.encode_basestring_ascii  # json.dumps's own, in C
-        written = _NON_ASCII.sub(
-            lambda m: escape(m.group())[1:-1], written.decode("utf-8")
-        ).encode("ascii")
-    # The text a piece at a time, without its whitespace: no copy of all of it.
-    position = 0
-    try:
-        for start in range(0, len(text), 1 << 18):
-            piece = text[start : start + (1 << 18)].encode("utf-8").translate(None, _JSON_SPACE)
-            if not written.startswith(piece, position):
-                return None
-            position += len(piece)
-    except UnicodeEncodeError:
-        return None
-    return (value, len(out)) if position == len(written) else None
 
 
 def dumps_literal(value: Any) -> bytes:

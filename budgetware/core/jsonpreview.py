@@ -9,7 +9,6 @@ valid JSON whenever the document is, and the same document gives the same previe
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import re
@@ -17,12 +16,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
-from budgetware.core.jsonio import dumps_literal, loads_literal, loads_spelled
+from budgetware.core.jsonio import _orjson, compact_literal, dumps_literal, loads_literal
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
 from budgetware.core.salient import SalientPattern, salient_spans
 
-__all__ = ["collector_paused", "parse_document", "render_within"]
+_msgspec: Any
+try:  # pragma: no cover - depends on the platform
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover
+    _msgspec = None
+else:
+    _decode = _msgspec.json.decode
+
+__all__ = ["parse_document", "render_within"]
 
 # The smallest value a shortened member or element may become: a summary string "...".
 _MIN_VALUE = 5
@@ -33,32 +40,100 @@ _MAX_SHRUNK_ELEMENTS = 3
 # JSON's own whitespace (what a parser skips around a document), after an optional BOM.
 _LEADING_SPACE = re.compile(r"\ufeff?[ \t\n\r]*")
 _SPACE = " \t\n\r"
+# An array of numbers at least this long is split only at its ends (``_Ends``).
+_LONG = 1 << 16
+_Raw: Any = _msgspec.Raw if _msgspec is not None else ()  # msgspec's undecoded JSON value
+
+
+def raw_compact(text: str) -> Any:
+    """``text`` as one compact ``msgspec.Raw``, every value as spelled; None without msgspec
+    and orjson, or for text msgspec refuses (``NaN``, a lone surrogate, bad JSON)."""
+    if _msgspec is None or _orjson is None:
+        return None
+    try:
+        return _msgspec.Raw(_msgspec.json.format(text.encode("utf-8"), indent=-1))
+    except (UnicodeEncodeError, _msgspec.DecodeError, RecursionError):
+        return None
+
+
+# Once escaped backslashes are dropped: an escape orjson writes otherwise, ``\/`` or a
+# ``\uXXXX`` of anything but a control character without a short form (in lowercase).
+_OTHER_ESCAPE = re.compile(rb"\\(?:/|u(?!00(?:0[0-7bef]|1[0-9a-f])))")
+
+
+def respelled(compact: bytes) -> bool:
+    """Whether compact JSON text holds an escape that ``dumps_literal(loads_literal())``
+    writes otherwise (``\\u00e9`` as ``é``, ``\\/`` as ``/``)."""
+    return b"\\" in compact and bool(_OTHER_ESCAPE.search(compact.replace(b"\\\\", b"")))
 
 
 class Document:
-    """A parsed JSON object or array, and the sizes of its containers measured so far (by
-    identity): fitting it again, at another room, measures nothing twice."""
+    """A parsed JSON object or array. With msgspec, its compact text as ``msgspec.Raw``
+    opened a level at a time where the preview looks, so an omitted middle is never made
+    into values; else the literal parse, each container's size measured once."""
 
-    __slots__ = ("_sizes", "_text_bytes", "value")
+    __slots__ = ("_known", "_text_bytes", "_written", "limit", "respell", "value")
 
-    def __init__(self, value: dict[str, Any] | list[Any], size: int | None = None) -> None:
+    def __init__(self, value: Any, size: int | None = None) -> None:
         self.value = value
-        self._sizes: dict[int, int] = {} if size is None else {id(value): size}
+        # By identity: the sizes of parsed containers, or the opened parts of a Raw.
+        self._known: dict[int, Any] = {} if size is None else {id(value): size}
+        self._written: dict[int, bytes] = {}  # Raw parts as the literal parse writes them
         self._text_bytes: int | None = None
+        # Escapes to respell (``\u00e9``: ``é``)? Then a Raw part over ``limit``, six times
+        # the largest room (an escape is at most six bytes), measures its own length.
+        self.respell = isinstance(value, _Raw) and respelled(bytes(value))
+        self.limit = 0
 
     def size(self, node: Any) -> int:
-        """The size of ``node``, a part of this document (never a value made from it)."""
+        """The compact size of ``node``, a part of this document."""
+        if isinstance(node, _Raw):
+            return len(self.written(node) if len(node) <= self.limit else node)
         if isinstance(node, (dict, list)):
-            known = self._sizes.get(id(node))
+            known: int | None = self._known.get(id(node))
             if known is None:
-                known = self._sizes[id(node)] = _size(node)
+                known = self._known[id(node)] = _size(node)
             return known
         return _size(node)
 
-    def remember(self, node: Any, size: int) -> None:
-        """Note the size of ``node``, a part of this document, found without measuring it."""
-        if isinstance(node, (dict, list)):
-            self._sizes[id(node)] = size
+    def written(self, node: Any) -> bytes:
+        """A Raw part as the literal parse writes it."""
+        if not self.respell:
+            return bytes(node)
+        known = self._written.get(id(node))
+        if known is None:
+            raw = bytes(node)
+            known = self._written[id(node)] = compact_literal(raw) if respelled(raw) else raw
+        return known
+
+    def open(self, node: Any) -> Any:
+        """A part's value one level deep: a list or dict of parts, a string, or the part
+        itself (a number, ``true``, ...)."""
+        if not isinstance(node, _Raw):
+            return node
+        opened = self._known.get(id(node))
+        if opened is None:
+            kind = memoryview(node)[0]
+            if kind == 0x5B:
+                data = bytes(node)
+                flat = len(data) >= _LONG and all(data.find(c, 1) < 0 for c in (b'"', b"[", b"{"))
+                opened = _Ends(data) if flat else _decode(node, type=list[_Raw])
+                self._known[id(node)] = opened
+            elif kind == 0x7B:
+                opened = self._known[id(node)] = _decode(node, type=dict[str, _Raw])
+            else:
+                opened = _decode(node) if kind == 0x22 else node
+        return opened
+
+    def whole(self, node: Any) -> Any:
+        """A part as it goes into a preview unchanged."""
+        return _orjson.Fragment(self.written(node)) if isinstance(node, _Raw) else node
+
+    def plain(self, node: Any) -> Any:
+        """A part as plain values to look for failures in (None: a Raw without a string)."""
+        if not isinstance(node, _Raw):
+            return node
+        return _decode(node) if b'"' in bytes(node) else None
 
     def text_bytes(self, text: str) -> int:
         """UTF-8 bytes of the document's text (the same text at every call)."""
@@ -68,83 +143,73 @@ class Document:
         return self._text_bytes
 
 
+class _Ends:
+    """The elements of a long compact array of numbers, ``true``, ``false`` and ``null``,
+    split off its two ends as the fitter reaches in: never its middle."""
+
+    __slots__ = ("back", "cuts", "front", "n", "text")
+
+    def __init__(self, text: bytes) -> None:
+        self.text, self.n = text, text.count(b",") + 1
+        self.front: list[Any] = []
+        self.back: list[Any] = []  # from the last element backwards
+        self.cuts = [1, len(text) - 1]  # where the splitting from each end stopped
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> Any:
+        back = self.n - 1 - index
+        while index >= len(self.front) and back >= len(self.back):
+            self._split(index >= self.n // 2)
+        return self.front[index] if index < len(self.front) else self.back[back]
+
+    def _split(self, from_back: bool) -> None:  # the next elements off one end of the rest
+        (start, stop), step = self.cuts, _LONG
+        while True:
+            low, high = (max(stop - step, start), stop) if from_back else (start, start + step)
+            pieces = self.text[low : min(high, stop)].split(b",")
+            if min(high, stop) - low < stop - start:  # the piece at the cut may be incomplete
+                pieces = pieces[1:] if from_back else pieces[:-1]
+            if pieces:
+                break
+            step *= 2
+        taken = sum(map(len, pieces)) + len(pieces)
+        if from_back:
+            self.cuts[1] -= taken
+            self.back.extend(map(_msgspec.Raw, reversed(pieces)))
+        else:
+            self.cuts[0] += taken
+            self.front.extend(map(_msgspec.Raw, pieces))
+
+
 def parse_document(text: str) -> Document | None:
     """The JSON object or array that ``text`` is, or None (any other text, invalid JSON).
 
     A byte order mark and any amount of whitespace around the document are allowed. Every
-    number is written back as the document spells it: orjson reads the document when each
-    of its numbers is spelled as orjson writes it (``jsonio.loads_spelled`` proves it), the
-    literal parse (``jsonio.loads_literal``) reads it otherwise.
+    number is written back as the document spells it.
     """
-    # Look at the first and last characters past the spaces without copying a large text.
     first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
-    if first >= len(text) or text[first] not in "{[":
-        return None
-    last = len(text) - 1
-    while last > first and text[last] in _SPACE:
-        last -= 1
-        if last < len(text) - 64:  # a long run of trailing spaces: strip it in C
-            last = len(text.rstrip(_SPACE)) - 1
-            break
-    if last - first < 1 or text[last] not in "}]":
+    if first >= len(text) or text[first] not in "{[" or text.rstrip(_SPACE)[-1] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
-    # The literal parse makes an object of every number; orjson's, once proven faithful,
-    # costs less where numbers are many and spelled as orjson writes them, more where they
-    # are few or spelled otherwise (Python's ``1e-05``, where orjson writes ``1e-5``).
-    if _number_dense(body) and _OTHER_EXPONENT.search(body) is None:
-        exact = loads_spelled(body)
-        if exact is not None:
-            value, size = exact
-            return Document(value, size) if isinstance(value, (dict, list)) else None
+    raw = raw_compact(body)
+    if raw is not None:
+        return Document(raw)
+    collecting = gc.isenabled()
+    gc.disable()  # a parsed tree holds no cycle: the collector's passes would find none
     try:
         value = loads_literal(body)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(value, (dict, list)):
-        return None
-    try:
+    finally:
+        if collecting:
+            gc.enable()
+    try:  # (an object or array: the text starts with "{" or "[")
         size = _size(value)
     except (TypeError, ValueError, RecursionError):
         return None
     return Document(value, size)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off (unless it is off already) while a document is
-    read and fitted: a parsed tree holds no cycle, and the passes the collector would make
-    over its containers, as it grows and once more after, find nothing."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-# A negative exponent as Python writes it and orjson never does: ``1e-05``.
-_OTHER_EXPONENT = re.compile("e-0")
-# Numbers in a sample of the text: a value that starts with a digit (or a minus and one).
-_NUMBER_START = re.compile(r"[\[,:][ \t\n\r]*-?[0-9]")
-_WINDOWS, _WINDOW = 16, 512
-# Numbers a kilobyte from which orjson's parse, proven faithful, costs less than the
-# literal parse (docs/benchmarks.md).
-_DENSE = 20
-
-
-def _number_dense(text: str) -> bool:
-    """Whether ``text`` looks like it holds many numbers, from a few windows spread over it
-    (the same answer for the same text; a wrong one costs time, never a number)."""
-    if len(text) <= _WINDOWS * _WINDOW:
-        windows = [text]
-    else:
-        step = (len(text) - _WINDOW) // (_WINDOWS - 1)
-        windows = [text[k * step : k * step + _WINDOW] for k in range(_WINDOWS)]
-    found = sum(len(_NUMBER_START.findall(window)) for window in windows)
-    return found * 1024 >= _DENSE * sum(map(len, windows))
 
 
 def render_within(
@@ -175,6 +240,7 @@ def render_within(
         budget = max(int(room * min(scale, 8.0)), 2)
     fitter = _Fitter(doc, words, salient, salient_percent)
     for _ in range(16):
+        doc.limit = doc.respell * 6 * max(budget, _MIN_SALIENT_ELEMENT)
         shrunk = fitter.fit(doc.value, budget, doc.size(doc.value))
         if shrunk is None:
             return None
@@ -201,7 +267,7 @@ def _summary(value: Any, budget: int, words: Wording) -> _Fit | None:
     """A string standing for a value with too little room: what it was, or just ``...``."""
     if isinstance(value, dict):
         candidates = [words.json_summary("object", len(value)), _ELLIPSIS]
-    elif isinstance(value, list):
+    elif isinstance(value, (list, _Ends)):
         candidates = [words.json_summary("array", len(value)), _ELLIPSIS]
     else:
         candidates = [_ELLIPSIS]
@@ -345,17 +411,17 @@ class _Fitter:
         """``(shortened value, its size, its marker bytes)`` with size <= ``budget``, or
         None; ``value`` is a part of the document, measuring ``size``."""
         if size <= budget:
-            return value, size, 0
-        words = self.words
+            return self.doc.whole(value), size, 0
+        words, value = self.words, self.doc.open(value)
         if isinstance(value, str):
             return _fit_str(value, budget, words)
-        if isinstance(value, list):
+        if isinstance(value, (list, _Ends)):
             return self.fit_list(value, budget) or _summary(value, budget, words)
         if isinstance(value, dict):
             return self.fit_dict(value, budget) or _summary(value, budget, words)
         return _summary(value, budget, words)
 
-    def fit_list(self, items: list[Any], budget: int) -> _Fit | None:
+    def fit_list(self, items: list[Any] | _Ends, budget: int) -> _Fit | None:
         n = len(items)
         sizes: dict[int, int] = {}
         front, back = self._whole_ends(items, budget, sizes)
@@ -364,7 +430,8 @@ class _Fitter:
                 done = self._with_salient(items, budget, sizes)
                 if done is not None:
                     return done
-            kept = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+            whole = self.doc.whole
+            kept = [(i, whole(items[i]), 0) for i in (*range(front), *range(n - back, n))]
             return self._gapped(kept, n)
         # Elements too large to keep whole: shorten the first (and last) ones instead.
         # Every value fits any share of at least _MIN_VALUE (as a summary at worst), so
@@ -391,7 +458,9 @@ class _Fitter:
         result = self._gapped(fitted, n)
         return result if result[1] <= budget else None
 
-    def _whole_ends(self, items: list[Any], budget: int, sizes: dict[int, int]) -> tuple[int, int]:
+    def _whole_ends(
+        self, items: list[Any] | _Ends, budget: int, sizes: dict[int, int]
+    ) -> tuple[int, int]:
         """How many whole elements fit from the front and from the back (the first, the
         last, the second, ... while they do), with one marker for the rest."""
         words, measure_part = self.words, self.doc.size
@@ -413,7 +482,7 @@ class _Fitter:
             used += size
         return front, back
 
-    def _salient_middle(self, items: list[Any], start: int, stop: int) -> list[int]:
+    def _salient_middle(self, items: list[Any] | _Ends, start: int, stop: int) -> list[int]:
         """Indices of the omitted middle ``[start, stop)`` whose elements carry an error or
         a failure: up to ``_ELEMENTS_CHECKED`` from each end of it are looked at."""
         pattern = self.salient
@@ -425,9 +494,12 @@ class _Fitter:
             checked = itertools.chain(
                 range(start, start + _ELEMENTS_CHECKED), range(stop - _ELEMENTS_CHECKED, stop)
             )
-        return [i for i in checked if _salient_element(items[i], pattern)]
+        plain = self.doc.plain
+        return [i for i in checked if _salient_element(plain(items[i]), pattern)]
 
-    def _with_salient(self, items: list[Any], budget: int, sizes: dict[int, int]) -> _Fit | None:
+    def _with_salient(
+        self, items: list[Any] | _Ends, budget: int, sizes: dict[int, int]
+    ) -> _Fit | None:
         """The array with whole elements at both ends and, between them, the elements of
         the omitted middle that carry an error or a failure, in a share of the room
         (``percent``), as lines do: distinct ones, from both ends of the middle, each
@@ -463,7 +535,7 @@ class _Fitter:
         front, back = self._whole_ends(items, budget - used, sizes)
         if front + back < min(n, 2):
             return None
-        whole = [(i, items[i], 0) for i in (*range(front), *range(n - back, n))]
+        whole = [(i, self.doc.whole(items[i]), 0) for i in (*range(front), *range(n - back, n))]
         picked = [(i, v, m) for i, (v, m) in chosen.items() if front <= i < n - back]
         result = self._gapped(sorted(whole + picked), n)  # the share counted every marker
         return result if result[1] <= budget else None
@@ -515,10 +587,7 @@ class _Fitter:
         kept = keys[:count]
         room = budget - skeleton
         values = [obj[k] for k in kept]
-        if omitted:
-            lengths = [doc.size(v) for v in values]
-        else:
-            lengths = self.value_sizes(obj, values, key_sizes)
+        lengths = [doc.size(v) for v in values]
         shares = allocate(lengths, room)
         out: dict[str, Any] = {}
         markers = marker
@@ -532,32 +601,3 @@ class _Fitter:
             out[marker_key] = words.json_keys_omitted(omitted)
         size = _size(out)
         return (out, size, markers) if size <= budget else None
-
-    def value_sizes(
-        self, obj: dict[str, Any], values: list[Any], key_sizes: list[int]
-    ) -> list[int]:
-        """The sizes of all of ``obj``'s values (``key_sizes``: each key and its colon).
-
-        The object's size is known: its values measure that less its skeleton, so the
-        heaviest-looking one (a whole document's array, say) is never serialized."""
-        doc = self.doc
-        count = len(values)
-        heaviest = max(range(count), key=lambda i: _weight(values[i]))
-        lengths = [0 if i == heaviest else doc.size(v) for i, v in enumerate(values)]
-        lengths[heaviest] = doc.size(obj) - (2 + sum(key_sizes) + (count - 1)) - sum(lengths)
-        doc.remember(values[heaviest], lengths[heaviest])
-        return lengths
-
-
-def _weight(value: Any, depth: int = 4) -> int:
-    """How large a value looks without measuring it: a string's length; a container's
-    length times what its first few children look like, a few levels down."""
-    if isinstance(value, str):
-        return len(value)
-    if not isinstance(value, (list, dict)) or not value:
-        return 1
-    if depth == 0:
-        return len(value)
-    children = itertools.islice(value if isinstance(value, list) else value.values(), 3)
-    sample = [_weight(child, depth - 1) for child in children]
-    return len(value) * (1 + sum(sample) // len(sample))

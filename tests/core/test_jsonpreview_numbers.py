@@ -1,9 +1,10 @@
-"""JSON previews of number-dense documents: orjson's parse, every number still as spelled.
+"""JSON previews read from the document's compact text, opened where the preview looks.
 
-The preview of a document is the same, byte for byte, whichever way it was read: by orjson
-when one comparison proves every number spelled as orjson writes it
-(``jsonio.loads_spelled``), or by the literal parse, with every size measured afresh (the
-reference below, the code before).
+With msgspec, a document is compacted once and each container is decoded a level at a
+time (``Document.open``); long arrays of numbers are split at their ends only
+(``jsonpreview._Ends``). The preview is the same, byte for byte, as the literal parse's
+(``jsonio.loads_literal``, every size measured afresh: the reference below), which reads
+what msgspec refuses or what orjson would write otherwise.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 from functools import cache
 from typing import Any
 
@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from budgetware.core import jsonio, jsonpreview
 from budgetware.core.fit import SlotPreview
-from budgetware.core.jsonio import compact_literal, loads_literal, loads_spelled
+from budgetware.core.jsonio import compact_literal, loads_literal
+from budgetware.core.jsonpreview import raw_compact, respelled
 from budgetware.finalizer import fit_text
 
 from .strategies import json_numbers, json_trees
@@ -126,14 +127,9 @@ ROOMS = (40, 120, 400, 1_500, 6_000)
 
 
 def _the_code_before(patch: pytest.MonkeyPatch) -> None:
-    """The literal parse, every size measured by serializing (the code before)."""
-    patch.setattr(jsonpreview, "loads_spelled", lambda text: None)
+    """The literal parse, every size measured by serializing."""
+    patch.setattr(jsonpreview, "raw_compact", lambda text: None)
     patch.setattr(jsonpreview.Document, "size", lambda self, node: jsonpreview._size(node))
-    patch.setattr(
-        jsonpreview._Fitter,
-        "value_sizes",
-        lambda self, obj, values, key_sizes: [jsonpreview._size(v) for v in values],
-    )
 
 
 def _previews(text: str) -> list[str]:
@@ -145,17 +141,27 @@ def _previews(text: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("name", list(DOCUMENTS))
-def test_a_preview_is_byte_identical_to_the_literal_parse(name: str) -> None:
-    got = _previews(DOCUMENTS[name])
+# Written as they are: the literal parse keeps the last of a key's members only.
+_DUPLICATES = {"duplicate keys"}
+
+
+@pytest.mark.parametrize("name", sorted(set(DOCUMENTS) - _DUPLICATES))
+@pytest.mark.parametrize("split", [False, True])
+def test_a_preview_is_byte_identical_to_the_literal_parse(name: str, split: bool) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        # orjson's parse where it is proven faithful, whatever the document looks like
-        patch.setattr(jsonpreview, "_number_dense", lambda text: True)
-        patch.setattr(jsonpreview, "_OTHER_EXPONENT", re.compile("^$"))
-        assert _previews(DOCUMENTS[name]) == got
+        if split:  # every array of numbers split at its ends, however short
+            patch.setattr(jsonpreview, "_LONG", 3)
+        got = _previews(DOCUMENTS[name])
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
         assert _previews(DOCUMENTS[name]) == got
+
+
+def test_duplicate_keys_are_shown_as_written() -> None:
+    text = '{"a": 1, "b": [' + ", ".join(map(str, range(1500))) + '], "a": 2.50}'
+    body = fit_text(text, 400).split("\n", 1)[1].lstrip("\n")
+    assert body.startswith('{"a":2.50,"b":[0,1,2,')  # the member read last, where it first was
+    assert json.loads(body)["a"] == 2.5
 
 
 _SMALL = [
@@ -163,6 +169,7 @@ _SMALL = [
     {"k": [{"n": i, "s": "é" * i} for i in range(6)], "m": "z" * 30, "t": True},
     [{"a": 1.25, "b": "q" * 20}, {"c": [1e-07, 2, 3], "d": {"e": "w" * 25}}, "v" * 15],
     {"outer": {"inner": {"deep": ["r" * 12, 0.5, -0.0], "x": "s" * 18}, "y": [7, 8]}},
+    {"rows": [[1, 2.5], [3, 4], [], [5e-07, -0.0, 6]], "flat": [1, 2, 3.25, None, True, 7]},
 ]
 
 
@@ -175,8 +182,7 @@ def test_every_room_up_to_the_document_s_size_gives_the_literal_parse_s_preview(
     size = len(text.encode())
     rooms = range(1, size + 2)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonpreview, "_number_dense", lambda text: True)
-        patch.setattr(jsonpreview, "_OTHER_EXPONENT", re.compile("^$"))
+        patch.setattr(jsonpreview, "_LONG", 3)
         got = [fit_text(text, room, unit="utf8_bytes") for room in rooms]
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
@@ -184,71 +190,35 @@ def test_every_room_up_to_the_document_s_size_gives_the_literal_parse_s_preview(
 
 
 @pytest.mark.parametrize("name", list(DOCUMENTS))
-def test_orjson_reads_every_number_as_spelled_or_leaves_the_document_to_the_literal_parse(
-    name: str,
-) -> None:
+def test_the_compact_text_is_the_literal_parse_s_writing(name: str) -> None:
     text = DOCUMENTS[name].lstrip("\ufeff")
-    read = loads_spelled(text)
-    if read is None:
-        return
-    value, size = read
-    written = jsonio.dumps_literal(value)
-    assert written == compact_literal(text)
-    assert size == len(written)
+    raw = raw_compact(text)
+    if raw is not None and name not in _DUPLICATES:
+        written = compact_literal(bytes(raw)) if respelled(bytes(raw)) else bytes(raw)
+        assert written == compact_literal(text)
 
 
-def test_the_documents_that_orjson_reads() -> None:
-    # The literal parse is left the documents orjson refuses, cannot write back, or whose
-    # bytes differ from orjson's writing in anything but whitespace.
-    refused = {
-        name for name, text in DOCUMENTS.items() if loads_spelled(text.lstrip("\ufeff")) is None
-    }
-    assert refused == {
-        "64-bit edges",
-        "big ints",
-        "crlf and tabs",
-        "duplicate keys",
-        "escaped quotes and backslashes",
-        "every number otherwise",
-        "heavy middle member",
-        "minus zero int",
-        "nan and infinity",
-        "odd numbers in keys' values",
-        "one odd number first",
-        "one odd number last",
-        "python exponents",
-        "python exponents in rows",
+def test_the_documents_left_to_the_literal_parse_or_respelled() -> None:
+    raws = {name: raw_compact(text.lstrip("\ufeff")) for name, text in DOCUMENTS.items()}
+    assert {name for name, raw in raws.items() if raw is None} == {"nan and infinity"}
+    assert {name for name, raw in raws.items() if raw and respelled(bytes(raw))} == {
         "slash escapes",
-        "spelled otherwise",
+        "unicode escaped",
         "unicode escaped, python exponents",
         "upper-case hex",
     }
 
 
-@pytest.mark.parametrize("name", ["dense floats", "dense rounded, indented", "dense ints"])
-def test_a_number_dense_document_is_read_by_orjson_alone(
+@pytest.mark.parametrize(
+    "name", ["dense floats", "python exponents", "compact api", "control escapes", "deep"]
+)
+def test_a_document_is_read_without_the_literal_parse(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def literal_parse(text: str) -> Any:
         raise AssertionError("the literal parse read the document")
 
     monkeypatch.setattr(jsonpreview, "loads_literal", literal_parse)
-    preview = fit_text(DOCUMENTS[name], 1_500)
-    assert "JSON" in preview.split("\n", 1)[0]
-
-
-@pytest.mark.parametrize(
-    "name", ["compact api", "unicode escaped", "long strings", "python exponents"]
-)
-def test_a_document_of_strings_is_read_by_the_literal_parse_alone(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Few numbers, or numbers Python spells (1e-05): the literal parse costs less than
-    # orjson's and the comparison (which would fail).
-    def spelled(text: str) -> Any:
-        raise AssertionError("orjson read the document")
-
-    monkeypatch.setattr(jsonpreview, "loads_spelled", spelled)
     preview = fit_text(DOCUMENTS[name], 1_500)
     assert "JSON" in preview.split("\n", 1)[0]
 
@@ -270,52 +240,102 @@ def test_the_whole_document_is_never_serialized_to_fit_it(
     slot = SlotPreview(text)
     for allocation in (2_000, 5_000, 800):
         assert "JSON" in slot.fit(allocation, [REF]).text.split("\n", 1)[0]
-    # Its size is known from reading it; the object holding the big array, and the array,
-    # measure that less the rest; a second and third fit measure nothing measured before.
     assert whole == []
 
 
-def test_a_document_spelled_as_orjson_writes_is_read_once() -> None:
-    text = json.dumps({"x": [1.5, -0.0, 2**63 - 1, 0.1, 1e15], "s": "é"}, indent=2)
-    value, size = loads_spelled(text)  # type: ignore[misc]
-    assert isinstance(value["x"][0], float)
-    assert orjson.dumps(value) == compact_literal(text)
-    assert size == len(orjson.dumps(value))
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": "\\ud800"}', "[1, 2,]", "[Infinity]"])
+def test_what_msgspec_refuses_is_left_to_the_literal_parse(text: str) -> None:
+    assert raw_compact(text) is None
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "other"),
     [
-        '{"a": NaN}',
-        '{"a": 1, "a": 2}',  # a key orjson keeps once: the trees differ
-        '{"a": [1, 2], "a": [1, 2]}',
-        '{"a": "\\ud800"}',  # a lone surrogate: orjson refuses it
-        "[" * 300 + "]" * 300,  # deeper than orjson writes
-        '{"a": [1.10, 2.5]}',  # numbers spelled otherwise than orjson writes them
-        "[1E5]",
-        "[-0]",
-        "[1e-05]",
-        "[18446744073709551616]",  # beyond 64 bits: orjson reads a float
-        '["a\\/b"]',  # a string escaped otherwise
+        ('{"a": "\\u00e9"}', True),  # orjson writes "é"
+        ('["a\\/b"]', True),
+        ('["\\u001F"]', True),  # orjson writes lowercase hex
+        ('["\\u0008"]', True),  # orjson writes "\\b"
+        ('["a\\\\/b"]', False),  # a backslash, then a slash
+        ('["\\\\u00e9"]', False),
+        ('["\\u001f\\n\\t\\"\\\\"]', False),
+        ('["\\u000b"]', False),
     ],
 )
-def test_what_orjson_cannot_read_faithfully_is_left_to_the_literal_parse(text: str) -> None:
-    assert loads_spelled(text) is None
+def test_escapes_orjson_writes_otherwise_are_respelled(text: str, other: bool) -> None:
+    raw = bytes(raw_compact(text))
+    assert respelled(raw) is other
+    assert (compact_literal(raw) if other else raw) == compact_literal(text)
 
 
-@pytest.mark.parametrize("depth", [50, 200, 254])
-def test_a_number_spelled_otherwise_deep_down_is_kept(depth: int) -> None:
-    text = "[" * depth + "1.10, " + "2.5, " * 2_000 + "1E5" + "]" * depth
-    assert loads_spelled(text) is None
-    preview = fit_text(text, 300)
+# -- long arrays of numbers, split at their ends ------------------------------------------
+
+
+def _long_arrays() -> dict[str, str]:
+    rng = random.Random(11)
+    floats = [json.dumps(rng.gauss(0, 1) * 10 ** rng.randint(-9, 9)) for _ in range(12_000)]
+    rows = [floats[i : i + rng.randint(0, 9)] for i in range(0, 12_000, 5)]
+    return {
+        "flat": "[" + ", ".join(floats) + "]",
+        "flat, literals": json.dumps([None, True, False, 1] * 5_000),
+        "rows": "[" + ",".join("[" + ",".join(row) + "]" for row in rows) + "]",
+        "rows in an object": json.dumps({"a": 1, "rows": [[i, -i] for i in range(12_000)]}),
+        "one long element": "[[" + ",".join(floats) + "],[1]]",
+        "rows with a scalar": "[" + ",".join("[" + ",".join(r) + "]" for r in rows) + ",7]",
+        "rows nested deeper": "[[[1]]," + ",".join("[" + ",".join(r) + "]" for r in rows) + "]",
+        "a string among them": "[" + ", ".join(floats) + ', "failed"]',
+    }
+
+
+LONG_ARRAYS = _long_arrays()
+
+
+def _opened(text: str) -> Any:
+    doc = jsonpreview.parse_document(text)
+    assert doc is not None
+    return doc.open(doc.value)
+
+
+def test_only_long_arrays_of_numbers_are_split() -> None:
+    split = {n for n, text in LONG_ARRAYS.items() if isinstance(_opened(text), jsonpreview._Ends)}
+    assert split == {"flat", "flat, literals"}
+    assert not isinstance(_opened(json.dumps(list(range(100)))), jsonpreview._Ends)  # short
+
+
+@pytest.mark.parametrize("name", list(LONG_ARRAYS))
+@pytest.mark.parametrize("room", [30, 300, 3_000, 40_000, 150_000, 10**6])
+def test_a_long_array_gives_the_literal_parse_s_preview(name: str, room: int) -> None:
+    text = LONG_ARRAYS[name]
+    got = [fit_text(text, room, unit=unit) for unit in ("chars", "tokens")]  # type: ignore[arg-type]
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
-        assert fit_text(text, 300) == preview
+        assert [fit_text(text, room, unit=unit) for unit in ("chars", "tokens")] == got  # type: ignore[arg-type]
 
 
-def test_without_orjson_nothing_is_read_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonio, "_orjson", None)
-    assert loads_spelled("[1.5]") is None
+def test_the_middle_of_a_long_array_is_never_split() -> None:
+    numbers = [str(i * 7) for i in range(200_000)]
+    text = "[" + ", ".join(numbers) + "]"
+    doc = jsonpreview.parse_document(text)
+    assert doc is not None
+    ends = doc.open(doc.value)
+    assert isinstance(ends, jsonpreview._Ends)
+    assert len(ends) == 200_000
+    preview = fit_text(text, 3_000)
+    jsonpreview.render_within(doc, 3_000, "chars", text, len(text), jsonpreview.Wording())
+    assert len(ends.front) + len(ends.back) < 20_000  # a chunk from each end
+    assert [bytes(ends[i]) for i in (0, 1, 199_998, 199_999)] == [
+        n.encode() for n in numbers[:2] + numbers[-2:]
+    ]
+    assert '"... 199,' in preview
+
+
+def test_every_element_reached_from_either_end_is_the_same() -> None:
+    text = LONG_ARRAYS["flat"]
+    elements = [jsonio.dumps_literal(number) for number in loads_literal(text)]
+    for order in (range(len(elements)), reversed(range(len(elements)))):
+        ends = _opened(text)
+        assert len(ends) == len(elements)
+        got = {i: bytes(ends[i]) for i in order}
+        assert [got[i] for i in range(len(elements))] == elements
 
 
 # -- generated documents ------------------------------------------------------------------
@@ -333,6 +353,7 @@ _leaf = st.one_of(
     st.sampled_from(["true", "false", "null"]),
     _text.map(json.dumps),
     _text.map(lambda s: json.dumps(s, ensure_ascii=False)),
+    _text.map(lambda s: json.dumps(s).replace("/", "\\/")),  # escapes orjson respells
 )
 
 
@@ -366,14 +387,17 @@ def test_generated_documents_give_the_literal_parse_s_preview(
     inner: str, allocation: int, unit: str
 ) -> None:
     text = "[" + inner + ", " + inner + "]"
-    read = loads_spelled(text)
-    if read is not None:
-        assert jsonio.dumps_literal(read[0]) == compact_literal(text)
-        assert read[1] == len(compact_literal(text))
+    raw = raw_compact(text)
+    pairs: list[int] = []
+    loads_literal(text)  # valid JSON
+    json.loads(text, object_pairs_hook=lambda kv: pairs.append(len(kv) - len(dict(kv))))
+    if raw is not None and not any(pairs) and not respelled(bytes(raw)):
+        assert bytes(raw) == compact_literal(text)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonpreview, "_number_dense", lambda text: True)
-        patch.setattr(jsonpreview, "_OTHER_EXPONENT", re.compile("^$"))
+        patch.setattr(jsonpreview, "_LONG", 3)
         got = fit_text(text, allocation, refs=[REF], unit=unit)  # type: ignore[arg-type]
+    if any(pairs):
+        return  # a key given twice: written as it is, where the literal parse keeps one
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
         assert fit_text(text, allocation, refs=[REF], unit=unit) == got  # type: ignore[arg-type]
@@ -381,7 +405,7 @@ def test_generated_documents_give_the_literal_parse_s_preview(
 
 def test_the_literal_parse_keeps_reading_what_orjson_refuses() -> None:
     text = '{"a": [NaN, 1.10, 123456789012345678901234567890], "s": "' + "x" * 3000 + '"}'
-    assert loads_spelled(text) is None
+    assert raw_compact(text) is None
     body = fit_text(text, 500).split("\n", 1)[1].lstrip("\n")
     assert body.startswith('{"a":[NaN,1.10,123456789012345678901234567890],"s":"')
     assert loads_literal(text) is not None
