@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover
     _msgspec = None
 else:
     _decode = _msgspec.json.decode
+    _plain = _msgspec.json.Decoder(float_hook=float).decode  # 1e400: inf, not an error
 
 __all__ = ["parse_document", "render_within"]
 
@@ -98,8 +99,6 @@ class Document:
 
     def written(self, node: Any) -> bytes:
         """A Raw part as the literal parse writes it."""
-        if not self.respell:
-            return bytes(node)
         known = self._written.get(id(node))
         if known is None:
             raw = bytes(node)
@@ -133,7 +132,7 @@ class Document:
         """A part as plain values to look for failures in (None: a Raw without a string)."""
         if not isinstance(node, _Raw):
             return node
-        return _decode(node) if b'"' in bytes(node) else None
+        return _plain(node) if b'"' in bytes(node) else None
 
     def text_bytes(self, text: str) -> int:
         """UTF-8 bytes of the document's text (the same text at every call)."""

@@ -77,6 +77,9 @@ def _documents() -> dict[str, str]:
         "spelled otherwise": '{"a": ['
         + ", ".join(["1.10", "1E5", "1e5", "2.50e-3", "100", "1E+2", "0.0e0"] * 200)
         + "]}",
+        "huge exponents": '{"a": ['
+        + ", ".join(['{"x": 1e400, "s": "ok"}', '{"x": -1E+999, "s": "failed"}'] * 300)
+        + "]}",
         "every number otherwise": "[" + ", ".join(f"{i}.50" for i in range(5000)) + "]",
         "nan and infinity": '{"a": ['
         + ", ".join(["NaN", "Infinity", "-Infinity", "1e400"] * 200)
