@@ -278,11 +278,14 @@ class SlotPreview:
         if value is None:
             self._not_json = True
             return None
-        for names in choices:
-            for compact in (False, True):
-                piece = self._json_form(value, allocation, names, compact=compact)
-                if piece is not None and _enough(piece, allocation):
-                    return Fitted(piece.text, bool(names))
+        try:
+            for names in choices:
+                for compact in (False, True):
+                    piece = self._json_form(value, allocation, names, compact=compact)
+                    if piece is not None and _enough(piece, allocation):
+                        return Fitted(piece.text, bool(names))
+        except (TypeError, RecursionError):  # deeper than orjson writes; a lone surrogate
+            self._not_json = True
         return None
 
     def _json_form(

@@ -75,10 +75,10 @@ class Document:
 
     __slots__ = ("_known", "_text_bytes", "_written", "limit", "respell", "value")
 
-    def __init__(self, value: Any, size: int | None = None) -> None:
+    def __init__(self, value: Any) -> None:
         self.value = value
         # By identity: the sizes of parsed containers, or the opened parts of a Raw.
-        self._known: dict[int, Any] = {} if size is None else {id(value): size}
+        self._known: dict[int, Any] = {}
         self._written: dict[int, bytes] = {}  # Raw parts as the literal parse writes them
         self._text_bytes: int | None = None
         # Escapes to respell (``\u00e9``: ``é``)? Then a Raw part over ``limit``, six times
@@ -204,11 +204,7 @@ def parse_document(text: str) -> Document | None:
     finally:
         if collecting:
             gc.enable()
-    try:  # (an object or array: the text starts with "{" or "[")
-        size = _size(value)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    return Document(value, size)
+    return Document(value)  # (an object or array: the text starts with "{" or "[")
 
 
 def render_within(

@@ -412,3 +412,22 @@ def test_the_literal_parse_keeps_reading_what_orjson_refuses() -> None:
     body = fit_text(text, 500).split("\n", 1)[1].lstrip("\n")
     assert body.startswith('{"a":[NaN,1.10,123456789012345678901234567890],"s":"')
     assert loads_literal(text) is not None
+
+
+@pytest.mark.parametrize("depth", [254, 256, 600, 2_000])
+@pytest.mark.parametrize("escape", ["", "caf\\u00e9 "])
+@pytest.mark.parametrize("room", [3_000, 20_000])
+def test_a_document_nested_deeper_than_orjson_writes_gets_the_text_form(
+    depth: int, escape: str, room: int
+) -> None:
+    text = "[" * depth + '"' + escape + "x" * 50_000 + '"' + "]" * depth
+    preview = fit_text(text, room)
+    assert len(preview) <= room
+    assert ("of JSON" in preview.split("\n", 1)[0]) is (depth < 256)
+
+
+def test_a_lone_surrogate_gets_the_text_form() -> None:
+    text = '{"a": "\\ud800", "b": "' + "x" * 5_000 + '"}'
+    preview = fit_text(text, 1_000)
+    assert len(preview) <= 1_000
+    assert "of JSON" not in preview.split("\n", 1)[0]
