@@ -431,3 +431,11 @@ def test_a_lone_surrogate_gets_the_text_form() -> None:
     preview = fit_text(text, 1_000)
     assert len(preview) <= 1_000
     assert "of JSON" not in preview.split("\n", 1)[0]
+
+
+@pytest.mark.parametrize(("rows", "json_form"), [(1_000, True), (200_000, False)])
+def test_the_literal_parse_reads_documents_up_to_4_mib(rows: int, json_form: bool) -> None:
+    # NaN keeps a document from msgspec; a longer one than 4 MiB gets the text forms.
+    text = json.dumps({"a": float("nan"), "rows": [[i, i / 7] for i in range(rows)]})
+    assert (len(text) <= jsonpreview._LITERAL) is json_form
+    assert ("of JSON" in fit_text(text, 2_000).split("\n", 1)[0]) is json_form
