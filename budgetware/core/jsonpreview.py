@@ -190,7 +190,8 @@ def parse_document(text: str) -> Document | None:
     number is written back as the document spells it.
     """
     first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
-    if first >= len(text) or text[first] not in "{[" or text.rstrip(_SPACE)[-1] not in "}]":
+    end = text[-64:].rstrip(_SPACE) or text.rstrip(_SPACE)  # no copy of a large text
+    if first >= len(text) or text[first] not in "{[" or end[-1] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
     raw = raw_compact(body)

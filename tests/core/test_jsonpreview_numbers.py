@@ -160,10 +160,16 @@ def test_a_preview_is_byte_identical_to_the_literal_parse(name: str, split: bool
         assert _previews(DOCUMENTS[name]) == got
 
 
-def test_duplicate_keys_are_shown_as_written() -> None:
+def test_a_key_given_twice_stays_twice_where_its_object_is_shown_whole() -> None:
+    text = '{"log": "' + "x" * 5000 + '", "meta": {"a": 1, "b": 2, "a": 3}}'
+    body = fit_text(text, 400).split("\n", 1)[1].lstrip("\n")
+    assert body.endswith(',"meta":{"a":1,"b":2,"a":3}}')
+
+
+def test_a_cut_object_keeps_the_last_value_of_a_key_where_it_first_was() -> None:
     text = '{"a": 1, "b": [' + ", ".join(map(str, range(1500))) + '], "a": 2.50}'
     body = fit_text(text, 400).split("\n", 1)[1].lstrip("\n")
-    assert body.startswith('{"a":2.50,"b":[0,1,2,')  # the member read last, where it first was
+    assert body.startswith('{"a":2.50,"b":[0,1,2,')
     assert json.loads(body)["a"] == 2.5
 
 
