@@ -80,6 +80,29 @@ def outputs() -> dict[str, str]:
         "JSON: 500,000 floats from json.dumps": json.dumps(
             {"run": MARK, "embedding": [rng.gauss(0, 0.05) for _ in range(500_000)]}
         ),
+        # Non-ASCII, which json.dumps escapes (\u00e9): the parts shown are respelled.
+        "JSON: 42,000 API objects, escaped": json.dumps(
+            {
+                "run": MARK,
+                "data": [
+                    {"id": i, "name": f"itém {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
+                    for i in range(42_000)
+                ],
+            },
+            indent=1,
+        ),
+        # NaN, which msgspec refuses: over 4 MiB such a document gets the text forms.
+        "JSON: 42,000 API objects with a NaN": json.dumps(
+            {
+                "run": MARK,
+                "nan": float("nan"),
+                "data": [
+                    {"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
+                    for i in range(42_000)
+                ],
+            },
+            indent=1,
+        ),
     }
 
 
