@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from budgetware.core.allocate import allocate
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import _orjson, compact_literal, dumps_literal, loads_literal
 from budgetware.core.measure import Unit, cut_prefix, cut_suffix, measure
 from budgetware.core.notice import Wording
@@ -30,7 +31,7 @@ else:
     _decode = _msgspec.json.decode
     _plain = _msgspec.json.Decoder(float_hook=float).decode  # 1e400: inf, not an error
 
-__all__ = ["parse_document", "render_within"]
+__all__ = ["parse_document", "read_document", "render_within"]
 
 # The smallest value a shortened member or element may become: a summary string "...".
 _MIN_VALUE = 5
@@ -43,17 +44,23 @@ _LEADING_SPACE = re.compile(r"\ufeff?[ \t\n\r]*")
 _SPACE = " \t\n\r"
 # An array of numbers at least this long is split only at its ends (``_Ends``).
 _LONG = 1 << 16
+_WINDOW = 1 << 18  # how much of an array's text one call decodes: about 0.3 ms
 _LITERAL = 4 << 20  # the longest text read by the literal parse (with NaN): about 45 ms
 _Raw: Any = _msgspec.Raw if _msgspec is not None else ()  # msgspec's undecoded JSON value
 
 
-def raw_compact(text: str) -> Any:
-    """``text`` as one compact ``msgspec.Raw``, every value as spelled; None without msgspec
-    and orjson, or for text msgspec refuses (``NaN``, a lone surrogate, bad JSON)."""
+def read_document(text: str) -> Document | None:
+    """``text`` as a Document of ``msgspec.Raw`` parts, its root opened, which checks the
+    text (a long array a window at a time: no call holds the GIL long); None without
+    msgspec and orjson, or for text msgspec refuses (``NaN``, a lone surrogate, bad JSON)."""
     if _msgspec is None or _orjson is None:
         return None
     try:
-        return _msgspec.Raw(_msgspec.json.format(text.encode("utf-8"), indent=-1))
+        doc = Document(_msgspec.Raw(text.encode("utf-8").strip(b" \t\n\r")))
+        give_way()
+        if isinstance(doc.open(doc.value), _Ends):  # never decoded whole: check it
+            _decode(doc.value, type=_Raw)
+        return doc
     except (UnicodeEncodeError, _msgspec.DecodeError, RecursionError):
         return None
 
@@ -70,9 +77,9 @@ def respelled(compact: bytes) -> bool:
 
 
 class Document:
-    """A parsed JSON object or array. With msgspec, its compact text as ``msgspec.Raw``
-    opened a level at a time where the preview looks, so an omitted middle is never made
-    into values; else the literal parse, each container's size measured once."""
+    """A parsed JSON object or array. With msgspec, its text as ``msgspec.Raw`` opened a
+    level at a time where the preview looks, so an omitted middle is never made into
+    values; else the literal parse, each container's size measured once."""
 
     __slots__ = ("_known", "_text_bytes", "_written", "limit", "respell", "value")
 
@@ -82,15 +89,19 @@ class Document:
         self._known: dict[int, Any] = {}
         self._written: dict[int, bytes] = {}  # Raw parts as the literal parse writes them
         self._text_bytes: int | None = None
-        # Escapes to respell (``\u00e9``: ``é``)? Then a Raw part over ``limit``, six times
-        # the largest room (an escape is at most six bytes), measures its own length.
+        # A Raw part with more than ``limit`` bytes besides whitespace, the largest room (six
+        # times that with escapes to respell, ``\u00e9`` as ``é``), measures its own length.
         self.respell = isinstance(value, _Raw) and respelled(bytes(value))
         self.limit = 0
 
     def size(self, node: Any) -> int:
         """The compact size of ``node``, a part of this document."""
         if isinstance(node, _Raw):
-            return len(self.written(node) if len(node) <= self.limit else node)
+            if len(node) > self.limit:  # too large for any room, whitespace aside?
+                dense = bytes(memoryview(node)[: 4 * self.limit]).translate(None, b" \t\n\r")
+                if len(dense) > self.limit:
+                    return len(node)  # then never compacted to be measured
+            return len(self.written(node))
         if isinstance(node, (dict, list)):
             known: int | None = self._known.get(id(node))
             if known is None:
@@ -103,7 +114,9 @@ class Document:
         known = self._written.get(id(node))
         if known is None:
             raw = bytes(node)
-            known = self._written[id(node)] = compact_literal(raw) if respelled(raw) else raw
+            respell = self.respell and respelled(raw)
+            known = compact_literal(raw) if respell else _msgspec.json.format(raw, indent=-1)
+            self._written[id(node)] = known
         return known
 
     def open(self, node: Any) -> Any:
@@ -117,7 +130,7 @@ class Document:
             if kind == 0x5B:
                 data = bytes(node)
                 flat = len(data) >= _LONG and all(data.find(c, 1) < 0 for c in (b'"', b"[", b"{"))
-                opened = _Ends(data) if flat else _decode(node, type=list[_Raw])
+                opened = _Ends(data) if flat else _elements(data)
                 self._known[id(node)] = opened
             elif kind == 0x7B:
                 opened = self._known[id(node)] = _decode(node, type=dict[str, _Raw])
@@ -177,10 +190,35 @@ class _Ends:
         taken = sum(map(len, pieces)) + len(pieces)
         if from_back:
             self.cuts[1] -= taken
-            self.back.extend(map(_msgspec.Raw, reversed(pieces)))
+            self.back.extend(_msgspec.Raw(p.strip()) for p in reversed(pieces))
         else:
             self.cuts[0] += taken
-            self.front.extend(map(_msgspec.Raw, pieces))
+            self.front.extend(_msgspec.Raw(p.strip()) for p in pieces)
+
+
+def _elements(data: bytes) -> Any:
+    """The elements of an array's text as Raw parts, decoded ``_WINDOW`` bytes at a time.
+    A window ends at a comma between ``]``, ``}`` or ``"`` and what the first element
+    starts with, if that comma is outside every element: ``[`` + the window + ``]``
+    decodes (a cut inside an element would leave it open)."""
+    at = re.match(rb"\[\s*", data).end()  # type: ignore[union-attr]
+    cuts = re.compile(rb'[]}"]\s*(,)(?=\s*' + re.escape(data[at : at + 1]) + b")")
+    parts: list[Any] = []
+    start = cut = 1
+    tries = 4
+    while tries:
+        at = max(cut, start + _WINDOW)
+        found = cuts.search(data, at, at + _WINDOW)
+        if found is None:
+            break
+        cut = found.start(1)
+        try:
+            parts += _decode(b"[" + data[start:cut] + b"]", type=list[_Raw])
+            start, tries = cut + 1, 4
+            give_way()
+        except _msgspec.DecodeError:  # a comma inside an element (or bad text): the next one
+            cut, tries = cut + 1, tries - 1
+    return parts + _decode(data if start == 1 else b"[" + data[start:], type=list[_Raw])
 
 
 def parse_document(text: str) -> Document | None:
@@ -194,9 +232,9 @@ def parse_document(text: str) -> Document | None:
     if first >= len(text) or text[first] not in "{[" or end[-1] not in "}]":
         return None
     body = text[first:] if first and text[0] == "\ufeff" else text
-    raw = raw_compact(body)
-    if raw is not None or len(body) > _LITERAL:
-        return None if raw is None else Document(raw)
+    doc = read_document(body)
+    if doc is not None or len(body) > _LITERAL:
+        return doc
     collecting = gc.isenabled()
     gc.disable()  # a parsed tree holds no cycle: the collector's passes would find none
     try:
@@ -237,7 +275,7 @@ def render_within(
         budget = max(int(room * min(scale, 8.0)), 2)
     fitter = _Fitter(doc, words, salient, salient_percent)
     for _ in range(16):
-        doc.limit = doc.respell * 6 * max(budget, _MIN_SALIENT_ELEMENT)
+        doc.limit = (6 if doc.respell else 1) * max(budget, _MIN_SALIENT_ELEMENT)
         shrunk = fitter.fit(doc.value, budget, doc.size(doc.value))
         if shrunk is None:
             return None
@@ -363,6 +401,7 @@ def _salient_element(value: Any, pattern: SalientPattern) -> bool:
     salient-line ``pattern`` matches, or is a failure status such as ``"failed"``, or a
     member named ``error``, ``exception``, ``failures``, ... holds something (a non-empty
     string, object or array, or true)."""
+    give_way()  # (at most once a millisecond) a thousand elements take tens of them
     stack = [value]
     while stack:
         node = stack.pop()

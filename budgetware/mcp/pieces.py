@@ -125,6 +125,7 @@ def _token_end(body: bytes, start: int) -> int:
             raise _CannotSplit  # unterminated, or a byte no string may hold here
         # The window ended inside the token (perhaps just before an escape): go on there.
         pos = end
+        give_way()
 
 
 def _decode(body: bytes, start: int, end: int) -> str:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from budgetware.core import jsonio, jsonpreview
 from budgetware.core.fit import SlotPreview
 from budgetware.core.jsonio import compact_literal, loads_literal
-from budgetware.core.jsonpreview import raw_compact, respelled
+from budgetware.core.jsonpreview import read_document, respelled
 from budgetware.finalizer import fit_text
 
 from .strategies import json_numbers, json_trees
@@ -131,7 +131,7 @@ ROOMS = (40, 120, 400, 1_500, 6_000)
 
 def _the_code_before(patch: pytest.MonkeyPatch) -> None:
     """The literal parse, every size measured by serializing."""
-    patch.setattr(jsonpreview, "raw_compact", lambda text: None)
+    patch.setattr(jsonpreview, "read_document", lambda text: None)
     patch.setattr(jsonpreview.Document, "size", lambda self, node: jsonpreview._size(node))
 
 
@@ -152,8 +152,9 @@ _DUPLICATES = {"duplicate keys"}
 @pytest.mark.parametrize("split", [False, True])
 def test_a_preview_is_byte_identical_to_the_literal_parse(name: str, split: bool) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        if split:  # every array of numbers split at its ends, however short
+        if split:  # every array of numbers split at its ends, every other one in windows
             patch.setattr(jsonpreview, "_LONG", 3)
+            patch.setattr(jsonpreview, "_WINDOW", 8)
         got = _previews(DOCUMENTS[name])
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
@@ -192,6 +193,7 @@ def test_every_room_up_to_the_document_s_size_gives_the_literal_parse_s_preview(
     rooms = range(1, size + 2)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonpreview, "_LONG", 3)
+        patch.setattr(jsonpreview, "_WINDOW", 8)
         got = [fit_text(text, room, unit="utf8_bytes") for room in rooms]
     with pytest.MonkeyPatch.context() as patch:
         _the_code_before(patch)
@@ -201,16 +203,15 @@ def test_every_room_up_to_the_document_s_size_gives_the_literal_parse_s_preview(
 @pytest.mark.parametrize("name", list(DOCUMENTS))
 def test_the_compact_text_is_the_literal_parse_s_writing(name: str) -> None:
     text = DOCUMENTS[name].lstrip("\ufeff")
-    raw = raw_compact(text)
-    if raw is not None and name not in _DUPLICATES:
-        written = compact_literal(bytes(raw)) if respelled(bytes(raw)) else bytes(raw)
-        assert written == compact_literal(text)
+    doc = read_document(text)
+    if doc is not None and name not in _DUPLICATES:
+        assert doc.written(doc.value) == compact_literal(text)
 
 
 def test_the_documents_left_to_the_literal_parse_or_respelled() -> None:
-    raws = {name: raw_compact(text.lstrip("\ufeff")) for name, text in DOCUMENTS.items()}
-    assert {name for name, raw in raws.items() if raw is None} == {"nan and infinity"}
-    assert {name for name, raw in raws.items() if raw and respelled(bytes(raw))} == {
+    docs = {name: read_document(text.lstrip("\ufeff")) for name, text in DOCUMENTS.items()}
+    assert {name for name, doc in docs.items() if doc is None} == {"nan and infinity"}
+    assert {name for name, doc in docs.items() if doc and doc.respell} == {
         "slash escapes",
         "unicode escaped",
         "unicode escaped, python exponents",
@@ -254,7 +255,7 @@ def test_the_whole_document_is_never_serialized_to_fit_it(
 
 @pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": "\\ud800"}', "[1, 2,]", "[Infinity]"])
 def test_what_msgspec_refuses_is_left_to_the_literal_parse(text: str) -> None:
-    assert raw_compact(text) is None
+    assert read_document(text) is None
 
 
 @pytest.mark.parametrize(
@@ -271,9 +272,10 @@ def test_what_msgspec_refuses_is_left_to_the_literal_parse(text: str) -> None:
     ],
 )
 def test_escapes_orjson_writes_otherwise_are_respelled(text: str, other: bool) -> None:
-    raw = bytes(raw_compact(text))
-    assert respelled(raw) is other
-    assert (compact_literal(raw) if other else raw) == compact_literal(text)
+    doc = read_document(text)
+    assert doc is not None
+    assert respelled(bytes(doc.value)) is doc.respell is other
+    assert doc.written(doc.value) == compact_literal(text)
 
 
 # -- long arrays of numbers, split at their ends ------------------------------------------
@@ -396,14 +398,15 @@ def test_generated_documents_give_the_literal_parse_s_preview(
     inner: str, allocation: int, unit: str
 ) -> None:
     text = "[" + inner + ", " + inner + "]"
-    raw = raw_compact(text)
+    doc = read_document(text)
     pairs: list[int] = []
     loads_literal(text)  # valid JSON
     json.loads(text, object_pairs_hook=lambda kv: pairs.append(len(kv) - len(dict(kv))))
-    if raw is not None and not any(pairs) and not respelled(bytes(raw)):
-        assert bytes(raw) == compact_literal(text)
+    if doc is not None and not any(pairs):
+        assert doc.written(doc.value) == compact_literal(text)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonpreview, "_LONG", 3)
+        patch.setattr(jsonpreview, "_WINDOW", 8)
         got = fit_text(text, allocation, refs=[REF], unit=unit)  # type: ignore[arg-type]
     if any(pairs):
         return  # a key given twice: written as it is, where the literal parse keeps one
@@ -414,7 +417,7 @@ def test_generated_documents_give_the_literal_parse_s_preview(
 
 def test_the_literal_parse_keeps_reading_what_orjson_refuses() -> None:
     text = '{"a": [NaN, 1.10, 123456789012345678901234567890], "s": "' + "x" * 3000 + '"}'
-    assert raw_compact(text) is None
+    assert read_document(text) is None
     body = fit_text(text, 500).split("\n", 1)[1].lstrip("\n")
     assert body.startswith('{"a":[NaN,1.10,123456789012345678901234567890],"s":"')
     assert loads_literal(text) is not None
@@ -445,3 +448,17 @@ def test_the_literal_parse_reads_documents_up_to_4_mib(rows: int, json_form: boo
     text = json.dumps({"a": float("nan"), "rows": [[i, i / 7] for i in range(rows)]})
     assert (len(text) <= jsonpreview._LITERAL) is json_form
     assert ("of JSON" in fit_text(text, 2_000).split("\n", 1)[0]) is json_form
+
+
+@pytest.mark.parametrize("window", [8, 1 << 18])
+@pytest.mark.parametrize("bad", ['{"id": 1, "tags": ["a",]}', '{"id": 01}', "[1.2.3]", "tru"])
+def test_bad_json_in_any_window_of_an_array_leaves_it_to_the_text_forms(
+    window: int, bad: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonpreview, "_WINDOW", window)
+    rows = [json.dumps({"id": i, "tags": ["a", "b"], "n": i / 3}) for i in range(20_000)]
+    floats = [json.dumps(i / 3) for i in range(200_000)]
+    assert jsonpreview.parse_document("[" + ", ".join(rows) + "]") is not None
+    rows[12_345] = floats[123_456] = bad
+    for items in (rows, floats):
+        assert jsonpreview.parse_document("[" + ", ".join(items) + "]") is None
