@@ -87,13 +87,10 @@ class Recorder:
         if self._fd is not None and self._pid == os.getpid():
             return self._fd
         # A forked child writes its own file: two processes never interleave a record.
-        folder = open_private_dir(str(self.directory))
-        try:
+        with open_private_dir(str(self.directory)) as folder:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             name = f"submitted-{stamp}-{os.getpid()}.jsonl"
             self._fd = folder.open(name, _FLAGS, 0o600)
-        finally:
-            folder.close()
         self._pid = os.getpid()
         self.path = self.directory / name
         return self._fd

@@ -197,17 +197,12 @@ class _Log:
             )
 
     def _open(self) -> None:
-        root = open_private_dir(self.root)
-        try:
+        with open_private_dir(self.root):
             fresh = not os.path.isdir(os.path.join(self.root, self.session))
             folder = open_private_dir(os.path.join(self.root, self.session))
-        finally:
-            root.close()
-        try:
+        with folder:
             name = f"{os.getpid()}-{os.urandom(2).hex()}.jsonl"
             self.fd = folder.open(name, _FLAGS, 0o600)
-        finally:
-            folder.close()
         self.path = os.path.join(self.root, self.session, name)
         header = {
             "type": "process",

@@ -33,11 +33,17 @@ USE_DIR_FD = {os.open, os.stat, os.link, os.unlink, os.rename, os.utime} <= os.s
 
 
 class Folder:
-    """File operations on names inside the store directory."""
+    """File operations on names inside the store directory; ``with`` closes it."""
 
     def __init__(self, path: str, fd: int | None) -> None:
         self.path = path
         self.fd = fd
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _at(self, name: str) -> tuple[str, dict[str, Any]]:
         if self.fd is None:

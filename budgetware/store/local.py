@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -71,16 +72,15 @@ class LocalArtifactStore(ContentStore):
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             raise ArtifactNotFound("no such artifact in this store") from None
-        try:
-            fd = folder.open(check_key(key) + ".txt", os.O_RDONLY | _NOFOLLOW | _BINARY)
-        except FileNotFoundError:
-            raise ArtifactNotFound("no such artifact in this store") from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # a symlink
+        with folder:
+            try:
+                fd = folder.open(check_key(key) + ".txt", os.O_RDONLY | _NOFOLLOW | _BINARY)
+            except FileNotFoundError:
                 raise ArtifactNotFound("no such artifact in this store") from None
-            raise
-        finally:
-            folder.close()
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # a symlink
+                    raise ArtifactNotFound("no such artifact in this store") from None
+                raise
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -110,7 +110,7 @@ class LocalArtifactStore(ContentStore):
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return "absent"
-        try:
+        with folder:
             try:
                 info = folder.lstat(name)
             except FileNotFoundError:
@@ -118,15 +118,10 @@ class LocalArtifactStore(ContentStore):
             if not stat.S_ISREG(info.st_mode):
                 raise ArtifactStoreError(errno.EEXIST, "artifact name is taken by a non-file")
             return "verified" if _digest(folder, name) == key else "false"
-        finally:
-            folder.close()
 
     def _write(self, key: str, data: bytes, *, replace: bool) -> bool:
-        folder = self._open_dir()
-        try:
+        with self._open_dir() as folder:
             return _write_file(folder, key + ".txt", data, replace=replace, key=key)
-        finally:
-            folder.close()
 
     def _refresh(self, key: str) -> bool:
         # The modification time is the last use the sweep and prune read.
@@ -137,16 +132,15 @@ class LocalArtifactStore(ContentStore):
             return False
         except OSError:
             return True  # cannot tell; the artifact was verified
-        try:
-            if folder.fd is None and not stat.S_ISREG(folder.lstat(name).st_mode):
-                return False  # by path, utime would follow a symlink
-            folder.touch(name)
-        except FileNotFoundError:
-            return False
-        except OSError:
-            pass  # a read-only store still serves its artifacts
-        finally:
-            folder.close()
+        with folder:
+            try:
+                if folder.fd is None and not stat.S_ISREG(folder.lstat(name).st_mode):
+                    return False  # by path, utime would follow a symlink
+                folder.touch(name)
+            except FileNotFoundError:
+                return False
+            except OSError:
+                pass  # a read-only store still serves its artifacts
         return True
 
     def _still_there(self, key: str) -> bool:
@@ -164,17 +158,12 @@ class LocalArtifactStore(ContentStore):
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return None  # the usual case: no producer bounded this text
-        try:
+        with folder:
             return _read_small(folder, name)
-        finally:
-            folder.close()
 
     def _write_record(self, name: str, data: bytes, *, replace: bool) -> None:
-        folder = self._open_dir()
-        try:
+        with self._open_dir() as folder:
             _write_file(folder, name, data, replace=replace)
-        finally:
-            folder.close()
 
     def _scan(self) -> Listing:
         listing = Listing()
@@ -182,7 +171,7 @@ class LocalArtifactStore(ContentStore):
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return listing
-        try:
+        with folder:
             kinds = (listing.artifacts, listing.decisions, listing.temps)
             with os.scandir(self._dir if folder.fd is None else folder.fd) as entries:
                 for count, item in enumerate(entries, 1):
@@ -200,8 +189,6 @@ class LocalArtifactStore(ContentStore):
                         continue
                     if stat.S_ISREG(info.st_mode):
                         into.append(Entry(name, info.st_size, info.st_mtime))
-        finally:
-            folder.close()
         return listing
 
     def _delete(self, names: list[str]) -> None:
@@ -209,16 +196,12 @@ class LocalArtifactStore(ContentStore):
             folder = self._open_dir(create=False)
         except FileNotFoundError:
             return
-        try:
+        with folder:
             for name in names:
                 if sweeper.stopping():
                     return
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     folder.unlink(name)
-                except FileNotFoundError:
-                    pass
-        finally:
-            folder.close()
 
 
 def _version(info: os.stat_result) -> Hashable:
@@ -292,7 +275,5 @@ def _write_file(
             folder.replace(tmp, name)  # a file system without hard links
         return True
     finally:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             folder.unlink(tmp)
-        except FileNotFoundError:
-            pass
