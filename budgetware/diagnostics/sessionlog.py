@@ -48,15 +48,8 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 KEEP_SESSIONS = 50
 _REMEMBERED = 4096
 _SESSION_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
-_FLAGS = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | os.O_EXCL
-    | os.O_APPEND
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+_FLAGS |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _DEFAULTS = BudgetConfig()
 _PREVIEW_SETTINGS = ("preview_salient_percent", "preview_salient_patterns", "preview_tool_hint")
 
