@@ -7,7 +7,8 @@ import fnmatch
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from budgetware.core import observe
 from budgetware.core.allocate import allocate, allocate_by_priority
@@ -24,6 +25,7 @@ __all__ = [
     "finalize_batch",
     "finalize_batch_written",
     "guard_batch",
+    "match_name",
     "preview_options",
     "rooms",
     "tool_priority",
@@ -32,6 +34,7 @@ __all__ = [
 logger = logging.getLogger("budgetware")
 
 _DEFAULT_CONFIG = BudgetConfig()
+_V = TypeVar("_V")
 
 
 def finalize_batch(
@@ -256,16 +259,20 @@ def _allocate_by_policy(
     return allocate_by_priority(lengths, config.batch_budget, ranks, floors, least)
 
 
+def match_name(table: Mapping[str, _V], name: str | None) -> _V | None:
+    """The entry of ``table`` (tool policies, MCP overrides) for ``name``: its exact name
+    first, then the first pattern (fnmatch) it matches; None when none does."""
+    if name is None:
+        return None
+    if name in table:
+        return table[name]
+    return next((v for pattern, v in table.items() if fnmatch.fnmatchcase(name, pattern)), None)
+
+
 def _policy_for(config: BudgetConfig, name: str | None) -> ToolPolicy:
-    """A tool's policy: its exact name first, then the first pattern (fnmatch) it matches."""
-    policies = config.tool_policies
-    if name is not None:
-        if name in policies:
-            return policies[name]
-        for pattern, policy in policies.items():
-            if fnmatch.fnmatchcase(name, pattern):
-                return policy
-    return _NORMAL
+    """A tool's policy (``tool_policies``; ``normal`` when none matches)."""
+    policy = match_name(config.tool_policies, name)
+    return _NORMAL if policy is None else policy
 
 
 _NORMAL = ToolPolicy()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from budgetware.core.allocate import allocate
 from budgetware.core.artifacts import ArtifactStore, text_key
@@ -19,6 +18,7 @@ from budgetware.core.config import (
     McpServerBudget,
     McpToolPolicy,
 )
+from budgetware.core.finalize import match_name
 from budgetware.core.fit import PreviewOptions, fit_text
 from budgetware.core.gil import give_way
 from budgetware.core.jsonio import dumps_bytes
@@ -48,12 +48,10 @@ SSE_FRAMING_RESERVE = 1024
 # The _meta entry naming the artifacts that hold the full output of a bounded result.
 META_ARTIFACTS = "budgetware/artifacts"
 
-_V = TypeVar("_V")
-
 
 def names_server(config: BudgetConfig, name: str) -> bool:
     """Whether ``mcp_servers`` has overrides for this server name or URL."""
-    return _match(config.mcp_servers, name) is not None
+    return match_name(config.mcp_servers, name) is not None
 
 
 def result_budget_for(
@@ -63,18 +61,18 @@ def result_budget_for(
     (server and tool, server, tool, ``mcp_result_budget``). An ``McpToolPolicy`` gives its
     ``result_budget``, else 0 for ``high`` priority, else the base raised to ``min_room``.
     """
-    overrides = _match(config.mcp_servers, server) if server else None
+    overrides = match_name(config.mcp_servers, server) if server else None
     base = config.mcp_result_budget
     entry: int | McpToolPolicy | None = None
     if overrides is not None:
         if tool is not None:
-            entry = _match(overrides.tools, tool)
+            entry = match_name(overrides.tools, tool)
         if overrides.result_budget is not None:
             if entry is None:
                 return overrides.result_budget  # server beats a global tool entry
             base = overrides.result_budget
     if entry is None and tool is not None:
-        entry = _match(config.mcp_tools, tool)
+        entry = match_name(config.mcp_tools, tool)
     if entry is None:
         return base
     if isinstance(entry, int):
@@ -86,17 +84,6 @@ def result_budget_for(
     else:
         budget = base
     return max(budget, entry.min_room) if budget > 0 else budget
-
-
-def _match(table: Mapping[str, _V], name: str | None) -> _V | None:
-    if name is None or not table:
-        return None
-    if name in table:
-        return table[name]
-    for pattern, value in table.items():
-        if fnmatch.fnmatchcase(name, pattern):
-            return value
-    return None
 
 
 @dataclass(frozen=True)
