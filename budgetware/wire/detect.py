@@ -198,15 +198,9 @@ def _valid_endpoints(raw: str) -> bool:
 def format_for_path(path: str) -> WireFormat | None:
     """The format whose endpoint this URL path is, if any."""
     stripped = path.rstrip("/")
-    for fmt in FORMATS:
-        if fmt.match_path(stripped):
-            return fmt
-    return None
+    return next((fmt for fmt in FORMATS if fmt.match_path(stripped)), None)
 
 
 def sniff_format(body: Mapping[str, Any]) -> WireFormat | None:
     """The format a decoded body of an unknown endpoint looks like, if any."""
-    for fmt in _SNIFF_ORDER:
-        if fmt.match_body(body):
-            return fmt
-    return None
+    return next((fmt for fmt in _SNIFF_ORDER if fmt.match_body(body)), None)
