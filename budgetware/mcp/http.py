@@ -27,7 +27,7 @@ from budgetware.mcp.pieces import LONG_STRING_BYTES, loads_in_pieces, loads_outl
 from budgetware.store.select import store_for_config
 from budgetware.wire.splice import patch_json
 
-__all__ = ["response_may_wait", "rewrite_mcp_response"]
+__all__ = ["bound_arguments", "response_may_wait", "rewrite_mcp_response"]
 
 
 # Set on a response this module produced, so a second layer (transport and send) skips it.
@@ -61,15 +61,7 @@ def rewrite_mcp_response(
         max_bytes = effective.mcp_max_message_bytes
         if limit <= 0 and max_bytes <= 0:
             return response
-        bound = partial(
-            bound_response_message,
-            budget=limit,
-            max_bytes=max_bytes,
-            store=store_for_config(effective) if store is None else store,
-            persist=effective.persist,
-            unit=effective.unit,
-            options=preview_options(effective),
-        )
+        bound = partial(bound_response_message, **bound_arguments(effective, store, limit))
         if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
             transform = partial(_SseTransform, call[0], bound, max_bytes, effective)
             return _replace(response, transform)
@@ -96,6 +88,21 @@ def response_may_wait(request: Any, response: Any, config: BudgetConfig | None =
     if not (over_budget or over_limit):
         return False
     return effective.persist and effective.store_location().scheme == "s3"
+
+
+def bound_arguments(
+    config: BudgetConfig, store: ArtifactStore | None, budget: int
+) -> dict[str, Any]:
+    """``bound_tool_result``'s settings under ``config``: ``budget``, the message limit, the
+    store (the configured one unless ``store``), persistence, unit and preview options."""
+    return {
+        "budget": budget,
+        "max_bytes": config.mcp_max_message_bytes,
+        "store": store_for_config(config) if store is None else store,
+        "persist": config.persist,
+        "unit": config.unit,
+        "options": preview_options(config),
+    }
 
 
 def _effective(config: BudgetConfig | None, request: Any) -> BudgetConfig:

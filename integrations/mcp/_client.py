@@ -17,10 +17,9 @@ if TYPE_CHECKING:
 from budgetware.core import observe
 from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, check_settings, current_overrides, resolve_config
-from budgetware.core.finalize import preview_options
 from budgetware.mcp.bound import bound_tool_result, result_budget_for
-from budgetware.mcp.http import rewrite_mcp_response
-from budgetware.store.select import check_store, store_for_config
+from budgetware.mcp.http import bound_arguments, rewrite_mcp_response
+from budgetware.store.select import check_store
 
 from .. import require
 
@@ -212,19 +211,8 @@ class _BoundingRead(_StreamProxy):
         return type(item)(message=new_message, metadata=getattr(item, "metadata", None))
 
     def _bound(self, result: dict[str, Any], config: BudgetConfig, limit: int) -> Any:
-        store = self._state.store
-        if store is None:
-            store = store_for_config(config)
-        outcome = bound_tool_result(
-            result,
-            budget=limit,
-            max_bytes=config.mcp_max_message_bytes,
-            store=store,
-            persist=config.persist,
-            unit=config.unit,
-            options=preview_options(config),
-        )
-        return outcome.result
+        arguments = bound_arguments(config, self._state.store, limit)
+        return bound_tool_result(result, **arguments).result
 
 
 def bound_streams(
