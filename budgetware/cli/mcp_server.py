@@ -4,6 +4,7 @@ with ``--http HOST:PORT``), reading the store the ``BUDGETWARE_*`` settings name
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from typing import Any
@@ -91,8 +92,6 @@ def main(argv: list[str]) -> int:
     async def serve() -> None:
         await mcp_server.serve_http(server, host=host, port=port, token=token, on_ready=ready)
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve)
-    except KeyboardInterrupt:
-        pass
     return 0

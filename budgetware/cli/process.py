@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -26,10 +27,8 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 def forward_signals(child: subprocess.Popen[bytes]) -> dict[int, _Handler]:
     def forward(signum: int, frame: FrameType | None) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # gone, or a signal Windows can't send
             child.send_signal(signum)
-        except (OSError, ValueError):  # gone, or a signal Windows cannot send (SIGINT)
-            pass
 
     previous: dict[int, _Handler] = {}
     if threading.current_thread() is not threading.main_thread():

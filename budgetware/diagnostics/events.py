@@ -9,6 +9,7 @@ into the caller or changes a value.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -477,10 +478,8 @@ def _close_log() -> None:
     global _log_fd
     fd, _log_fd = _log_fd, None
     if fd is not None:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _evaluate(values: Callable[[], Iterable[Value]] | None) -> list[Any]:

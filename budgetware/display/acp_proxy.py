@@ -4,6 +4,7 @@ kept), every other line forwarded byte for byte."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from typing import IO, Any
@@ -56,17 +57,14 @@ def pump_stdin(source_fd: int, child_stdin: IO[bytes]) -> None:
     """
     target_fd = child_stdin.fileno()
     try:
-        while data := os.read(source_fd, CHUNK):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(target_fd, view) :]
-    except OSError:
-        pass  # the agent is gone; its exit code tells
+        with contextlib.suppress(OSError):  # the agent is gone; its exit code tells
+            while data := os.read(source_fd, CHUNK):
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(target_fd, view) :]
     finally:
-        try:
+        with contextlib.suppress(OSError):
             child_stdin.close()
-        except OSError:
-            pass
 
 
 def pump_stdout(chunks: Iterable[bytes], sink: IO[bytes], budget: int) -> None:

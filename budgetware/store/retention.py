@@ -8,6 +8,7 @@ wrote since; a write past ``max_store_bytes`` is refused. The sweep runs at most
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import threading
@@ -159,10 +160,9 @@ class Retention:
         counting.join(FIRST_COUNT_SECONDS)
 
     def _count_quietly(self) -> None:
-        try:
+        # On a failure the next write counts again (and fails as this count did).
+        with contextlib.suppress(Exception):
             self.count()
-        except Exception:  # the next write counts again (and fails as this count did)
-            pass
 
     def count(self) -> None:
         """List the store and take what it holds now as its size, deleting nothing."""
@@ -242,10 +242,8 @@ class Retention:
         )
         self._remove(listing, doomed, stale_temps(listing.temps, now=now), progress)
         self._census(listing, doomed, started)
-        try:
+        with contextlib.suppress(OSError):  # read-only: still swept (and counted) in memory
             self.store._write_record(MARKER, dumps_bytes({"started": started}), replace=True)
-        except OSError:
-            pass  # a read-only store is still swept (and counted) in memory
         return summarize(doomed)
 
     def _remove(

@@ -6,6 +6,7 @@ stopped at exit so that a sweep ends between two deletions.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -71,10 +72,8 @@ def _lower_priority() -> None:
     """Let request threads have the CPU first (Linux: a nice value per thread)."""
     if sys.platform != "linux":
         return
-    try:
+    with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except OSError:
-        pass
 
 
 _SWEEPER = _Sweeper()

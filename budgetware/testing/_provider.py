@@ -3,6 +3,7 @@ the real SDKs to complete a call, streaming or not, recording every request byte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import selectors
 import socket
@@ -212,10 +213,8 @@ class FakeProvider:
             connections = list(server.connections)
             handlers = list(server.handler_threads)
         for conn in connections:  # wakes handlers blocked on idle keep-alive connections
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         for handler in handlers:
             handler.join(timeout=5)
         server.server_close()
