@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from budgetware import tools as tool
 from budgetware.cli.errors import ArgumentParser
-from budgetware.cli.report import load, page, page_data
+from budgetware.cli.report import SESSION_HELP, load, page, page_data
 from budgetware.core.artifacts import ArtifactStoreError
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.finalize import preview_options
@@ -233,11 +233,7 @@ def main(argv: list[str]) -> int:
         prog="budgetware inspect",
         description="Show a session in the browser: sizes, cuts, previews beside full outputs.",
     )
-    parser.add_argument(
-        "session",
-        nargs="?",
-        help="a session id, a session's directory or file (default: the latest session)",
-    )
+    parser.add_argument("session", nargs="?", help=SESSION_HELP)
     parser.add_argument("--port", type=int, default=0, help="the port (default: any free one)")
     parser.add_argument("--no-browser", action="store_true", help="only print the URL")
     args = parser.parse_args(argv)

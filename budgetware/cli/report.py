@@ -18,6 +18,9 @@ from budgetware.diagnostics.sessionlog import Session, find_session, read_sessio
 
 __all__ = ["load", "main", "page", "print_run_report", "summary", "table"]
 
+# The SESSION argument of ``budgetware report`` and ``budgetware inspect``.
+SESSION_HELP = "a session id, a session's directory or file (default: the latest session)"
+
 
 def sessions_root() -> str:
     """The directory of sessions the settings name (else the default one)."""
@@ -177,11 +180,7 @@ def main(argv: list[str]) -> int:
         prog="budgetware report",
         description="Summarize what budgetware did in a session (sizes, cuts, artifacts).",
     )
-    parser.add_argument(
-        "session",
-        nargs="?",
-        help="a session id, a session's directory or file (default: the latest session)",
-    )
+    parser.add_argument("session", nargs="?", help=SESSION_HELP)
     parser.add_argument("--html", metavar="FILE", help="write the inspector's page to FILE")
     args = parser.parse_args(argv)
     session = load(args.session)
