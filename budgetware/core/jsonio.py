@@ -175,15 +175,12 @@ def _write_literal(value: Any, parts: list[str]) -> None:
         parts.append("false")
     elif isinstance(value, dict):
         parts.append("{")
-        first = True
-        for key, child in value.items():
+        for index, (key, child) in enumerate(value.items()):
             if not isinstance(key, str):
                 raise TypeError("JSON object keys must be strings")
-            if not first:
+            if index:
                 parts.append(",")
-            first = False
-            parts.append(_encode_str(key))
-            parts.append(":")
+            parts += (_encode_str(key), ":")
             _write_literal(child, parts)
         parts.append("}")
     elif isinstance(value, (list, tuple)):
