@@ -198,8 +198,7 @@ def keyed_hash(value: str) -> str:
     data = value.encode("utf-16-le", "surrogatepass")
     mac = hmac.new(_key, len(data).to_bytes(8, "big"), hashlib.sha256)
     mac.update(data)
-    digest: str = mac.hexdigest()
-    return digest
+    return mac.hexdigest()
 
 
 _set_key(_key)
