@@ -15,7 +15,7 @@ from typing import Any
 from budgetware.core.errors import fail_open
 from budgetware.core.observe import RequestReport, UsageReport, deliver_usage
 
-__all__ = ["counters", "watch_usage"]
+__all__ = ["counters", "library_stream", "watch_usage"]
 
 TAIL = 64 * 1024
 """The most held of a body, or of one SSE line: a usage object sits near the end of either."""
@@ -99,8 +99,8 @@ def watch_usage(response: Any, report: RequestReport) -> None:
             return
         library = sys.modules.get(type(response).__module__.partition(".")[0])
         if library is not None:
-            stream = _stream_class(library)(response.stream, report, api, sse, _decoder(response))
-            response.stream = stream
+            watched = library_stream("UsageWatchedStream", _WatchedStream, library)
+            response.stream = watched(response.stream, report, api, sse, _decoder(response))
     except Exception:
         fail_open("read a response's usage")
 
@@ -115,10 +115,9 @@ def _decoder(response: Any) -> Any:
 
 
 @functools.cache
-def _stream_class(library: Any) -> type[_WatchedStream]:
-    """A byte stream of the response's own library (httpx or httpx2), sync and async."""
-    bases = (_WatchedStream, library.SyncByteStream, library.AsyncByteStream)
-    return type("UsageWatchedStream", bases, {})
+def library_stream(name: str, base: type, library: Any) -> type:
+    """``base`` (named ``name``) as a sync and async byte stream of httpx or httpx2."""
+    return type(name, (base, library.SyncByteStream, library.AsyncByteStream), {})
 
 
 class _WatchedStream:

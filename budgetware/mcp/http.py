@@ -4,7 +4,6 @@ responses of httpx or httpx2 (duck typed). Importing it registers ``rewrite_mcp_
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
@@ -17,6 +16,7 @@ from budgetware.core.jsonio import compact_literal, dumps_bytes, dumps_faithful
 from budgetware.http.headers import request_settings
 from budgetware.http.hooks import entry_config, register_response_rewriter
 from budgetware.http.transport import library_of_class
+from budgetware.http.usage import library_stream
 from budgetware.mcp.bound import (
     SSE_FRAMING_RESERVE,
     bound_tool_result,
@@ -365,13 +365,6 @@ def _guarded(
 _Transform = _JsonTransform | _SseTransform
 
 
-@functools.cache
-def _stream_class(library: Any) -> type:
-    """A byte stream of the response's own library (httpx or httpx2) that applies a transform."""
-    bases = (_BoundedStream, library.SyncByteStream, library.AsyncByteStream)
-    return type("BoundedMcpStream", bases, {})
-
-
 class _BoundedStream:
     """Reads the source response's decoded bytes and yields the transformed ones."""
 
@@ -420,7 +413,8 @@ def _replace(response: Any, transform: Callable[[], _Transform]) -> Any:
         if body["content"] == response.content:
             return response
     else:
-        body = {"stream": _stream_class(library)(response, transform)}
+        bounded = library_stream("BoundedMcpStream", _BoundedStream, library)
+        body = {"stream": bounded(response, transform)}
     new = type(response)(
         response.status_code, headers=headers, request=request, extensions=extensions, **body
     )
