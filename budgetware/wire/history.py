@@ -85,10 +85,7 @@ def mask_history(
 
 def _position(batch: Batch) -> tuple[str | int, ...]:
     """Where a batch starts in the body (presets' batches come after the format's)."""
-    for found in batch:
-        if found.paths:
-            return found.paths[0][:2]
-    return ()
+    return next((found.paths[0][:2] for found in batch if found.paths), ())
 
 
 @dataclass(slots=True)
