@@ -8,6 +8,7 @@ outputs are read and searched with ``read_tool_output``'s limits.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import os
@@ -73,11 +74,9 @@ class Inspector:
     def current(self) -> Session:
         """The session, read again when its processes have written more since."""
         with self.lock:
-            try:
+            with contextlib.suppress(OSError):
                 if file_sizes(self.session.path) != self.session.files:
                     self.session = read_session(self.session.path)
-            except OSError:
-                pass
             return self.session
 
     def names(self, ref: str) -> bool:

@@ -3,6 +3,7 @@ turning a user's mistake into one line (``cli/errors.py``) and a closed pipe int
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -94,9 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so that Python's flush at exit has nothing to fail on."""
-    try:
+    with contextlib.suppress(OSError, ValueError):  # no real stdout (captured in-process)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # no real stdout (captured in-process): nothing to do
-        pass
