@@ -12,6 +12,7 @@ from budgetware.core.artifacts import ArtifactStore
 from budgetware.core.config import BudgetConfig, resolve_config
 from budgetware.core.errors import fail_open
 from budgetware.core.finalize import preview_options
+from budgetware.core.gil import give_way
 from budgetware.core.jsonio import compact_literal, dumps_bytes, dumps_faithful
 from budgetware.http.headers import request_settings
 from budgetware.http.hooks import entry_config, register_response_rewriter
@@ -234,6 +235,7 @@ class _SseTransform:
 
     def feed(self, chunk: bytes) -> list[_Out]:
         self._buf += chunk
+        give_way()  # (a whole answer's body in a worker thread)
         return self._events(final=False)
 
     def finish(self) -> list[_Out]:
@@ -258,8 +260,10 @@ class _SseTransform:
             empty = start == self._line_start
             self._scan = self._line_start = end
             if empty:
-                event = bytes(buf[:end])
+                with memoryview(buf) as view:  # one copy of a long event, not two
+                    event = bytes(view[:end])
                 del buf[:end]
+                give_way()
                 self._scan = self._line_start = 0
                 # A long event is looked at in the worker thread, not searched here.
                 if len(event) >= LONG_STRING_BYTES or b'"result"' in event:
@@ -275,9 +279,11 @@ class _SseTransform:
         other_bytes = 0
         kind = b"message"
         for line in map(_no_eol, lines):
+            give_way()  # each step copies a long line: the loop waits for one, not three
             if not line or line.startswith(b":"):
                 continue
             field, _, value = line.partition(b":")
+            give_way()
             value = value[1:] if value.startswith(b" ") else value
             if field == b"data":
                 data.append(value)  # its UTF-8 is checked by the JSON parser
@@ -330,6 +336,7 @@ class _SseTransform:
         wrote = False
         for line in lines:
             field = _no_eol(line)
+            give_way()
             if field.startswith(b"data:") or field == b"data":
                 if not wrote:
                     for payload in payload_lines:
