@@ -40,7 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx2
 import orjson
 from _harness import print_table
-from bench_loop_lag import BODY, CALL, FULL_COLLECTIONS, HEADERS, lag_cases, lags, serve, stats
+from bench_loop_lag import (
+    BODY,
+    CALL,
+    DOC_BODY,
+    FULL_COLLECTIONS,
+    HEADERS,
+    lag_cases,
+    lags,
+    serve,
+    stats,
+)
 from bench_preview import _log, _pytest_log
 
 from budgetware.core.config import BudgetConfig
@@ -186,10 +196,11 @@ def _ms(cpu: list[float], wall: list[float]) -> str:
 _RELEASING = frozenset({"write", "fsync", "update", "sleep"})
 
 
-def longest_call(sse: bool, config: BudgetConfig, serial: int) -> tuple[float, str]:
-    """The longest single C call (its CPU time) of one rewrite of the 4.3 MB answer, and
-    its name; calls that run Python inside them are not single calls."""
-    body = BODY.replace(b"#000000", b"#%06d" % serial, 1)
+def longest_call(path: str, config: BudgetConfig, serial: int) -> tuple[float, str]:
+    """The longest single C call (its CPU time) of one rewrite of the answer at ``path``,
+    and its name; calls that run Python inside them are not single calls."""
+    sse = path == "/sse"
+    body = (DOC_BODY if path == "/doc" else BODY).replace(b"#000000", b"#%06d" % serial, 1)
     if sse:
         body = b"event: message\r\ndata: " + body + b"\r\n\r\n"
     kind = "text/event-stream" if sse else "application/json"
@@ -229,7 +240,12 @@ def loop_stall(rounds: int) -> None:
     cases = lag_cases(config)
     rows = []
     try:
-        for answer, path in (("JSON", "/mcp"), ("one server-sent event", "/sse")):
+        answers = (
+            ("JSON", "/mcp"),
+            ("one server-sent event", "/sse"),
+            ("JSON, its text a JSON document", "/doc"),
+        )
+        for answer, path in answers:
             results = asyncio.run(lags(base_url + path, cases, rounds))
             base = stats(results["without budgetware"])
             for name, values in results.items():
@@ -241,7 +257,7 @@ def loop_stall(rounds: int) -> None:
             for name, values in FULL_COLLECTIONS.items():  # the process's pause, not ours
                 label = f"{name}: {len(values)} request(s) with a full collection, left out above"
                 rows.append((answer, label, "", "", f"{max(values) * 1e3:.1f} ms", "", ""))
-            calls = [longest_call(path == "/sse", config, n) for n in range(1, 8)]
+            calls = [longest_call(path, config, n) for n in range(1, 8)]
             spent, function = max(calls)
             rows.append(
                 (
@@ -258,8 +274,9 @@ def loop_stall(rounds: int) -> None:
         server.shutdown()
         shutil.rmtree(directory, ignore_errors=True)
     print_table(
-        f"longest ticker gap on the loop per request, a {len(BODY) / 1e6:.1f} MB tools/call "
-        f"answer (target: never more than 10 ms); {rounds} rounds interleaved",
+        f"longest ticker gap on the loop per request, {len(DOC_BODY) / 1e6:.1f} to "
+        f"{len(BODY) / 1e6:.1f} MB tools/call answers "
+        f"(target: never more than 10 ms); {rounds} rounds interleaved",
         rows,
         ("answer", "case", "median", "p99", "max", "added median", "added max"),
     )
