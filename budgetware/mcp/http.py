@@ -235,7 +235,8 @@ class _SseTransform:
 
     def feed(self, chunk: bytes) -> list[_Out]:
         self._buf += chunk
-        give_way()  # (a whole answer's body in a worker thread)
+        if len(chunk) > LONG_STRING_BYTES:  # a whole body, in a worker thread: not a stream
+            give_way()
         return self._events(final=False)
 
     def finish(self) -> list[_Out]:
@@ -263,7 +264,6 @@ class _SseTransform:
                 with memoryview(buf) as view:  # one copy of a long event, not two
                     event = bytes(view[:end])
                 del buf[:end]
-                give_way()
                 self._scan = self._line_start = 0
                 # A long event is looked at in the worker thread, not searched here.
                 if len(event) >= LONG_STRING_BYTES or b'"result"' in event:
@@ -274,6 +274,7 @@ class _SseTransform:
         return out
 
     def _rewrite(self, event: bytes) -> bytes:
+        give_way()  # after the copy of a long event, before the next ones
         lines = event.splitlines(keepends=True)  # the SSE line endings: CRLF, LF or CR
         data: list[bytes] = []
         other_bytes = 0
