@@ -49,6 +49,9 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="budgetware-test-cache-")
 # the sweep turn it on for their own stores.
 os.environ["BUDGETWARE_ARTIFACT_SWEEP_INTERVAL"] = "0"
 
+# Imported here, once: its entry points (trio's register_random) would otherwise run first
+# inside an in-process pytester run, where the registration warns and fails that run.
+import hypothesis  # noqa: F401
 import pytest
 
 from budgetware.http.instrument import uninstrument
