@@ -26,13 +26,15 @@ def config(artifact_dir: Path) -> BudgetConfig:
 
 @pytest.fixture
 def finalize_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The thread each finalize_body call of the HTTP layer ran in."""
+    """The thread each finalize_body call of the HTTP layer ran in (the observed one too:
+    the first request of a process is observed while the session log's hook decides)."""
     threads: list[int] = []
-    original: Callable[..., bytes] = _transport.finalize_body
+    for name in ("finalize_body", "observed_finalize_body"):
+        original: Callable[..., Any] = getattr(_transport, name)
 
-    def recording(*args: Any, **kwargs: Any) -> bytes:
-        threads.append(threading.get_ident())
-        return original(*args, **kwargs)
+        def recording(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            threads.append(threading.get_ident())
+            return _original(*args, **kwargs)
 
-    monkeypatch.setattr(_transport, "finalize_body", recording)
+        monkeypatch.setattr(_transport, name, recording)
     return threads
