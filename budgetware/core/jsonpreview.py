@@ -56,7 +56,8 @@ def read_document(text: str) -> Document | None:
     if _msgspec is None or _orjson is None:
         return None
     try:
-        doc = Document(_msgspec.Raw(text.encode("utf-8").strip(b" \t\n\r")))
+        data = text.encode("utf-8").strip(b" \t\n\r")
+        doc = Document(_msgspec.Raw(data), respelled(data))  # (no copy of the text to scan)
         give_way()
         if isinstance(doc.open(doc.value), _Ends):  # never decoded whole: check it
             _decode(doc.value, type=_Raw)
@@ -83,7 +84,7 @@ class Document:
 
     __slots__ = ("_known", "_text_bytes", "_written", "limit", "respell", "value")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, respell: bool = False) -> None:
         self.value = value
         # By identity: the sizes of parsed containers, or the opened parts of a Raw.
         self._known: dict[int, Any] = {}
@@ -91,7 +92,7 @@ class Document:
         self._text_bytes: int | None = None
         # A Raw part with more than ``limit`` bytes besides whitespace, the largest room (six
         # times that with escapes to respell, ``\u00e9`` as ``é``), measures its own length.
-        self.respell = isinstance(value, _Raw) and respelled(bytes(value))
+        self.respell = respell
         self.limit = 0
 
     def size(self, node: Any) -> int:
