@@ -69,16 +69,7 @@ def outputs() -> dict[str, str]:
     return {
         "pytest -v log, 10 MB": f"run {MARK}\n" + _pytest_log(10 * MB),
         "service log, 10 MB": f"run {MARK}\n" + _log(10 * MB),
-        "JSON: 42,000 API objects, indented": json.dumps(
-            {
-                "run": MARK,
-                "data": [
-                    {"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
-                    for i in range(42_000)
-                ],
-            },
-            indent=1,
-        ),
+        "JSON: 42,000 API objects, indented": _listing(),
         "JSON: 100,000 rows x 10 floats": json.dumps(
             {
                 "run": MARK,
@@ -91,29 +82,19 @@ def outputs() -> dict[str, str]:
             {"run": MARK, "embedding": [rng.gauss(0, 0.05) for _ in range(500_000)]}
         ),
         # Non-ASCII, which json.dumps escapes (\u00e9): the parts shown are respelled.
-        "JSON: 42,000 API objects, escaped": json.dumps(
-            {
-                "run": MARK,
-                "data": [
-                    {"id": i, "name": f"itém {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
-                    for i in range(42_000)
-                ],
-            },
-            indent=1,
-        ),
+        "JSON: 42,000 API objects, escaped": _listing("itém"),
         # NaN, which msgspec refuses: over 4 MiB such a document gets the text forms.
-        "JSON: 42,000 API objects with a NaN": json.dumps(
-            {
-                "run": MARK,
-                "nan": float("nan"),
-                "data": [
-                    {"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
-                    for i in range(42_000)
-                ],
-            },
-            indent=1,
-        ),
+        "JSON: 42,000 API objects with a NaN": _listing(nan=float("nan")),
     }
+
+
+def _listing(word: str = "item", **members: Any) -> str:
+    """42,000 API objects named with ``word``, indented, after the run and ``members``."""
+    data = [
+        {"id": i, "name": f"{word} {i}", "tags": ["a", "b"], "text": "lorem ipsum " * 10}
+        for i in range(42_000)
+    ]
+    return json.dumps({"run": MARK, **members, "data": data}, indent=1)
 
 
 def chat(text: str) -> bytes:
